@@ -1,0 +1,54 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+# Each sets up everything itself: a venv, the Python deps, and a ZooKeeper from the OS packages.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.installed
+
+.PHONY: demo test unit integration chaos lint typecheck check bench bench-quick soak zookeeper venv clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+zookeeper:
+	./scripts/install-zookeeper
+
+demo: venv zookeeper
+	$(PY) -m aiocoord demo
+
+test: venv zookeeper
+	$(PY) -m pytest -q
+
+unit: venv
+	$(PY) -m pytest -q tests/unit
+
+integration: venv zookeeper
+	$(PY) -m pytest -q tests/integration
+
+chaos: venv zookeeper
+	$(PY) -m pytest -q tests/chaos
+
+lint: venv
+	$(PY) -m ruff check aiocoord tests examples benchmarks
+	$(PY) -m ruff format --check aiocoord tests examples benchmarks
+
+typecheck: venv
+	$(PY) -m mypy aiocoord
+
+check: lint typecheck test
+
+bench: venv zookeeper
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) -m benchmarks
+
+bench-quick: venv zookeeper
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) -m benchmarks --quick
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

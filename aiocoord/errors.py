@@ -1,0 +1,350 @@
+"""The one exception hierarchy of aiocoord, rooted at :class:`CoordinationError`.
+
+Server-reported failures are :class:`ZooKeeperError` subclasses, one per ZooKeeper error code
+that users meet, each carrying the ``path`` and ``op`` it concerned. Bad input is refused
+before anything is sent, with :class:`BadArgumentsError` (also a ``ValueError``) or
+:class:`InvalidTypeError` (also a ``TypeError``).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "APIError",
+    "AuthFailedError",
+    "BadArgumentsError",
+    "BadVersionError",
+    "ClientClosedError",
+    "ConnectionLossError",
+    "CoordinationError",
+    "DataTooLargeError",
+    "InvalidACLError",
+    "InvalidPathError",
+    "InvalidTypeError",
+    "LockError",
+    "LockLostError",
+    "LockNotOwnedError",
+    "LockUpgradeError",
+    "NoAuthError",
+    "NoChildrenForEphemeralsError",
+    "NoNodeError",
+    "NoServersError",
+    "NoWatcherError",
+    "NodeExistsError",
+    "NotEmptyError",
+    "NotReadOnlyError",
+    "OperationTimeoutError",
+    "ProtocolError",
+    "RequestTimeoutError",
+    "ServerSetupError",
+    "SessionExpiredError",
+    "SessionMovedError",
+    "TransactionFailedError",
+    "UnimplementedError",
+    "UnknownServerError",
+    "ZooKeeperError",
+    "ZooKeeperNotFoundError",
+    "PortInUseError",
+    "ServerNotReadyError",
+    "error_for_code",
+]
+
+
+class CoordinationError(Exception):
+    """Root of every exception aiocoord raises on purpose."""
+
+
+# --- input refused before anything is sent -------------------------------------------------
+
+
+class BadArgumentsError(CoordinationError, ValueError):
+    """An argument has the right type but a value ZooKeeper would refuse (nothing was sent)."""
+
+
+class InvalidPathError(BadArgumentsError):
+    """A znode path breaks ZooKeeper's path rules (nothing was sent)."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(f"invalid znode path {path!r}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class DataTooLargeError(BadArgumentsError):
+    """Node data is larger than the server accepts (``jute.maxbuffer``, 1 MiB by default)."""
+
+    def __init__(self, size: int, limit: int, path: str | None = None) -> None:
+        where = f" for {path}" if path else ""
+        super().__init__(
+            f"data of {size} bytes{where} exceeds the {limit}-byte limit; "
+            "store large values elsewhere and keep a reference in ZooKeeper"
+        )
+        self.size = size
+        self.limit = limit
+        self.path = path
+
+
+class InvalidTypeError(CoordinationError, TypeError):
+    """An argument has the wrong type (nothing was sent)."""
+
+
+# --- client-side conditions ---------------------------------------------------------------
+
+
+class ClientClosedError(CoordinationError):
+    """The client was closed; open a new one with :func:`aiocoord.connect`."""
+
+
+class NoServersError(CoordinationError):
+    """No server in the connect string could be reached."""
+
+
+class ProtocolError(CoordinationError):
+    """A reply could not be decoded; the connection that carried it was dropped."""
+
+
+class TransactionFailedError(CoordinationError):
+    """A transaction was rejected as a whole; ``failed_op`` says which op and ``cause`` why."""
+
+    def __init__(self, failed_index: int, failed_op: str, cause: ZooKeeperError) -> None:
+        super().__init__(f"transaction op #{failed_index} ({failed_op}) failed: {cause}")
+        self.failed_index = failed_index
+        self.failed_op = failed_op
+        self.cause = cause
+
+
+# --- errors the server reports --------------------------------------------------------------
+
+
+class ZooKeeperError(CoordinationError):
+    """A failure reported by ZooKeeper (or, for connection loss, by the session manager)."""
+
+    code: ClassVar[int] = 0
+
+    def __init__(self, message: str = "", *, path: str | None = None, op: str | None = None) -> None:
+        parts = [message or self.__class__.__doc__ or self.__class__.__name__]
+        if op:
+            parts.append(f"op={op}")
+        if path is not None:
+            parts.append(f"path={path}")
+        super().__init__(" ".join(p.strip() for p in parts))
+        self.path = path
+        self.op = op
+
+
+_BY_CODE: dict[int, type[ZooKeeperError]] = {}
+
+
+def _code(code: int) -> object:
+    def register(cls: type[ZooKeeperError]) -> type[ZooKeeperError]:
+        cls.code = code
+        _BY_CODE[code] = cls
+        return cls
+
+    return register
+
+
+class UnknownServerError(ZooKeeperError):
+    """The server answered with an error code aiocoord does not know."""
+
+
+@_code(-1)
+class SystemZooKeeperError(ZooKeeperError):
+    """The server reported a system error."""
+
+
+@_code(-2)
+class RuntimeInconsistencyError(ZooKeeperError):
+    """The server found a runtime inconsistency."""
+
+
+@_code(-3)
+class DataInconsistencyError(ZooKeeperError):
+    """The server found a data inconsistency."""
+
+
+@_code(-4)
+class ConnectionLossError(ZooKeeperError):
+    """The connection was lost before the reply came; the op may or may not have been applied."""
+
+
+@_code(-5)
+class MarshallingError(ZooKeeperError):
+    """The server could not decode the request."""
+
+
+@_code(-6)
+class UnimplementedError(ZooKeeperError):
+    """The server does not implement this operation (too old, or a feature switched off)."""
+
+
+@_code(-7)
+class OperationTimeoutError(ZooKeeperError):
+    """The operation timed out."""
+
+
+@_code(-8)
+class ServerBadArgumentsError(ZooKeeperError):
+    """The server refused the arguments."""
+
+
+@_code(-12)
+class UnknownSessionError(ZooKeeperError):
+    """The server does not know this session."""
+
+
+@_code(-13)
+class NewConfigNoQuorumError(ZooKeeperError):
+    """Reconfiguration has no quorum."""
+
+
+@_code(-14)
+class ReconfigInProgressError(ZooKeeperError):
+    """Another reconfiguration is in progress."""
+
+
+@_code(-100)
+class APIError(ZooKeeperError):
+    """The server reported an API error."""
+
+
+@_code(-101)
+class NoNodeError(ZooKeeperError):
+    """The node does not exist."""
+
+
+@_code(-102)
+class NoAuthError(ZooKeeperError):
+    """Not authorised by the node's ACL; add the right credentials with ``add_auth``."""
+
+
+@_code(-103)
+class BadVersionError(ZooKeeperError):
+    """The node's version differs from the one given (someone else changed it)."""
+
+
+@_code(-108)
+class NoChildrenForEphemeralsError(ZooKeeperError):
+    """Ephemeral nodes cannot have children."""
+
+
+@_code(-110)
+class NodeExistsError(ZooKeeperError):
+    """The node already exists."""
+
+
+@_code(-111)
+class NotEmptyError(ZooKeeperError):
+    """The node has children; delete with ``recursive=True`` to remove them too."""
+
+
+@_code(-112)
+class SessionExpiredError(ZooKeeperError):
+    """The session expired: its ephemeral nodes and watches are gone."""
+
+
+@_code(-113)
+class InvalidCallbackError(ZooKeeperError):
+    """The server reported an invalid callback."""
+
+
+@_code(-114)
+class InvalidACLError(ZooKeeperError):
+    """The ACL is invalid (for example empty, or an unknown scheme)."""
+
+
+@_code(-115)
+class AuthFailedError(ZooKeeperError):
+    """Authentication failed; the session is unusable."""
+
+
+@_code(-118)
+class SessionMovedError(ZooKeeperError):
+    """The session moved to another server."""
+
+
+@_code(-119)
+class NotReadOnlyError(ZooKeeperError):
+    """A write was sent to a read-only server."""
+
+
+@_code(-120)
+class EphemeralOnLocalSessionError(ZooKeeperError):
+    """Ephemeral nodes cannot be created on a local session."""
+
+
+@_code(-121)
+class NoWatcherError(ZooKeeperError):
+    """No such watch is set on the server."""
+
+
+@_code(-122)
+class RequestTimeoutError(ZooKeeperError):
+    """The request timed out on the server."""
+
+
+@_code(-123)
+class ReconfigDisabledError(ZooKeeperError):
+    """Dynamic reconfiguration is disabled on the server."""
+
+
+@_code(-124)
+class SessionClosedRequireSaslError(ZooKeeperError):
+    """The server requires SASL authentication."""
+
+
+@_code(-125)
+class QuotaExceededError(ZooKeeperError):
+    """A quota was exceeded."""
+
+
+@_code(-127)
+class ThrottledError(ZooKeeperError):
+    """The server throttled the operation; retry later."""
+
+
+def error_for_code(code: int, *, path: str | None = None, op: str | None = None) -> ZooKeeperError:
+    """Build the exception for a ZooKeeper reply error code."""
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        return UnknownServerError(f"unknown error code {code}", path=path, op=op)
+    return cls(path=path, op=op)
+
+
+# --- recipes ----------------------------------------------------------------------------------
+
+
+class LockError(CoordinationError):
+    """Base of lock-recipe errors."""
+
+
+class LockNotOwnedError(LockError):
+    """``release()`` was called by a task that does not hold the lock."""
+
+
+class LockLostError(LockError):
+    """The lock was lost while held (session lost, or suspended under the strict policy)."""
+
+
+class LockUpgradeError(LockError):
+    """A read-lock holder asked for the write lock; that would deadlock, so it is refused."""
+
+
+# --- test servers -----------------------------------------------------------------------------
+
+
+class ServerSetupError(CoordinationError):
+    """A test ZooKeeper server could not be set up."""
+
+
+class ZooKeeperNotFoundError(ServerSetupError):
+    """No ZooKeeper distribution was found; the message says how to install one."""
+
+
+class PortInUseError(ServerSetupError):
+    """A port asked for is already in use."""
+
+
+class ServerNotReadyError(ServerSetupError):
+    """The server never became ready; the message holds the tail of its log."""
