@@ -8,7 +8,8 @@ before anything is sent, with :class:`BadArgumentsError` (also a ``ValueError``)
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, TypeVar
 
 __all__ = [
     "APIError",
@@ -122,7 +123,9 @@ class ZooKeeperError(CoordinationError):
 
     code: ClassVar[int] = 0
 
-    def __init__(self, message: str = "", *, path: str | None = None, op: str | None = None) -> None:
+    def __init__(
+        self, message: str = "", *, path: str | None = None, op: str | None = None
+    ) -> None:
         parts = [message or self.__class__.__doc__ or self.__class__.__name__]
         if op:
             parts.append(f"op={op}")
@@ -136,8 +139,11 @@ class ZooKeeperError(CoordinationError):
 _BY_CODE: dict[int, type[ZooKeeperError]] = {}
 
 
-def _code(code: int) -> object:
-    def register(cls: type[ZooKeeperError]) -> type[ZooKeeperError]:
+_E = TypeVar("_E", bound="type[ZooKeeperError]")
+
+
+def _code(code: int) -> Callable[[_E], _E]:
+    def register(cls: _E) -> _E:
         cls.code = code
         _BY_CODE[code] = cls
         return cls

@@ -1,0 +1,299 @@
+"""One TCP (or TLS) connection to one ZooKeeper server.
+
+The connection writes framed requests, reads reply frames, and matches replies to futures by
+xid. It knows nothing about sessions, state or retries: when the socket dies it fails every
+pending future with :class:`ConnectionLossError` and tells its owner once. It is an
+``asyncio.Protocol`` rather than a reader task so a reply resolves its future in the same
+callback that received the bytes: no task switch per reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import ssl as _ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiocoord import _protocol as wire
+from aiocoord.errors import ConnectionLossError, ProtocolError
+
+# A frame larger than this is garbage, not a reply: drop the connection instead of allocating.
+MAX_FRAME = 64 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class Reply:
+    """A decoded reply: the server's zxid, its error code, and the decoded body (or None)."""
+
+    zxid: int
+    err: int
+    body: Any
+
+
+@dataclass(slots=True)
+class _Pending:
+    opcode: int
+    future: asyncio.Future[Reply]
+
+
+class Connection(asyncio.Protocol):
+    """A connected, handshaken socket to one server. Create with :meth:`open`."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        on_watch: Callable[[wire.WatchNotification], None],
+        on_zxid: Callable[[int], None],
+    ) -> None:
+        self.host = host
+        self.port = port
+        self._on_watch = on_watch
+        self._on_zxid = on_zxid
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.Transport | None = None
+        self._buffer = bytearray()
+        self._pending: dict[int, _Pending] = {}
+        # Auth and SetWatches replies carry fixed xids; the server answers them in order.
+        self._special: dict[int, collections.deque[asyncio.Future[Reply]]] = {
+            wire.AUTH_XID: collections.deque(),
+            wire.SET_WATCHES_XID: collections.deque(),
+        }
+        self._handshake: asyncio.Future[wire.ConnectReply] = self._loop.create_future()
+        self.closed: asyncio.Future[BaseException] = self._loop.create_future()
+        self._keepalive: asyncio.TimerHandle | None = None
+        self.last_recv = time.monotonic()
+        self.last_send = self.last_recv
+        self.requests_sent = 0
+
+    # --- opening --------------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        host: str,
+        port: int,
+        *,
+        timeout: float,
+        session_id: int,
+        password: bytes,
+        session_timeout_ms: int,
+        last_zxid: int,
+        read_only: bool,
+        on_watch: Callable[[wire.WatchNotification], None],
+        on_zxid: Callable[[int], None],
+        ssl: _ssl.SSLContext | None = None,
+    ) -> tuple[Connection, wire.ConnectReply]:
+        """Connect and run the session handshake within ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        conn = cls(host, port, on_watch, on_zxid)
+
+        async def handshake() -> wire.ConnectReply:
+            await loop.create_connection(lambda: conn, host, port, ssl=ssl)
+            assert conn._transport is not None
+            conn._transport.write(
+                wire.encode_connect(
+                    last_zxid=last_zxid,
+                    timeout_ms=session_timeout_ms,
+                    session_id=session_id,
+                    password=password,
+                    read_only=read_only,
+                )
+            )
+            return await conn._handshake
+
+        try:
+            reply = await asyncio.wait_for(handshake(), timeout)
+        except BaseException:
+            conn.abort()
+            raise
+        return conn, reply
+
+    # --- asyncio.Protocol -----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            import socket
+
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_recv = time.monotonic()
+        buf = self._buffer
+        buf += data
+        pos = 0
+        end = len(buf)
+        try:
+            while end - pos >= 4:
+                size = int.from_bytes(buf[pos : pos + 4], "big", signed=True)
+                if size < 0 or size > MAX_FRAME:
+                    raise ProtocolError(f"frame length {size} from {self.host}:{self.port}")
+                if end - pos - 4 < size:
+                    break
+                frame = bytes(buf[pos + 4 : pos + 4 + size])
+                pos += 4 + size
+                self._frame(frame)
+        except ProtocolError as exc:
+            self._die(exc)
+            return
+        del buf[:pos]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._die(
+            ConnectionLossError(
+                f"connection to {self.host}:{self.port} lost: {exc or 'closed by server'}"
+            )
+        )
+
+    # --- frames ---------------------------------------------------------------------------
+
+    def _frame(self, frame: bytes) -> None:
+        if not self._handshake.done():
+            self._handshake.set_result(wire.decode_connect(frame))
+            return
+        xid, zxid, err = wire.decode_reply_header(frame)
+        if zxid > 0:
+            self._on_zxid(zxid)
+        if xid == wire.WATCH_XID:
+            self._on_watch(wire.decode_watch(frame, wire.REPLY_HEADER_SIZE))
+            return
+        if xid == wire.PING_XID:
+            return
+        queue = self._special.get(xid)
+        if queue is not None:
+            if queue:
+                fut = queue.popleft()
+                if not fut.done():
+                    fut.set_result(Reply(zxid, err, None))
+            return
+        pending = self._pending.pop(xid, None)
+        if pending is None:
+            # The caller was cancelled and forgot this xid; the reply means nothing now.
+            return
+        body = None
+        has_body = len(frame) > wire.REPLY_HEADER_SIZE
+        if has_body and (err == 0 or pending.opcode == wire.OP_MULTI):
+            try:
+                body = wire.decode_body(pending.opcode, frame, wire.REPLY_HEADER_SIZE)
+            except ProtocolError as exc:
+                if not pending.future.done():
+                    pending.future.set_exception(exc)
+                raise
+        if not pending.future.done():
+            pending.future.set_result(Reply(zxid, err, body))
+
+    # --- sending ------------------------------------------------------------------------
+
+    def send(self, xid: int, request: Any) -> asyncio.Future[Reply]:
+        """Write one request and return the future its reply will resolve."""
+        fut: asyncio.Future[Reply] = self._loop.create_future()
+        if self.closed.done() or self._transport is None:
+            fut.set_exception(
+                ConnectionLossError(f"connection to {self.host}:{self.port} is closed")
+            )
+            return fut
+        # Registered before the bytes leave, so even an instant reply finds its future.
+        self._pending[xid] = _Pending(request.opcode, fut)
+        self._write(wire.encode(xid, request))
+        return fut
+
+    def send_special(self, xid: int, request: Any) -> asyncio.Future[Reply]:
+        """Write an auth or SetWatches request; its reply comes back under the same fixed xid."""
+        fut: asyncio.Future[Reply] = self._loop.create_future()
+        if self.closed.done():
+            fut.set_exception(ConnectionLossError("connection closed"))
+            return fut
+        self._special[xid].append(fut)
+        self._write(wire.encode(xid, request))
+        return fut
+
+    def forget(self, xid: int) -> None:
+        """Drop a pending entry whose caller gave up (cancelled or timed out)."""
+        self._pending.pop(xid, None)
+
+    @property
+    def pending_count(self) -> int:
+        """Requests written and not yet answered."""
+        return len(self._pending)
+
+    def _write(self, data: bytes) -> None:
+        assert self._transport is not None
+        self._transport.write(data)
+        self.requests_sent += 1
+        self.last_send = time.monotonic()
+
+    # --- liveness -----------------------------------------------------------------------
+
+    def start_keepalive(self, session_timeout: float) -> None:
+        """Ping when idle a third of the timeout; declare the link dead after 2/3 of silence."""
+        interval = session_timeout / 3
+        read_timeout = session_timeout * 2 / 3
+        tick = max(interval / 4, 0.01)
+        ping = wire.encode(wire.PING_XID, _PING)
+
+        def check() -> None:
+            if self.closed.done() or self._transport is None:
+                return
+            now = time.monotonic()
+            if now - self.last_recv > read_timeout:
+                self._die(
+                    ConnectionLossError(
+                        f"no reply from {self.host}:{self.port} for {now - self.last_recv:.2f}s"
+                    )
+                )
+                return
+            if now - self.last_send >= interval:
+                self._transport.write(ping)
+                self.last_send = now
+            self._keepalive = self._loop.call_later(tick, check)
+
+        self._keepalive = self._loop.call_later(tick, check)
+
+    # --- closing ------------------------------------------------------------------------
+
+    def abort(self) -> None:
+        """Close the socket at once; pending requests fail with ConnectionLossError."""
+        self._die(ConnectionLossError(f"connection to {self.host}:{self.port} closed"))
+
+    def _die(self, exc: BaseException) -> None:
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+            self._keepalive = None
+        if self._transport is not None:
+            self._transport.abort()
+        if not self._handshake.done():
+            self._handshake.set_exception(
+                exc if isinstance(exc, Exception) else ConnectionLossError(str(exc))
+            )
+            # Nobody may await it if open() already timed out; mark it retrieved.
+            self._handshake.exception()
+        if self.closed.done():
+            return
+        self.closed.set_result(exc)
+        pending, self._pending = self._pending, {}
+        for p in pending.values():
+            if not p.future.done():
+                p.future.set_exception(ConnectionLossError(str(exc)))
+        for queue in self._special.values():
+            while queue:
+                fut = queue.popleft()
+                if not fut.done():
+                    fut.set_exception(ConnectionLossError(str(exc)))
+
+
+class _PingRequest:
+    opcode = wire.OP_PING
+
+    def serialize(self, xid: int) -> bytes:
+        return xid.to_bytes(4, "big", signed=True) + wire.OP_PING.to_bytes(4, "big", signed=True)
+
+
+_PING = _PingRequest()

@@ -1,0 +1,293 @@
+"""The watch table: one-shot watches as futures, persistent watches as subscriptions.
+
+ZooKeeper keeps at most one watch per (kind, path) per session, so every waiter on the same
+(kind, path) shares it: the table maps each key to the set of futures waiting on it. Entries
+are made *before* the request that sets the server watch is written, so an event that races
+the reply still finds its waiter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class EventType(enum.IntEnum):
+    """What happened to a watched node."""
+
+    CREATED = 1
+    DELETED = 2
+    DATA_CHANGED = 3
+    CHILDREN_CHANGED = 4
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """A fired watch: what happened, and to which path (relative to the client's chroot)."""
+
+    type: EventType
+    path: str
+
+
+class WatchKind(enum.IntEnum):
+    """The two kinds of one-shot watch the server keeps per path."""
+
+    DATA = 1  # set by get() and exists(): fires on create, change, delete
+    CHILD = 2  # set by children(): fires on child change and on delete
+
+
+# Which one-shot kinds each event type triggers (ZooKeeper's ZKWatchManager rules).
+_TRIGGERS: dict[int, tuple[WatchKind, ...]] = {
+    1: (WatchKind.DATA,),
+    2: (WatchKind.DATA, WatchKind.CHILD),
+    3: (WatchKind.DATA,),
+    4: (WatchKind.CHILD,),
+}
+
+
+class Watch:
+    """A one-shot watch: await it for the :class:`WatchEvent` that fires it.
+
+    Cancelling the awaiting task (or calling :meth:`cancel`) removes this waiter; when the last
+    waiter on a server watch is gone, the server watch is removed too. If the session expires
+    the await raises :class:`~aiocoord.SessionExpiredError`; if the client closes, it raises
+    :class:`~aiocoord.ClientClosedError`.
+    """
+
+    __slots__ = ("_future", "_server_path", "kind", "path")
+
+    def __init__(
+        self, future: asyncio.Future[WatchEvent], kind: WatchKind, path: str, server_path: str
+    ) -> None:
+        self._future = future
+        self._server_path = server_path
+        self.kind = kind
+        self.path = path
+
+    def __await__(self) -> Generator[Any, None, WatchEvent]:
+        return self._future.__await__()
+
+    def done(self) -> bool:
+        """True once the watch fired, failed or was cancelled."""
+        return self._future.done()
+
+    def cancel(self) -> None:
+        """Stop waiting; the shared server watch is removed if nobody else waits on it."""
+        self._future.cancel()
+
+    async def wait(self, timeout: float | None = None) -> WatchEvent:
+        """Await the event; on timeout raise TimeoutError and leave the watch armed."""
+        return await asyncio.wait_for(asyncio.shield(self._future), timeout)
+
+    def __repr__(self) -> str:
+        return f"<Watch {self.kind.name} {self.path} {'done' if self.done() else 'pending'}>"
+
+
+@dataclass(slots=True)
+class _Entry:
+    waiters: set[asyncio.Future[WatchEvent]] = field(default_factory=set)
+    # For restore after reconnect: a DATA watch on an existing node goes back as a data
+    # watch, on a missing one as an exist watch (the server then fires CREATED/DELETED).
+    exists: bool = True
+
+
+class PersistentWatch:
+    """A persistent (optionally recursive) watch: ``async for event in watch``.
+
+    Events are queued without bound in arrival (zxid) order. The iteration ends when the watch
+    is closed; it raises SessionExpiredError if the session is lost.
+    """
+
+    def __init__(
+        self, path: str, recursive: bool, remove: Callable[[PersistentWatch], Any]
+    ) -> None:
+        self.path = path
+        self.recursive = recursive
+        self._queue: asyncio.Queue[WatchEvent | BaseException | None] = asyncio.Queue()
+        self._remove = remove
+        self.closed = False
+
+    def _put(self, item: WatchEvent | BaseException | None) -> None:
+        self._queue.put_nowait(item)
+
+    def __aiter__(self) -> PersistentWatch:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        item = await self._queue.get()
+        if item is None:
+            self._queue.put_nowait(None)
+            raise StopAsyncIteration
+        if isinstance(item, BaseException):
+            self._queue.put_nowait(item)
+            raise item
+        return item
+
+    async def aclose(self) -> None:
+        """Remove the watch from the server (when no other subscriber shares it) and end."""
+        if not self.closed:
+            self.closed = True
+            self._put(None)
+            await self._remove(self)
+
+    async def __aenter__(self) -> PersistentWatch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class WatchTable:
+    """Every watch this session holds, keyed as the server keys them."""
+
+    def __init__(self, on_last_waiter_gone: Callable[[WatchKind, str], None]) -> None:
+        self._one_shot: dict[tuple[WatchKind, str], _Entry] = {}
+        self._persistent: dict[tuple[bool, str], set[PersistentWatch]] = {}
+        self._on_last_gone = on_last_waiter_gone
+
+    # --- one-shot -----------------------------------------------------------------------
+
+    def register(self, kind: WatchKind, server_path: str, user_path: str) -> Watch:
+        """Add a waiter before the request that sets the server watch is written."""
+        fut: asyncio.Future[WatchEvent] = asyncio.get_running_loop().create_future()
+        key = (kind, server_path)
+        entry = self._one_shot.get(key)
+        if entry is None:
+            entry = self._one_shot[key] = _Entry()
+        entry.waiters.add(fut)
+        fut.add_done_callback(lambda f: self._discard(key, f))
+        return Watch(fut, kind, user_path, server_path)
+
+    def set_exists(self, kind: WatchKind, server_path: str, exists: bool) -> None:
+        """Record whether the watched node existed when the server set the watch."""
+        entry = self._one_shot.get((kind, server_path))
+        if entry is not None:
+            entry.exists = exists
+
+    def unregister(self, watch: Watch) -> None:
+        """Withdraw a waiter whose request did not set a server watch (e.g. get on NoNode)."""
+        fut = watch._future
+        if not fut.done():
+            key = (watch.kind, watch._server_path)
+            entry = self._one_shot.get(key)
+            if entry is not None:
+                entry.waiters.discard(fut)
+                if not entry.waiters:
+                    # No server watch was set, so nothing to remove remotely.
+                    del self._one_shot[key]
+            fut.cancel()
+
+    def _discard(self, key: tuple[WatchKind, str], fut: asyncio.Future[WatchEvent]) -> None:
+        entry = self._one_shot.get(key)
+        if entry is None or fut not in entry.waiters:
+            return
+        entry.waiters.discard(fut)
+        if not entry.waiters:
+            del self._one_shot[key]
+            if fut.cancelled():
+                self._on_last_gone(key[0], key[1])
+
+    # --- persistent ---------------------------------------------------------------------
+
+    def add_persistent(self, watch: PersistentWatch, server_path: str) -> bool:
+        """Add a subscriber; True when it is the first on (mode, path) and must be set."""
+        key = (watch.recursive, server_path)
+        subs = self._persistent.setdefault(key, set())
+        subs.add(watch)
+        return len(subs) == 1
+
+    def remove_persistent(self, watch: PersistentWatch, server_path: str) -> bool:
+        """Remove a subscriber; True when it was the last and the server watch must go."""
+        key = (watch.recursive, server_path)
+        subs = self._persistent.get(key)
+        if not subs or watch not in subs:
+            return False
+        subs.discard(watch)
+        if not subs:
+            del self._persistent[key]
+            return True
+        return False
+
+    # --- events -------------------------------------------------------------------------
+
+    def dispatch(self, etype: int, server_path: str, user_path: str) -> None:
+        """Fire every waiter an event of this type on this path triggers."""
+        try:
+            event = WatchEvent(EventType(etype), user_path)
+        except ValueError:
+            return
+        for kind in _TRIGGERS.get(etype, ()):
+            entry = self._one_shot.pop((kind, server_path), None)
+            if entry is None:
+                continue
+            for fut in entry.waiters:
+                if not fut.done():
+                    fut.set_result(event)
+        if not self._persistent:
+            return
+        for sub in self._persistent.get((False, server_path), ()):
+            sub._put(event)
+        if etype == EventType.CHILDREN_CHANGED:
+            return  # recursive watches report node events, not child-list changes
+        for ancestor in _ancestors(server_path):
+            for sub in self._persistent.get((True, ancestor), ()):
+                sub._put(event)
+
+    def fail_all(self, exc: BaseException) -> None:
+        """Fail every waiter and subscription (session expired or client closed)."""
+        entries, self._one_shot = self._one_shot, {}
+        for entry in entries.values():
+            for fut in entry.waiters:
+                if not fut.done():
+                    fut.set_exception(exc)
+                    fut.exception()  # a waiter that already left must not log "never retrieved"
+        persistent, self._persistent = self._persistent, {}
+        for subs in persistent.values():
+            for sub in subs:
+                sub._put(exc)
+
+    # --- restore ------------------------------------------------------------------------
+
+    def restore_lists(self) -> dict[str, list[str]]:
+        """The server paths to re-arm after a reconnect, by SetWatches2 field."""
+        lists: dict[str, list[str]] = {
+            "data_watches": [],
+            "exist_watches": [],
+            "child_watches": [],
+            "persistent_watches": [],
+            "persistent_recursive_watches": [],
+        }
+        for (kind, path), entry in self._one_shot.items():
+            if kind is WatchKind.CHILD:
+                lists["child_watches"].append(path)
+            elif entry.exists:
+                lists["data_watches"].append(path)
+            else:
+                lists["exist_watches"].append(path)
+        for recursive, path in self._persistent:
+            key = "persistent_recursive_watches" if recursive else "persistent_watches"
+            lists[key].append(path)
+        return lists
+
+    @property
+    def has_persistent(self) -> bool:
+        """True when any persistent watch is held (SetWatches2 then needed)."""
+        return bool(self._persistent)
+
+    def counts(self) -> dict[str, int]:
+        """Number of server watches and of waiters, for tests and diagnostics."""
+        return {
+            "server_watches": len(self._one_shot) + len(self._persistent),
+            "waiters": sum(len(e.waiters) for e in self._one_shot.values()),
+            "persistent": sum(len(s) for s in self._persistent.values()),
+        }
+
+
+def _ancestors(path: str) -> Iterator[str]:
+    yield path
+    while path != "/":
+        path = path.rsplit("/", 1)[0] or "/"
+        yield path

@@ -1,0 +1,942 @@
+"""The client: ZooKeeper path operations over a :class:`~aiocoord.session.Session`.
+
+Paths are checked before anything is sent, prefixed with the chroot on the way out and
+stripped on the way back. Retry policies apply only where repeating is safe: reads,
+version-checked writes and protected creates (see :mod:`aiocoord.retry`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl as _ssl
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+from aiozk.protocol import (
+    CheckVersionRequest,
+    Create2Request,
+    DeleteRequest,
+    ExistsRequest,
+    GetACLRequest,
+    GetChildren2Request,
+    GetChildrenRequest,
+    GetDataRequest,
+    SetACLRequest,
+    SetDataRequest,
+    SyncRequest,
+)
+
+from aiocoord import _protocol as wire
+from aiocoord._protocol import ACL, Stat
+from aiocoord._validation import (
+    validate_data,
+    validate_flag,
+    validate_path,
+    validate_timeout,
+    validate_version,
+)
+from aiocoord._watches import PersistentWatch, Watch, WatchKind
+from aiocoord.errors import (
+    BadArgumentsError,
+    ConnectionLossError,
+    CoordinationError,
+    InvalidTypeError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    SessionExpiredError,
+    TransactionFailedError,
+    error_for_code,
+)
+from aiocoord.retry import ExponentialBackoff, RetryPolicy
+from aiocoord.session import Session, State, StateChange, parse_connect_string
+
+if TYPE_CHECKING:
+    from aiocoord.recipes.lock import Lock
+
+log = logging.getLogger("aiocoord.client")
+T = TypeVar("T")
+
+#: Anyone may do anything (ZooKeeper's OPEN_ACL_UNSAFE).
+OPEN_ACL_UNSAFE: tuple[ACL, ...] = (ACL(ACL.ALL, "world", "anyone"),)
+#: Only the authenticated creator may do anything (CREATOR_ALL_ACL).
+CREATOR_ALL_ACL: tuple[ACL, ...] = (ACL(ACL.ALL, "auth", ""),)
+#: Anyone may read (READ_ACL_UNSAFE).
+READ_ACL_UNSAFE: tuple[ACL, ...] = (ACL(ACL.READ, "world", "anyone"),)
+
+#: The prefix of protected nodes, as Curator names them: ``_c_<uuid>-<name>``.
+PROTECTED_PREFIX = "_c_"
+
+
+@dataclass(frozen=True, slots=True)
+class ChildData:
+    """A node's path, data and stat (what caches hold)."""
+
+    path: str
+    data: bytes
+    stat: Stat
+
+
+def protected_id(name: str) -> str | None:
+    """The UUID of a protected node name (``_c_<uuid>-rest``), or None if not protected."""
+    if name.startswith(PROTECTED_PREFIX) and len(name) >= len(PROTECTED_PREFIX) + 37:
+        candidate = name[len(PROTECTED_PREFIX) : len(PROTECTED_PREFIX) + 36]
+        if name[len(PROTECTED_PREFIX) + 36] == "-":
+            return candidate
+    return None
+
+
+def _split(path: str) -> tuple[str, str]:
+    parent, _, name = path.rpartition("/")
+    return parent or "/", name
+
+
+def _join(parent: str, name: str) -> str:
+    return parent.rstrip("/") + "/" + name
+
+
+class Client:
+    """A connected ZooKeeper client. Get one with :func:`aiocoord.connect`.
+
+    All methods are coroutine-safe: any number of tasks may share one client, and their
+    requests are pipelined on one connection.
+    """
+
+    def __init__(self, session: Session, *, retry: RetryPolicy | None = None) -> None:
+        self._session = session
+        self.chroot = session.chroot
+        self.retry: RetryPolicy = retry if retry is not None else ExponentialBackoff()
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # --- session and state -------------------------------------------------------------
+
+    @property
+    def session(self) -> Session:
+        """The session manager behind this client."""
+        return self._session
+
+    @property
+    def state(self) -> State:
+        """The current connection state."""
+        assert self._session.state is not None
+        return self._session.state
+
+    @property
+    def session_id(self) -> int:
+        """The current session id (changes when a new session starts after LOST)."""
+        return self._session.session_id
+
+    @property
+    def connected(self) -> bool:
+        """True while requests can be sent."""
+        return self.state.is_connected
+
+    async def wait_for(self, state: State, timeout: float | None = None) -> None:
+        """Wait until the state is ``state``; ``CONNECTED`` also matches ``RECONNECTED``."""
+        await self._session.wait_for(state, validate_timeout(timeout))
+
+    def state_changes(self) -> AsyncIterator[StateChange]:
+        """An async iterator of every state transition from now on."""
+        return self._session.changes()
+
+    def add_state_listener(self, callback: Callable[[StateChange], None]) -> Callable[[], None]:
+        """Call ``callback`` on every transition (synchronously); returns a remover."""
+        return self._session.add_listener(callback)
+
+    async def close(self) -> None:
+        """End the session cleanly: ephemeral nodes vanish, watches end, tasks stop."""
+        for task in list(self._background):
+            task.cancel()
+        for task in list(self._background):
+            with contextlib.suppress(BaseException):
+                await task
+        await self._session.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._session.closed
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _full(self, path: str) -> str:
+        if not self.chroot:
+            return path
+        return self.chroot if path == "/" else self.chroot + path
+
+    def _short(self, server_path: str) -> str:
+        return self._session.strip_chroot(server_path)
+
+    async def _retrying(self, op: Callable[[], Awaitable[T]]) -> T:
+        delays = self.retry.delays()
+        while True:
+            try:
+                return await op()
+            except ConnectionLossError:
+                delay = next(delays, None)
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+
+    def _spawn(self, coro: Awaitable[Any], name: str) -> None:
+        task = asyncio.ensure_future(coro)
+        task.set_name(name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # --- reads --------------------------------------------------------------------------
+
+    @overload
+    async def exists(self, path: str, *, watch: Literal[False] = False) -> Stat | None: ...
+    @overload
+    async def exists(self, path: str, *, watch: Literal[True]) -> tuple[Stat | None, Watch]: ...
+
+    async def exists(self, path: str, *, watch: bool = False) -> Any:
+        """The node's Stat, or None if it does not exist. With ``watch=True`` also a Watch
+        that fires on its creation, change or deletion. Retried on connection loss."""
+        validate_path(path)
+        validate_flag(watch, "watch")
+        full = self._full(path)
+
+        async def once() -> Any:
+            w = self._session.register_watch(WatchKind.DATA, full, path) if watch else None
+            try:
+                reply = await self._session.request(
+                    ExistsRequest(path=full, watch=watch), path=path, watch=w
+                )
+            except NoNodeError:
+                if w is not None:
+                    self._session.watches.set_exists(WatchKind.DATA, full, False)
+                return (None, w) if watch else None
+            stat = wire.stat_from(reply.body.stat)
+            return (stat, w) if watch else stat
+
+        return await self._retrying(once)
+
+    @overload
+    async def get(self, path: str, *, watch: Literal[False] = False) -> tuple[bytes, Stat]: ...
+    @overload
+    async def get(self, path: str, *, watch: Literal[True]) -> tuple[bytes, Stat, Watch]: ...
+
+    async def get(self, path: str, *, watch: bool = False) -> Any:
+        """The node's data and Stat; raises NoNodeError. ``watch=True`` adds a Watch that
+        fires on its next change or deletion. Retried on connection loss."""
+        validate_path(path)
+        validate_flag(watch, "watch")
+        full = self._full(path)
+
+        async def once() -> Any:
+            w = self._session.register_watch(WatchKind.DATA, full, path) if watch else None
+            reply = await self._session.request(
+                GetDataRequest(path=full, watch=watch), path=path, watch=w
+            )
+            data = reply.body.data or b""
+            stat = wire.stat_from(reply.body.stat)
+            return (data, stat, w) if watch else (data, stat)
+
+        return await self._retrying(once)
+
+    @overload
+    async def children(
+        self, path: str, *, watch: Literal[False] = False, with_stat: Literal[False] = False
+    ) -> list[str]: ...
+    @overload
+    async def children(
+        self, path: str, *, watch: Literal[True], with_stat: Literal[False] = False
+    ) -> tuple[list[str], Watch]: ...
+    @overload
+    async def children(
+        self, path: str, *, watch: Literal[False] = False, with_stat: Literal[True]
+    ) -> tuple[list[str], Stat]: ...
+    @overload
+    async def children(
+        self, path: str, *, watch: Literal[True], with_stat: Literal[True]
+    ) -> tuple[list[str], Stat, Watch]: ...
+
+    async def children(self, path: str, *, watch: bool = False, with_stat: bool = False) -> Any:
+        """The names of the node's children (unordered); raises NoNodeError. ``with_stat``
+        adds the parent's Stat, ``watch`` a Watch on the child list. Retried on loss."""
+        validate_path(path)
+        validate_flag(watch, "watch")
+        validate_flag(with_stat, "with_stat")
+        full = self._full(path)
+
+        async def once() -> Any:
+            w = self._session.register_watch(WatchKind.CHILD, full, path) if watch else None
+            req: Any = (
+                GetChildren2Request(path=full, watch=watch)
+                if with_stat
+                else GetChildrenRequest(path=full, watch=watch)
+            )
+            reply = await self._session.request(req, path=path, watch=w)
+            names: list[str] = list(reply.body.children or [])
+            out: list[Any] = [names]
+            if with_stat:
+                out.append(wire.stat_from(reply.body.stat))
+            if watch:
+                out.append(w)
+            return out[0] if len(out) == 1 else tuple(out)
+
+        return await self._retrying(once)
+
+    async def sync(self, path: str = "/") -> None:
+        """Make the connected server catch up with the leader for ``path`` before later reads."""
+        validate_path(path)
+        await self._retrying(
+            lambda: self._session.request(SyncRequest(path=self._full(path)), path=path)
+        )
+
+    async def get_acl(self, path: str) -> tuple[list[ACL], Stat]:
+        """The node's ACL and Stat."""
+        validate_path(path)
+
+        async def once() -> tuple[list[ACL], Stat]:
+            reply = await self._session.request(GetACLRequest(path=self._full(path)), path=path)
+            return [wire.acl_from_jute(a) for a in reply.body.acl], wire.stat_from(reply.body.stat)
+
+        return await self._retrying(once)
+
+    async def set_acl(self, path: str, acl: Sequence[ACL], version: int = -1) -> Stat:
+        """Replace the node's ACL (if its ACL version matches ``version``, unless -1)."""
+        validate_path(path)
+        acls = _validate_acl(acl)
+        validate_version(version)
+        req = SetACLRequest(path=self._full(path), acl=acls, version=version)
+        reply = await self._session.request(req, path=path)
+        return wire.stat_from(reply.body.stat)
+
+    async def add_auth(self, scheme: str, credential: str | bytes) -> None:
+        """Add credentials to the session (e.g. ``("digest", "user:password")``)."""
+        if not isinstance(scheme, str):
+            raise InvalidTypeError("auth scheme must be str")
+        cred = credential.encode() if isinstance(credential, str) else credential
+        if not isinstance(cred, bytes):
+            raise InvalidTypeError("auth credential must be str or bytes")
+        await self._session.add_auth(scheme, cred)
+
+    async def get_ephemerals(self, prefix: str = "/") -> list[str]:
+        """Paths of this session's ephemeral nodes starting with ``prefix`` (3.6+)."""
+        if not isinstance(prefix, str) or not prefix.startswith("/"):
+            raise InvalidTypeError("prefix must be a str starting with '/'")
+        full = self._full(prefix) if prefix != "/" else (self.chroot or "/")
+
+        async def once() -> list[str]:
+            reply = await self._session.request(wire.GetEphemeralsRequest(prefix_path=full))
+            return sorted(self._short(p) for p in reply.body.ephemerals)
+
+        return await self._retrying(once)
+
+    async def count_descendants(self, path: str) -> int:
+        """The number of nodes below ``path`` (getAllChildrenNumber, 3.6+)."""
+        validate_path(path)
+
+        async def once() -> int:
+            req = wire.GetAllChildrenNumberRequest(path=self._full(path))
+            reply = await self._session.request(req, path=path)
+            return int(reply.body.total_number)
+
+        return await self._retrying(once)
+
+    async def whoami(self) -> list[tuple[str, str]]:
+        """The (scheme, user) identities this session is authenticated as (3.7+)."""
+
+        async def once() -> list[tuple[str, str]]:
+            reply = await self._session.request(wire.WhoAmIRequest())
+            return [(c.auth_scheme, c.user) for c in reply.body.client_info]
+
+        return await self._retrying(once)
+
+    async def add_watch(self, path: str, *, recursive: bool = False) -> PersistentWatch:
+        """A persistent watch on ``path`` (and, if ``recursive``, its whole subtree; 3.6+).
+
+        Iterate it with ``async for``; close it with ``aclose()`` (or ``async with``).
+        """
+        validate_path(path)
+        validate_flag(recursive, "recursive")
+        full = self._full(path)
+        session = self._session
+
+        async def remove(w: PersistentWatch) -> None:
+            await session.remove_persistent(w, full)
+
+        watch = PersistentWatch(path, recursive, remove)
+        await session.add_persistent(watch, full)
+        return watch
+
+    # --- writes -------------------------------------------------------------------------
+
+    @overload
+    async def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        container: bool = False,
+        ttl: float | None = None,
+        make_parents: bool = False,
+        parents_as_containers: bool = False,
+        protected: bool = False,
+        acl: Sequence[ACL] | None = None,
+        with_stat: Literal[False] = False,
+    ) -> str: ...
+    @overload
+    async def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        container: bool = False,
+        ttl: float | None = None,
+        make_parents: bool = False,
+        parents_as_containers: bool = False,
+        protected: bool = False,
+        acl: Sequence[ACL] | None = None,
+        with_stat: Literal[True],
+    ) -> tuple[str, Stat]: ...
+
+    async def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        container: bool = False,
+        ttl: float | None = None,
+        make_parents: bool = False,
+        parents_as_containers: bool = False,
+        protected: bool = False,
+        acl: Sequence[ACL] | None = None,
+        with_stat: bool = False,
+    ) -> Any:
+        """Create a node and return its path (with its Stat if ``with_stat``).
+
+        ``sequential`` appends a 10-digit counter; ``ephemeral`` ties the node to this
+        session; ``container`` makes a node the server removes once its last child is gone;
+        ``ttl`` (seconds; server option ``extendedTypesEnabled``) removes an untouched
+        persistent node. ``make_parents`` creates missing ancestors (as containers if
+        ``parents_as_containers``). ``protected`` names the node ``_c_<uuid>-<name>`` so that,
+        if the reply is lost, the node is found again instead of created twice; only a
+        protected create is retried after a connection loss.
+        """
+        validate_path(path, sequential=sequential)
+        payload = validate_data(data, path)
+        for flag, name in (
+            (ephemeral, "ephemeral"),
+            (sequential, "sequential"),
+            (container, "container"),
+            (make_parents, "make_parents"),
+            (parents_as_containers, "parents_as_containers"),
+            (protected, "protected"),
+            (with_stat, "with_stat"),
+        ):
+            validate_flag(flag, name)
+        acls = _validate_acl(acl)
+        if container and (ephemeral or sequential or ttl is not None):
+            raise BadArgumentsError(
+                "a container node cannot be ephemeral, sequential or have a TTL"
+            )
+        ttl_ms: int | None = None
+        if ttl is not None:
+            ttl_s = validate_timeout(ttl, "ttl")
+            assert ttl_s is not None
+            ttl_ms = int(ttl_s * 1000)
+            if ephemeral or ttl_ms <= 0:
+                raise BadArgumentsError("ttl needs a persistent node and a positive duration")
+        if path == "/":
+            raise BadArgumentsError("cannot create the root node")
+        if protected:
+            created = await self._create_protected(
+                path, payload, ephemeral, sequential, acls, make_parents, parents_as_containers
+            )
+        else:
+            created = await self._create_parents_if_needed(
+                path,
+                payload,
+                _mode(ephemeral, sequential, container, ttl_ms),
+                acls,
+                ttl_ms,
+                make_parents,
+                parents_as_containers,
+            )
+        return created if with_stat else created[0]
+
+    async def _create_raw(
+        self,
+        path: str,
+        data: bytes,
+        mode: int,
+        acl: list[Any],
+        ttl_ms: int | None,
+        generation: int | None = None,
+    ) -> tuple[str, Stat]:
+        full = self._full(path)
+        if mode == wire.MODE_CONTAINER:
+            req: Any = wire.CreateContainerRequest(path=full, data=data, acl=acl, flags=mode)
+        elif ttl_ms is not None:
+            req = wire.CreateTTLRequest(path=full, data=data, acl=acl, flags=mode, ttl=ttl_ms)
+        else:
+            req = Create2Request(path=full, data=data, acl=acl, flags=mode)
+        reply = await self._session.request(req, path=path, generation=generation)
+        return self._short(reply.body.path), wire.stat_from(reply.body.stat)
+
+    async def _create_parents_if_needed(
+        self,
+        path: str,
+        data: bytes,
+        mode: int,
+        acl: list[Any],
+        ttl_ms: int | None,
+        make_parents: bool,
+        as_containers: bool,
+        generation: int | None = None,
+    ) -> tuple[str, Stat]:
+        try:
+            return await self._create_raw(path, data, mode, acl, ttl_ms, generation)
+        except NoNodeError:
+            if not make_parents:
+                raise
+        await self._ensure_path(_split(path)[0], as_containers, acl)
+        return await self._create_raw(path, data, mode, acl, ttl_ms, generation)
+
+    async def ensure_path(
+        self, path: str, *, container: bool = False, acl: Sequence[ACL] | None = None
+    ) -> None:
+        """Create ``path`` and any missing ancestors (existing ones are left alone)."""
+        validate_path(path)
+        await self._ensure_path(path, container, _validate_acl(acl))
+
+    async def _ensure_path(self, path: str, container: bool, acl: list[Any]) -> None:
+        mode = wire.MODE_CONTAINER if container else wire.MODE_PERSISTENT
+
+        async def make(node: str) -> None:
+            await self._retrying(lambda: self._create_raw(node, b"", mode, acl, None))
+
+        # Walk up from the deepest ancestor: in the common case only the last levels are
+        # missing, so most calls cost one or two round trips.
+        missing: list[str] = []
+        current = path
+        while current != "/":
+            try:
+                await make(current)
+                break
+            except NodeExistsError:
+                break
+            except NoNodeError:
+                missing.append(current)
+                current = _split(current)[0]
+        for node in reversed(missing):
+            with contextlib.suppress(NodeExistsError):
+                await make(node)
+
+    async def _create_protected(
+        self,
+        path: str,
+        data: bytes,
+        ephemeral: bool,
+        sequential: bool,
+        acl: list[Any],
+        make_parents: bool,
+        as_containers: bool,
+    ) -> tuple[str, Stat]:
+        parent, name = _split(path)
+        mode = _mode(ephemeral, sequential, False, None)
+        delays = self.retry.delays()
+        while True:
+            uid = str(uuid.uuid4())
+            prefix = f"{PROTECTED_PREFIX}{uid}-"
+            node_path = _join(parent, prefix + name)
+            generation = self._session.generation
+            while True:
+                try:
+                    return await self._create_parents_if_needed(
+                        node_path, data, mode, acl, None, make_parents, as_containers
+                    )
+                except ConnectionLossError:
+                    pass
+                # The reply was lost: the node may exist. Look for it by its unique prefix.
+                delay = next(delays, None)
+                if delay is None:
+                    raise ConnectionLossError(
+                        "gave up creating a protected node after repeated connection loss",
+                        path=path,
+                        op="create",
+                    )
+                await asyncio.sleep(delay)
+                found = await self._find_protected(parent, prefix)
+                if found is None:
+                    if ephemeral and generation != self._session.generation:
+                        break  # new session: start over with a fresh UUID
+                    continue  # never created: the same UUID is safe to try again
+                stat = await self.exists(found)
+                if stat is None:
+                    continue
+                if ephemeral and stat.ephemeral_owner != self._session.session_id:
+                    # Made by a session that is gone: it will vanish on its own, but a lock
+                    # queue must not wait on it meanwhile.
+                    with contextlib.suppress(NoNodeError):
+                        await self._retrying(partial(self._delete_once, found, -1))
+                    break  # the UUID is retired; a fresh one is used
+                return found, stat
+
+    async def _find_protected(self, parent: str, prefix: str) -> str | None:
+        try:
+            names = await self.children(parent)
+        except NoNodeError:
+            return None
+        for n in names:
+            if n.startswith(prefix):
+                return _join(parent, n)
+        return None
+
+    async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
+        """Replace the node's data; with ``version`` >= 0 only if it still has that version
+        (BadVersionError otherwise). Version-checked sets are retried on connection loss."""
+        validate_path(path)
+        payload = validate_data(data, path)
+        validate_version(version)
+        req = SetDataRequest(path=self._full(path), data=payload, version=version)
+
+        async def once() -> Stat:
+            reply = await self._session.request(req, path=path)
+            return wire.stat_from(reply.body.stat)
+
+        if version >= 0:
+            return await self._retrying(once)
+        return await once()
+
+    async def delete(
+        self, path: str, version: int = -1, *, recursive: bool = False, guaranteed: bool = False
+    ) -> None:
+        """Delete the node (if it has ``version``, unless -1).
+
+        ``recursive`` removes its descendants first. ``guaranteed`` makes sure the delete
+        happens: if the connection is lost, it is retried in the background until the node
+        is gone or the session ends, and this call returns at once.
+        """
+        validate_path(path)
+        validate_version(version)
+        validate_flag(recursive, "recursive")
+        validate_flag(guaranteed, "guaranteed")
+        if path == "/":
+            raise BadArgumentsError("cannot delete the root node")
+        if guaranteed:
+            await self._delete_guaranteed(path, version, recursive)
+            return
+        if recursive:
+            await self._delete_tree(path)
+            return
+        if version >= 0:
+            await self._retrying(lambda: self._delete_once(path, version))
+        else:
+            await self._delete_once(path, version)
+
+    async def _delete_once(self, path: str, version: int) -> None:
+        await self._session.request(
+            DeleteRequest(path=self._full(path), version=version), path=path
+        )
+
+    async def _delete_tree(self, path: str) -> None:
+        while True:
+            try:
+                names = await self.children(path)
+            except NoNodeError:
+                return
+            await asyncio.gather(*(self._delete_tree(_join(path, n)) for n in names))
+            try:
+                await self._retrying(lambda: self._delete_once(path, -1))
+                return
+            except NoNodeError:
+                return
+            except NotEmptyError:
+                continue  # a child appeared meanwhile
+
+    async def _delete_guaranteed(self, path: str, version: int, recursive: bool) -> None:
+        generation = self._session.generation
+
+        async def attempt() -> None:
+            if recursive:
+                await self._delete_tree(path)
+            else:
+                await self._session.request(
+                    DeleteRequest(path=self._full(path), version=version),
+                    path=path,
+                    generation=generation,
+                )
+
+        async def background() -> None:
+            while True:
+                try:
+                    await attempt()
+                    return
+                except NoNodeError:
+                    return
+                except ConnectionLossError:
+                    await asyncio.sleep(0.05)
+                except (SessionExpiredError, CoordinationError) as exc:
+                    log.info("guaranteed delete of %s ended: %r", path, exc)
+                    return
+
+        if not self.connected:
+            self._spawn(background(), f"aiocoord-delete:{path}")
+            return
+        try:
+            await attempt()
+        except NoNodeError:
+            return
+        except ConnectionLossError:
+            self._spawn(background(), f"aiocoord-delete:{path}")
+
+    def pending_deletes(self) -> int:
+        """Guaranteed deletes still running in the background."""
+        return len(self._background)
+
+    async def wait_background(self) -> None:
+        """Wait until background work (guaranteed deletes) has finished."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    # --- transactions ----------------------------------------------------------------------
+
+    def transaction(self) -> Transaction:
+        """A builder of ops applied all-or-nothing by ``await txn.commit()``."""
+        return Transaction(self)
+
+    # --- recipes ----------------------------------------------------------------------
+
+    def lock(self, path: str, identifier: str | None = None, **options: Any) -> Lock:
+        """A reentrant :class:`~aiocoord.Lock` on ``path``: ``async with client.lock(p):``."""
+        from aiocoord.recipes.lock import Lock
+
+        return Lock(self, path, identifier=identifier, **options)
+
+
+@dataclass(frozen=True, slots=True)
+class OpResult:
+    """The result of one transaction op: ``path`` for creates, ``stat`` where the server
+    returns one (create, set)."""
+
+    op: str
+    path: str
+    stat: Stat | None = None
+
+
+class Transaction:
+    """Ops applied atomically: all succeed or none does."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self._ops: list[tuple[str, str, Any]] = []
+
+    def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        container: bool = False,
+        acl: Sequence[ACL] | None = None,
+    ) -> Transaction:
+        """Add a create (returns self, so calls chain)."""
+        validate_path(path, sequential=sequential)
+        payload = validate_data(data, path)
+        mode = _mode(ephemeral, sequential, container, None)
+        full = self._client._full(path)
+        if container:
+            req: Any = wire.CreateContainerRequest(
+                path=full, data=payload, acl=_validate_acl(acl), flags=mode
+            )
+        else:
+            req = Create2Request(path=full, data=payload, acl=_validate_acl(acl), flags=mode)
+        self._ops.append(("create", path, req))
+        return self
+
+    def delete(self, path: str, version: int = -1) -> Transaction:
+        """Add a delete."""
+        validate_path(path)
+        validate_version(version)
+        self._ops.append(
+            ("delete", path, DeleteRequest(path=self._client._full(path), version=version))
+        )
+        return self
+
+    def set(self, path: str, data: bytes, version: int = -1) -> Transaction:
+        """Add a set."""
+        validate_path(path)
+        payload = validate_data(data, path)
+        validate_version(version)
+        req = SetDataRequest(path=self._client._full(path), data=payload, version=version)
+        self._ops.append(("set", path, req))
+        return self
+
+    def check(self, path: str, version: int) -> Transaction:
+        """Add a check that the node has ``version``."""
+        validate_path(path)
+        validate_version(version)
+        req = CheckVersionRequest(path=self._client._full(path), version=version)
+        self._ops.append(("check", path, req))
+        return self
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    async def commit(self) -> list[OpResult]:
+        """Apply every op or none; raises TransactionFailedError naming the failing op."""
+        if not self._ops:
+            return []
+        client = self._client
+        reply = await client._session.request(wire.MultiRequest([r for _, _, r in self._ops]))
+        results: list[wire.MultiResult] = reply.body or []
+        if reply.err or any(r.err for r in results):
+            for i, r in enumerate(results):
+                if r.err not in (0, -2):  # -2: rolled back because another op failed
+                    name, path, _ = self._ops[i]
+                    cause = error_for_code(r.err, path=path, op=name)
+                    raise TransactionFailedError(i, f"{name} {path}", cause)
+            raise error_for_code(reply.err or -2, op="transaction")
+        out = []
+        for (name, path, _), r in zip(self._ops, results, strict=True):
+            if name == "create":
+                stat = getattr(r.part, "stat", None)
+                created_stat = wire.stat_from(stat) if stat is not None else None
+                out.append(OpResult(name, client._short(r.part.path), created_stat))
+            elif name == "set":
+                out.append(OpResult(name, path, wire.stat_from(r.part.stat)))
+            else:
+                out.append(OpResult(name, path))
+        return out
+
+
+def _mode(ephemeral: bool, sequential: bool, container: bool, ttl_ms: int | None) -> int:
+    if container:
+        return wire.MODE_CONTAINER
+    if ttl_ms is not None:
+        return (
+            wire.MODE_PERSISTENT_SEQUENTIAL_WITH_TTL
+            if sequential
+            else wire.MODE_PERSISTENT_WITH_TTL
+        )
+    return (1 if ephemeral else 0) | (2 if sequential else 0)
+
+
+def _validate_acl(acl: Sequence[ACL] | None) -> list[Any]:
+    if acl is None:
+        acl = OPEN_ACL_UNSAFE
+    if isinstance(acl, (str, bytes)) or not isinstance(acl, Sequence):
+        raise InvalidTypeError("acl must be a sequence of aiocoord.ACL")
+    if not acl:
+        raise BadArgumentsError("acl must not be empty")
+    out = []
+    for entry in acl:
+        if not isinstance(entry, ACL):
+            raise InvalidTypeError(f"acl entries must be aiocoord.ACL, not {type(entry).__name__}")
+        if not 0 < entry.perms <= ACL.ALL:
+            raise BadArgumentsError(f"ACL perms must be in 1..31, got {entry.perms}")
+        out.append(wire.acl_to_jute(entry))
+    return out
+
+
+@asynccontextmanager
+async def connect(
+    hosts: str,
+    *,
+    session_timeout: float = 10.0,
+    connect_timeout: float | None = None,
+    auth: Sequence[tuple[str, str | bytes]] | None = None,
+    retry: RetryPolicy | None = None,
+    read_only: bool = False,
+    reconnect_after_expiry: bool = True,
+    ssl: _ssl.SSLContext | None = None,
+) -> AsyncIterator[Client]:
+    """Connect to ZooKeeper; yields a :class:`Client` and closes the session on exit.
+
+    ``hosts`` is ``"h1:2181,h2:2181/optional/chroot"``. ``auth`` entries such as
+    ``("digest", "user:password")`` are sent at connect and on every reconnect.
+    ``reconnect_after_expiry`` starts a new session after LOST (announced as RECONNECTED with
+    ``new_session=True``). Raises NoServersError if no server answers in ``connect_timeout``.
+    """
+    client = await open_client(
+        hosts,
+        session_timeout=session_timeout,
+        connect_timeout=connect_timeout,
+        auth=auth,
+        retry=retry,
+        read_only=read_only,
+        reconnect_after_expiry=reconnect_after_expiry,
+        ssl=ssl,
+    )
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+async def open_client(
+    hosts: str,
+    *,
+    session_timeout: float = 10.0,
+    connect_timeout: float | None = None,
+    auth: Sequence[tuple[str, str | bytes]] | None = None,
+    retry: RetryPolicy | None = None,
+    read_only: bool = False,
+    reconnect_after_expiry: bool = True,
+    ssl: _ssl.SSLContext | None = None,
+) -> Client:
+    """Like :func:`connect`, without the context manager: call ``await client.close()``."""
+    servers, chroot = parse_connect_string(hosts)
+    if chroot:
+        validate_path(chroot)
+    timeout = validate_timeout(session_timeout, "session_timeout")
+    if not timeout:
+        raise BadArgumentsError("session_timeout must be > 0")
+    auth_list: list[tuple[str, bytes]] = []
+    for item in auth or ():
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+            raise InvalidTypeError(
+                'auth entries must be (scheme, credential), e.g. ("digest", "u:p")'
+            )
+        cred = item[1].encode() if isinstance(item[1], str) else item[1]
+        auth_list.append((item[0], cred))
+    session = Session(
+        servers,
+        session_timeout=timeout,
+        connect_timeout=validate_timeout(connect_timeout, "connect_timeout"),
+        auth=auth_list,
+        read_only=read_only,
+        reconnect_after_expiry=reconnect_after_expiry,
+        ssl=ssl,
+        chroot=chroot,
+    )
+    await session.start()
+    return Client(session, retry=retry)
+
+
+__all__ = [
+    "CREATOR_ALL_ACL",
+    "OPEN_ACL_UNSAFE",
+    "READ_ACL_UNSAFE",
+    "ChildData",
+    "Client",
+    "OpResult",
+    "Transaction",
+    "connect",
+    "open_client",
+    "protected_id",
+]

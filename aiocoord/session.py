@@ -1,0 +1,608 @@
+"""The session manager: owns the connection, the session, its state and its watches.
+
+One :class:`Session` keeps one ZooKeeper session alive across connections. It connects to a
+server from the list, resumes the same session after a connection loss (restoring every
+watch from the last seen zxid), declares the session LOST when the server says it expired
+or when no server answered within the session timeout, and, if asked, starts a new one.
+
+Requests from any number of tasks are pipelined on the one socket. A request is written
+only while connected; one made while SUSPENDED waits for the reconnect (or fails with
+SessionExpiredError if the session is lost meanwhile), so nothing is ever sent twice here.
+Retries are the client's business, and only for operations that are safe to repeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import random
+import ssl as _ssl
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiozk.protocol import AuthRequest, CloseRequest, RemoveWatchesRequest, SetWatchesRequest
+
+from aiocoord import _protocol as wire
+from aiocoord._connection import Connection, Reply
+from aiocoord._watches import PersistentWatch, Watch, WatchKind, WatchTable
+from aiocoord.errors import (
+    AuthFailedError,
+    ClientClosedError,
+    ConnectionLossError,
+    CoordinationError,
+    NoServersError,
+    SessionExpiredError,
+    error_for_code,
+)
+
+log = logging.getLogger("aiocoord.session")
+
+
+class State(enum.Enum):
+    """The connection state a client reports (Curator's ConnectionState, plus CLOSED)."""
+
+    CONNECTED = "connected"  #: first connection of a session
+    SUSPENDED = "suspended"  #: connection lost; the session may still be alive
+    RECONNECTED = "reconnected"  #: connected again (``StateChange.new_session`` says if same)
+    LOST = "lost"  #: the session expired (ephemerals and watches are gone)
+    READ_ONLY = "read_only"  #: connected to a server in read-only mode
+    CLOSED = "closed"  #: the client was closed
+
+    @property
+    def is_connected(self) -> bool:
+        """True for the states in which requests are sent."""
+        return self in (State.CONNECTED, State.RECONNECTED, State.READ_ONLY)
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange:
+    """One transition of the session state."""
+
+    state: State
+    previous: State | None
+    session_id: int
+    #: True on the first connection of a session started after the previous one was LOST
+    new_session: bool = False
+    server: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    """One address from the connect string."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def parse_connect_string(connect: str) -> tuple[list[Server], str]:
+    """Split ``"h1:2181,h2:2181/chroot"`` into servers and chroot ("" for none)."""
+    if not isinstance(connect, str):
+        from aiocoord.errors import InvalidTypeError
+
+        raise InvalidTypeError(f"connect string must be str, not {type(connect).__name__}")
+    hosts, sep, chroot = connect.partition("/")
+    chroot = (sep + chroot).rstrip("/") if sep else ""
+    servers = []
+    for item in hosts.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if item.startswith("["):  # [ipv6]:port
+            host, _, rest = item[1:].partition("]")
+            port = int(rest[1:]) if rest.startswith(":") else 2181
+        elif item.count(":") == 1:
+            host, port_s = item.split(":")
+            port = int(port_s)
+        else:
+            host, port = item, 2181
+        servers.append(Server(host, port))
+    if not servers:
+        from aiocoord.errors import BadArgumentsError
+
+        raise BadArgumentsError(f"connect string {connect!r} names no server")
+    return servers, chroot
+
+
+class _Expired(Exception):
+    pass
+
+
+class Session:
+    """Keeps one ZooKeeper session alive; see the module docstring."""
+
+    def __init__(
+        self,
+        servers: list[Server],
+        *,
+        session_timeout: float = 10.0,
+        connect_timeout: float | None = None,
+        auth: list[tuple[str, bytes]] | None = None,
+        read_only: bool = False,
+        reconnect_after_expiry: bool = True,
+        ssl: _ssl.SSLContext | None = None,
+        chroot: str = "",
+    ) -> None:
+        self.servers = list(servers)
+        self.requested_timeout = session_timeout
+        self.connect_timeout = connect_timeout if connect_timeout is not None else session_timeout
+        self._auth = list(auth or [])
+        self.read_only = read_only
+        self.reconnect_after_expiry = reconnect_after_expiry
+        self.ssl = ssl
+        self.chroot = chroot
+
+        self.session_id = 0
+        self.password = b"\x00" * 16
+        self.negotiated_timeout = session_timeout
+        self.last_zxid = 0
+        #: increases each time a new session starts; requests never cross generations
+        self.generation = 0
+        self.state: State | None = None
+        self.server: Server | None = None
+        #: count of requests written, by opcode (tests use it to show nothing was sent)
+        self.sent: Counter[int] = Counter()
+
+        self._conn: Connection | None = None
+        self._xid = 0
+        self._connected = asyncio.Event()
+        self._state_changed = asyncio.Event()
+        self._listeners: list[Callable[[StateChange], None]] = []
+        self._watches = WatchTable(self._remove_server_watch)
+        self._run_task: asyncio.Task[None] | None = None
+        self._closing = False
+        self._last_contact = time.monotonic()
+        self._first: asyncio.Future[None] | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect and establish a session; raises NoServersError after ``connect_timeout``."""
+        loop = asyncio.get_running_loop()
+        self._first = loop.create_future()
+        self._run_task = loop.create_task(self._run(), name="aiocoord-session")
+        try:
+            await self._first
+        except BaseException:
+            await self._stop_run()
+            raise
+
+    async def close(self) -> None:
+        """End the session on the server (its ephemerals vanish) and close the socket."""
+        if self._closing:
+            if self._run_task is not None:
+                await asyncio.shield(self._run_task)
+            return
+        self._closing = True
+        conn = self._conn
+        if conn is not None and self.state is not None and self.state.is_connected:
+            fut = conn.send(self._next_xid(), CloseRequest())
+            self.sent[wire.OP_CLOSE] += 1
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(fut), max(self.negotiated_timeout / 3, 0.5))
+        if conn is not None:
+            conn.abort()
+        await self._stop_run()
+        self._watches.fail_all(ClientClosedError("client closed"))
+        self._set_state(State.CLOSED)
+
+    async def _stop_run(self) -> None:
+        task, self._run_task = self._run_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closing
+
+    # --- state --------------------------------------------------------------------------
+
+    def add_listener(self, callback: Callable[[StateChange], None]) -> Callable[[], None]:
+        """Call ``callback`` synchronously on every transition; returns an unsubscribe function."""
+        self._listeners.append(callback)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(callback)
+
+        return remove
+
+    def _set_state(self, state: State, *, new_session: bool = False) -> None:
+        previous = self.state
+        if previous is state and not new_session:
+            return
+        self.state = state
+        if state.is_connected:
+            self._connected.set()
+        else:
+            self._connected.clear()
+        change = StateChange(
+            state,
+            previous,
+            self.session_id,
+            new_session,
+            str(self.server) if self.server else None,
+        )
+        log.info("session 0x%x: %s -> %s", self.session_id, previous, state)
+        for callback in list(self._listeners):
+            try:
+                callback(change)
+            except Exception:  # a listener's bug must not break the session
+                log.exception("state listener failed")
+        self._state_changed.set()
+        self._state_changed = asyncio.Event()
+
+    async def wait_for(self, state: State, timeout: float | None = None) -> None:
+        """Wait until the state is ``state`` (CONNECTED also matches RECONNECTED)."""
+
+        def matches() -> bool:
+            if state is State.CONNECTED:
+                return self.state in (State.CONNECTED, State.RECONNECTED)
+            return self.state is state
+
+        async def waiter() -> None:
+            while not matches():
+                if self.state is State.CLOSED:
+                    raise ClientClosedError("client closed while waiting for " + state.value)
+                await self._state_changed.wait()
+
+        await asyncio.wait_for(waiter(), timeout)
+
+    async def changes(self) -> AsyncIterator[StateChange]:
+        """Yield every transition from now on, until the client closes."""
+        queue: asyncio.Queue[StateChange] = asyncio.Queue()
+        remove = self.add_listener(queue.put_nowait)
+        try:
+            while True:
+                change = await queue.get()
+                yield change
+                if change.state is State.CLOSED:
+                    return
+        finally:
+            remove()
+
+    # --- requests -----------------------------------------------------------------------
+
+    def _next_xid(self) -> int:
+        self._xid = self._xid + 1 if self._xid < 0x7FFFFFFF else 1
+        return self._xid
+
+    async def _ready_connection(self, generation: int | None) -> Connection:
+        while True:
+            if self._closing:
+                raise ClientClosedError("client is closed; open a new one with aiocoord.connect()")
+            if generation is not None and generation != self.generation:
+                raise SessionExpiredError("the session this request belonged to expired")
+            conn = self._conn
+            if conn is not None and self.state is not None and self.state.is_connected:
+                return conn
+            if self.state is State.LOST and not self.reconnect_after_expiry:
+                raise SessionExpiredError("session expired and reconnect_after_expiry is off")
+            await self._state_changed.wait()
+
+    async def request(
+        self,
+        request: Any,
+        *,
+        path: str | None = None,
+        watch: Watch | None = None,
+        generation: int | None = None,
+    ) -> Reply:
+        """Send one request and await its reply; raise the server's error as an exception.
+
+        ``watch`` must already be registered in the watch table; it is withdrawn when the
+        request fails before setting a server watch. ``generation`` pins the request to a
+        session: if that session is lost first, SessionExpiredError is raised unsent.
+        """
+        conn = self._conn
+        if conn is None or self.state is None or not self.state.is_connected or self._closing:
+            conn = await self._ready_connection(generation)
+        elif generation is not None and generation != self.generation:
+            raise SessionExpiredError("the session this request belonged to expired")
+        xid = self._next_xid()
+        fut = conn.send(xid, request)
+        self.sent[request.opcode] += 1
+        try:
+            reply = await fut
+        except asyncio.CancelledError:
+            conn.forget(xid)
+            if watch is not None:
+                self._watches.unregister(watch)
+            raise
+        except ConnectionLossError as exc:
+            if watch is not None and not watch.done():
+                # The watch may or may not be set; keep it armed so a reconnect restores it.
+                pass
+            raise ConnectionLossError(
+                str(exc), path=path, op=wire.OP_NAMES.get(request.opcode)
+            ) from None
+        if reply.err:
+            if watch is not None:
+                self._watch_after_error(watch, request.opcode, reply.err)
+            raise error_for_code(reply.err, path=path, op=wire.OP_NAMES.get(request.opcode))
+        return reply
+
+    def _watch_after_error(self, watch: Watch, opcode: int, err: int) -> None:
+        if opcode == wire.OP_EXISTS and err == -101:
+            return  # exists on a missing node sets an exist watch
+        self._watches.unregister(watch)
+
+    @property
+    def watches(self) -> WatchTable:
+        """The session's watch table."""
+        return self._watches
+
+    def register_watch(self, kind: WatchKind, server_path: str, user_path: str) -> Watch:
+        """Register a one-shot waiter (before sending the request that sets it)."""
+        if self._closing:
+            raise ClientClosedError("client is closed")
+        return self._watches.register(kind, server_path, user_path)
+
+    def _remove_server_watch(self, kind: WatchKind, server_path: str) -> None:
+        conn = self._conn
+        if conn is None or self.state is None or not self.state.is_connected or self._closing:
+            return  # not restored on reconnect, since the table no longer holds it
+        wtype = wire.WATCHER_CHILDREN if kind is WatchKind.CHILD else wire.WATCHER_DATA
+        # Written now, synchronously, so it reaches the server before any later request
+        # that sets the same watch again.
+        fut = conn.send(self._next_xid(), RemoveWatchesRequest(path=server_path, type=wtype))
+        self.sent[wire.OP_REMOVE_WATCHES] += 1
+        fut.add_done_callback(_ignore_result)
+
+    async def add_persistent(self, watch: PersistentWatch, server_path: str) -> None:
+        """Subscribe; sets the server's persistent watch when this is the first subscriber."""
+        if self._watches.add_persistent(watch, server_path):
+            mode = (
+                wire.ADD_WATCH_PERSISTENT_RECURSIVE
+                if watch.recursive
+                else wire.ADD_WATCH_PERSISTENT
+            )
+            try:
+                await self.request(
+                    wire.AddWatchRequest(path=server_path, mode=mode), path=watch.path
+                )
+            except BaseException:
+                self._watches.remove_persistent(watch, server_path)
+                raise
+
+    async def remove_persistent(self, watch: PersistentWatch, server_path: str) -> None:
+        """Unsubscribe; removes the server watch when this was the last subscriber."""
+        if self._watches.remove_persistent(watch, server_path):
+            conn = self._conn
+            if conn is None or self.state is None or not self.state.is_connected:
+                return
+            mode = 5 if watch.recursive else 4  # WatcherType.PersistentRecursive / Persistent
+            with contextlib.suppress(CoordinationError):
+                await self.request(RemoveWatchesRequest(path=server_path, type=mode))
+
+    async def add_auth(self, scheme: str, credential: bytes) -> None:
+        """Authenticate this session; replayed automatically on every reconnect."""
+        conn = await self._ready_connection(None)
+        fut = conn.send_special(wire.AUTH_XID, AuthRequest(type=0, scheme=scheme, auth=credential))
+        self.sent[wire.OP_AUTH] += 1
+        reply = await fut
+        if reply.err:
+            raise AuthFailedError(f"authentication with scheme {scheme!r} failed", op="add_auth")
+        self._auth.append((scheme, credential))
+
+    # --- the connection loop ------------------------------------------------------------
+
+    def _note_zxid(self, zxid: int) -> None:
+        if zxid > self.last_zxid:
+            self.last_zxid = zxid
+
+    def _on_watch(self, note: wire.WatchNotification) -> None:
+        if note.type == -1:  # a state notification (e.g. session expired); the loop handles it
+            return
+        self._watches.dispatch(note.type, note.path, self.strip_chroot(note.path))
+
+    def strip_chroot(self, server_path: str) -> str:
+        """Turn a server path into the client-relative path."""
+        if not self.chroot:
+            return server_path
+        if server_path == self.chroot:
+            return "/"
+        if server_path.startswith(self.chroot + "/"):
+            return server_path[len(self.chroot) :]
+        return server_path
+
+    async def _run(self) -> None:
+        assert self._first is not None
+        try:
+            while not self._closing:
+                try:
+                    conn, reply, server = await self._establish()
+                except _Expired:
+                    if self._first is not None and not self._first.done():
+                        self._first.set_exception(SessionExpiredError("session expired at connect"))
+                        return
+                    self._expire()
+                    if not self.reconnect_after_expiry:
+                        return
+                    continue
+                except NoServersError as exc:
+                    if not self._first.done():
+                        self._first.set_exception(exc)
+                        return
+                    raise
+                await self._connected_to(conn, reply, server)
+                reason = await conn.closed
+                if self._closing:
+                    return
+                log.info("connection to %s lost: %s", server, reason)
+                self._conn = None
+                if conn.last_recv > self._last_contact:
+                    self._last_contact = conn.last_recv
+                self._set_state(State.SUSPENDED)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # pragma: no cover - a bug; surface it to the waiters
+            log.exception("session loop failed")
+            if not self._first.done():
+                self._first.set_exception(exc)
+            self._expire()
+
+    def _expire(self) -> None:
+        """The session is gone: fail its watches, forget its id, announce LOST."""
+        self.generation += 1
+        self._watches.fail_all(SessionExpiredError("session expired; its watches are gone"))
+        self._set_state(State.LOST)
+        self.session_id = 0
+        self.password = b"\x00" * 16
+        self.last_zxid = 0
+
+    async def _establish(self) -> tuple[Connection, wire.ConnectReply, Server]:
+        """Connect to some server, resuming the current session; see the module docstring."""
+        first = self._first is not None and not self._first.done()
+        if first:
+            deadline: float | None = time.monotonic() + self.connect_timeout
+        elif self.session_id:
+            deadline = self._last_contact + self.negotiated_timeout
+        else:
+            deadline = None  # a fresh session after LOST: keep trying until closed
+        order = list(self.servers)
+        random.shuffle(order)
+        if self.server in order and len(order) > 1:
+            # The server we just lost goes last: it is the likeliest to be down.
+            order.remove(self.server)
+            order.append(self.server)
+        delay = 0.0
+        attempt_timeout = max(self.negotiated_timeout / max(len(order), 1), 0.5)
+        while True:
+            for server in order:
+                remaining = attempt_timeout
+                if deadline is not None:
+                    remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    if first:
+                        raise NoServersError(
+                            f"no ZooKeeper server answered within {self.connect_timeout:.1f}s: "
+                            + ", ".join(map(str, self.servers))
+                        )
+                    # Nobody could tell us within the session timeout: the server must have
+                    # expired the session by now, so stop acting as if we still had it.
+                    raise _Expired()
+                try:
+                    conn, reply = await Connection.open(
+                        server.host,
+                        server.port,
+                        timeout=min(attempt_timeout, remaining),
+                        session_id=self.session_id,
+                        password=self.password,
+                        session_timeout_ms=int(self.requested_timeout * 1000),
+                        last_zxid=self.last_zxid,
+                        read_only=self.read_only,
+                        on_watch=self._on_watch,
+                        on_zxid=self._note_zxid,
+                        ssl=self.ssl,
+                    )
+                except (OSError, asyncio.TimeoutError, CoordinationError) as exc:
+                    log.debug("connect to %s failed: %r", server, exc)
+                    continue
+                if reply.timeout_ms <= 0:
+                    conn.abort()
+                    raise _Expired()
+                return conn, reply, server
+            delay = min(max(delay * 2, 0.05), 1.0)
+            await asyncio.sleep(delay * (0.5 + random.random() / 2))
+
+    async def _connected_to(
+        self, conn: Connection, reply: wire.ConnectReply, server: Server
+    ) -> None:
+        new_session = reply.session_id != self.session_id
+        self.session_id = reply.session_id
+        self.password = reply.password
+        self.negotiated_timeout = reply.timeout_ms / 1000
+        self.server = server
+        self._last_contact = time.monotonic()
+        conn.start_keepalive(self.negotiated_timeout)
+        # Auth and watch restore go first on the wire, ahead of any waiting request.
+        auth_futs = [
+            conn.send_special(wire.AUTH_XID, AuthRequest(type=0, scheme=s, auth=c))
+            for s, c in self._auth
+        ]
+        if not new_session:
+            self._restore_watches(conn)
+        self._conn = conn
+        for fut in auth_futs:
+            try:
+                r = await fut
+            except ConnectionLossError:
+                return  # the loop notices the closed connection
+            if r.err:
+                exc = AuthFailedError("authentication failed", op="add_auth")
+                if self._first is not None and not self._first.done():
+                    self._first.set_exception(exc)
+                conn.abort()
+                return
+        if self._first is not None and not self._first.done():
+            self._set_state(State.READ_ONLY if reply.read_only else State.CONNECTED)
+            self._first.set_result(None)
+        elif reply.read_only:
+            self._set_state(State.READ_ONLY, new_session=new_session)
+        else:
+            self._set_state(State.RECONNECTED, new_session=new_session)
+
+    def _restore_watches(self, conn: Connection) -> None:
+        lists = self._watches.restore_lists()
+        if not any(lists.values()):
+            return
+        persistent = self._watches.has_persistent
+        for batch in _batches(lists):
+            if persistent:
+                req: Any = wire.SetWatches2Request(relative_zxid=self.last_zxid, **batch)
+                opcode = wire.OP_SET_WATCHES2
+            else:
+                req = SetWatchesRequest(
+                    relative_zxid=self.last_zxid,
+                    data_watches=batch["data_watches"],
+                    exist_watches=batch["exist_watches"],
+                    child_watches=batch["child_watches"],
+                )
+                opcode = wire.OP_SET_WATCHES
+            conn.send_special(wire.SET_WATCHES_XID, req).add_done_callback(_ignore_result)
+            self.sent[opcode] += 1
+
+    # --- diagnostics --------------------------------------------------------------------
+
+    @property
+    def pending_count(self) -> int:
+        """Requests written on the current connection and not yet answered."""
+        return self._conn.pending_count if self._conn is not None else 0
+
+    def drop_connection(self) -> None:
+        """Abort the current socket (for tests of our own recovery; the session survives)."""
+        if self._conn is not None:
+            self._conn.abort()
+
+
+def _batches(lists: dict[str, list[str]]) -> list[dict[str, list[str]]]:
+    out: list[dict[str, list[str]]] = []
+    current: dict[str, list[str]] = {k: [] for k in lists}
+    size = 0
+    for key, paths in lists.items():
+        for path in paths:
+            cost = len(path.encode()) + 4
+            if size + cost > wire.SET_WATCHES_MAX_BYTES and size:
+                out.append(current)
+                current = {k: [] for k in lists}
+                size = 0
+            current[key].append(path)
+            size += cost
+    out.append(current)
+    return out
+
+
+def _ignore_result(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
