@@ -1,0 +1,1 @@
+"""Coordination recipes built on :class:`aiocoord.Client` (re-exported from ``aiocoord``)."""

@@ -1,0 +1,1 @@
+"""Shared test set-up. Server fixtures come from the aiocoord pytest plugin (pytest11)."""
