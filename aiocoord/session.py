@@ -477,7 +477,10 @@ class Session:
             order.remove(self.server)
             order.append(self.server)
         delay = 0.0
-        attempt_timeout = max(self.negotiated_timeout / max(len(order), 1), 0.5)
+        # Like the Java client: a share of the timeout per server, but never so long that one
+        # unanswered handshake uses up the whole session timeout.
+        per_server = self.negotiated_timeout / max(len(order), 1)
+        attempt_timeout = max(min(per_server, self.negotiated_timeout / 3), 0.5)
         while True:
             for server in order:
                 remaining = attempt_timeout

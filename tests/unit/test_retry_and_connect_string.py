@@ -1,0 +1,39 @@
+"""Retry policies and connect-string parsing."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiocoord import ExponentialBackoff, NoRetry, RetryNTimes, RetryUntilElapsed
+from aiocoord.errors import BadArgumentsError, InvalidTypeError
+from aiocoord.session import Server, parse_connect_string
+
+
+def test_policies_yield_bounded_sleeps() -> None:
+    assert list(NoRetry().delays()) == []
+    assert list(RetryNTimes(3, 0.2).delays()) == [0.2, 0.2, 0.2]
+    sleeps = list(ExponentialBackoff(0.1, 5, 0.3).delays())
+    assert len(sleeps) == 5
+    assert all(0 < s <= 0.3 for s in sleeps)
+    assert list(RetryUntilElapsed(0.0, 0.1).delays()) == []
+
+
+def test_policies_refuse_bad_parameters() -> None:
+    with pytest.raises(BadArgumentsError):
+        RetryNTimes(-1)
+    with pytest.raises(InvalidTypeError):
+        ExponentialBackoff(base="fast")  # type: ignore[arg-type]
+
+
+def test_connect_string_with_chroot_and_ipv6() -> None:
+    servers, chroot = parse_connect_string("a:1,b:2,[::1]:3,c/app/x/")
+    assert servers == [Server("a", 1), Server("b", 2), Server("::1", 3), Server("c", 2181)]
+    assert chroot == "/app/x"
+    assert parse_connect_string("h:5")[1] == ""
+
+
+def test_connect_string_errors() -> None:
+    with pytest.raises(BadArgumentsError):
+        parse_connect_string(" , /x")
+    with pytest.raises(InvalidTypeError):
+        parse_connect_string(None)  # type: ignore[arg-type]
