@@ -243,20 +243,33 @@ class Session:
         self._state_changed = asyncio.Event()
 
     async def wait_for(self, state: State, timeout: float | None = None) -> None:
-        """Wait until the state is ``state`` (CONNECTED also matches RECONNECTED)."""
+        """Wait until the state is ``state`` (CONNECTED also matches RECONNECTED).
 
-        def matches() -> bool:
-            if state is State.CONNECTED:
-                return self.state in (State.CONNECTED, State.RECONNECTED)
-            return self.state is state
+        Returns at once if it already is; otherwise the first transition into ``state``
+        counts, even if the state has moved on again by the time the caller runs.
+        """
+        wanted = {state, State.RECONNECTED} if state is State.CONNECTED else {state}
+        if self.state in wanted:
+            return
+        if self.state is State.CLOSED:
+            raise ClientClosedError(f"client closed while waiting for {state.value}")
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-        async def waiter() -> None:
-            while not matches():
-                if self.state is State.CLOSED:
-                    raise ClientClosedError("client closed while waiting for " + state.value)
-                await self._state_changed.wait()
+        def on_change(change: StateChange) -> None:
+            if fut.done():
+                return
+            if change.state in wanted:
+                fut.set_result(None)
+            elif change.state is State.CLOSED:
+                fut.set_exception(
+                    ClientClosedError(f"client closed while waiting for {state.value}")
+                )
 
-        await asyncio.wait_for(waiter(), timeout)
+        remove = self.add_listener(on_change)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        finally:
+            remove()
 
     async def changes(self) -> AsyncIterator[StateChange]:
         """Yield every transition from now on, until the client closes."""
@@ -320,12 +333,12 @@ class Session:
                 self._watches.unregister(watch)
             raise
         except ConnectionLossError as exc:
-            if watch is not None and not watch.done():
-                # The watch may or may not be set; keep it armed so a reconnect restores it.
-                pass
-            raise ConnectionLossError(
-                str(exc), path=path, op=wire.OP_NAMES.get(request.opcode)
-            ) from None
+            if watch is not None:
+                # The caller gets no Watch from a failed call (a retry registers a new one),
+                # so this waiter must not linger in the table.
+                self._watches.unregister(watch)
+            op = wire.OP_NAMES.get(request.opcode)
+            raise ConnectionLossError(str(exc), path=path, op=op) from None
         if reply.err:
             if watch is not None:
                 self._watch_after_error(watch, request.opcode, reply.err)
