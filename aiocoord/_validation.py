@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from aiocoord.errors import BadArgumentsError, DataTooLargeError, InvalidPathError, InvalidTypeError
@@ -10,15 +11,8 @@ from aiocoord.errors import BadArgumentsError, DataTooLargeError, InvalidPathErr
 MAX_DATA_SIZE = 1024 * 1024
 
 
-def _bad_char(c: str) -> bool:
-    o = ord(c)
-    return (
-        o == 0
-        or 0x01 <= o <= 0x1F
-        or 0x7F <= o <= 0x9F
-        or 0xD800 <= o <= 0xF8FF
-        or 0xFFF0 <= o <= 0xFFFF
-    )
+# ZooKeeper's PathUtils refuses these code points anywhere in a path.
+_BAD_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
 
 
 def validate_path(path: Any, *, sequential: bool = False) -> str:
@@ -42,9 +36,9 @@ def validate_path(path: Any, *, sequential: bool = False) -> str:
             raise InvalidPathError(path, "empty segment ('//')")
         if segment in (".", ".."):
             raise InvalidPathError(path, f"relative segment {segment!r}")
-    for i, c in enumerate(path):
-        if _bad_char(c):
-            raise InvalidPathError(path, f"disallowed character {c!r} at index {i}")
+    bad = _BAD_CHARS.search(path)
+    if bad is not None:
+        raise InvalidPathError(path, f"disallowed character {bad.group()!r} at index {bad.start()}")
     return path
 
 
