@@ -490,6 +490,7 @@ class Session:
             order.remove(self.server)
             order.append(self.server)
         delay = 0.0
+        last_error: BaseException | None = None
         # Like the Java client: a share of the timeout per server, but never so long that one
         # unanswered handshake uses up the whole session timeout.
         per_server = self.negotiated_timeout / max(len(order), 1)
@@ -504,6 +505,7 @@ class Session:
                         raise NoServersError(
                             f"no ZooKeeper server answered within {self.connect_timeout:.1f}s: "
                             + ", ".join(map(str, self.servers))
+                            + (f" (last error: {last_error!r})" if last_error else "")
                         )
                     # Nobody could tell us within the session timeout: the server must have
                     # expired the session by now, so stop acting as if we still had it.
@@ -524,6 +526,7 @@ class Session:
                     )
                 except (OSError, asyncio.TimeoutError, CoordinationError) as exc:
                     log.debug("connect to %s failed: %r", server, exc)
+                    last_error = exc
                     continue
                 if reply.timeout_ms <= 0:
                     conn.abort()
