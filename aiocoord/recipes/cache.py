@@ -1,0 +1,951 @@
+"""Caches that mirror ZooKeeper nodes and stream their changes: NodeCache, ChildrenCache,
+TreeCache.
+
+All three share one mechanism (:class:`_Cache`) and differ only in how deep they look:
+
+- :class:`NodeCache` holds one node (depth 0),
+- :class:`ChildrenCache` the children of a node, not the node itself (depth 1),
+- :class:`TreeCache` a node and its subtree (to ``max_depth``, unbounded by default).
+
+**How they stay equal to the server.** Watch events are hints; reads are the truth. An event
+on a node schedules a read of it, and only the read result changes the cache, compared by
+``czxid`` and ``mzxid`` (never by version, which restarts at 0 when a node is re-created).
+There is at most one read of a node in flight: an event that comes meanwhile marks the node
+to be read once more afterwards. ZooKeeper answers one session's requests in order and never
+shows it an older state than it has seen, so each node's reads, and therefore its events, go
+forward in zxid order. The one exception to "reads change the cache" is a deletion event for
+a node with no read in flight, which is applied directly: no reply can be older than it.
+
+On servers >= 3.6 the subtree is watched by *one* persistent watch (recursive unless the
+cache holds a single node), as Curator's CuratorCache does, instead of one watch per node.
+Persistent watches are put back after a reconnect, but the events of the gap are not replayed,
+so after every reconnect the cache re-reads the whole subtree (pipelined) and emits exactly
+the differences; after a session expiry it also re-adds the watch first. On older servers
+(``addWatch`` answers UnimplementedError) each node gets its own one-shot watches, re-armed by
+its own task; the session restores those after a reconnect with the last zxid seen, so the
+server fires every watch whose node changed in the gap, and after an expiry each task reads
+its node again with a fresh watch.
+
+**Events.** A node that appears is *added*, one whose ``mzxid`` moved is *updated*, one that
+is gone is *removed*; a node deleted and re-created while the client was not looking (its
+``czxid`` changed) is reported as removed and then added. Connection changes are reported as
+SUSPENDED, RECONNECTED and LOST; INITIALIZED follows the initial load. Replaying the events
+from the start onto an empty mapping gives the cache's content (a stat is replaced only
+together with an event, so child-related stat fields such as ``num_children`` are those of the
+last data change, not live).
+
+**Streams.** ``async for event in cache.events():`` reads from a buffer of its own, bounded by
+``buffer_size``. A consumer that falls behind is never blocked on and never silently loses
+events: on overflow it receives one RESYNCED event, and reading the cache's state right then
+(before awaiting anything) gives the state with everything it missed; later events apply on
+top of it.
+
+**Tasks.** Each cache owns its tasks: ``close()`` (or leaving ``async with``) cancels and
+awaits every one of them and removes the cache's watches from the server. Cancelling
+``start()`` closes the cache the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Generic, TypeVar
+
+from aiocoord._protocol import Stat
+from aiocoord._validation import validate_flag, validate_path, validate_timeout
+from aiocoord._watches import EventType, PersistentWatch, WatchEvent
+from aiocoord.client import ChildData, Client
+from aiocoord.errors import (
+    BadArgumentsError,
+    ClientClosedError,
+    ConnectionLossError,
+    CoordinationError,
+    InvalidTypeError,
+    NoAuthError,
+    NoNodeError,
+    SessionExpiredError,
+    UnimplementedError,
+)
+from aiocoord.recipes._stream import EventStream, EventSubscription
+from aiocoord.session import State, StateChange
+
+__all__ = [
+    "CacheError",
+    "CacheEventType",
+    "ChildrenCache",
+    "EventSubscription",
+    "NodeCache",
+    "NodeEvent",
+    "TreeCache",
+]
+
+log = logging.getLogger("aiocoord.cache")
+
+#: Events a subscriber may leave unread before it is resynced (see :class:`EventSubscription`).
+DEFAULT_BUFFER_SIZE = 10_000
+
+_WATCH_MODES = ("auto", "persistent", "one-shot")
+_UNBOUNDED = sys.maxsize
+
+V = TypeVar("V")
+
+
+class CacheError(CoordinationError, RuntimeError):
+    """A cache was used out of order: started twice, or used after it was closed."""
+
+
+class CacheEventType(enum.Enum):
+    """What a :class:`NodeEvent` reports. Each cache uses its own three node kinds."""
+
+    #: NodeCache: the node appeared / changed / disappeared.
+    CREATED = "created"
+    UPDATED = "updated"
+    DELETED = "deleted"
+    #: ChildrenCache: a child appeared / changed / disappeared.
+    CHILD_ADDED = "child_added"
+    CHILD_UPDATED = "child_updated"
+    CHILD_REMOVED = "child_removed"
+    #: TreeCache: a node of the subtree appeared / changed / disappeared.
+    NODE_ADDED = "node_added"
+    NODE_UPDATED = "node_updated"
+    NODE_REMOVED = "node_removed"
+    #: Every cache: the initial load is done (the events before it describe that state).
+    INITIALIZED = "initialized"
+    #: Every cache: the connection was lost; the cache may be stale until RECONNECTED.
+    SUSPENDED = "suspended"
+    #: Every cache: connected again; the differences found by re-reading follow.
+    RECONNECTED = "reconnected"
+    #: Every cache: the session expired; a new one is made and the cache refreshed on it.
+    LOST = "lost"
+    #: Every cache: this subscriber's buffer overflowed; read the cache's state now.
+    RESYNCED = "resynced"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEvent:
+    """One change seen by a cache.
+
+    ``data`` is the node's new state (None when it was removed), ``previous`` its state before
+    (None when it was added). For INITIALIZED, connection events and RESYNCED, ``path`` is the
+    cache's path and both are None.
+    """
+
+    type: CacheEventType
+    path: str
+    data: ChildData | None = None
+    previous: ChildData | None = None
+
+    @property
+    def name(self) -> str:
+        """The last segment of ``path`` (a child's name in a ChildrenCache)."""
+        return self.path.rpartition("/")[2]
+
+
+def _join(parent: str, name: str) -> str:
+    return "/" + name if parent == "/" else parent + "/" + name
+
+
+class _Cache(Generic[V]):
+    """The mechanism shared by the three caches (see the module docstring)."""
+
+    _ADDED: CacheEventType
+    _UPDATED: CacheEventType
+    _REMOVED: CacheEventType
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        max_depth: int | None,
+        include_root: bool,
+        cache_data: bool,
+        buffer_size: int,
+        watch_mode: str,
+    ) -> None:
+        if not isinstance(client, Client):
+            raise InvalidTypeError(
+                f"client must be an aiocoord.Client, not {type(client).__name__}"
+            )
+        validate_path(path)
+        if max_depth is not None:
+            if isinstance(max_depth, bool) or not isinstance(max_depth, int):
+                raise InvalidTypeError(
+                    f"max_depth must be int or None, not {type(max_depth).__name__}"
+                )
+            if max_depth < 0:
+                raise BadArgumentsError(
+                    f"max_depth must be >= 0 (0 caches the node alone), got {max_depth}"
+                )
+        validate_flag(cache_data, "cache_data")
+        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
+            raise InvalidTypeError(f"buffer_size must be int, not {type(buffer_size).__name__}")
+        if buffer_size < 1:
+            raise BadArgumentsError(f"buffer_size must be >= 1, got {buffer_size}")
+        if watch_mode not in _WATCH_MODES:
+            raise BadArgumentsError(f"watch_mode must be one of {_WATCH_MODES}, got {watch_mode!r}")
+        self._client = client
+        self.path = path
+        self._limit = _UNBOUNDED if max_depth is None else max_depth
+        self._include_root = include_root
+        self._cache_data = cache_data
+        self._buffer_size = buffer_size
+        self._watch_mode = watch_mode
+        self._prefix = "/" if path == "/" else path + "/"
+        self._root_slashes = 0 if path == "/" else path.count("/")
+
+        self._nodes: dict[str, ChildData] = {}
+        # parent path -> cached child paths, so a removed node takes its subtree with it
+        self._kids: dict[str, set[str]] = {}
+        # path -> the task reading it; at most one read of a node is in flight
+        self._reading: dict[str, asyncio.Task[None]] = {}
+        # nodes to read once more when their current read ends (an event came meanwhile)
+        self._dirty: set[str] = set()
+        # one-shot mode: path -> the task keeping its data / child-list watch armed
+        self._watchers: dict[str, asyncio.Task[None]] = {}
+        self._listers: dict[str, asyncio.Task[None]] = {}
+        self._loading = 0
+        self._loaded: asyncio.Future[None] | None = None
+
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._watch: PersistentWatch | None = None
+        self._resync_task: asyncio.Task[None] | None = None
+        self._resync_again = False
+        self._sync_first = False
+        self._persistent = False
+        self._remove_listener: Callable[[], None] | None = None
+        self._status = "new"  # new -> starting -> started -> closed
+        self._error: BaseException | None = None
+        self._stream: EventStream[NodeEvent] = EventStream(self._resynced_event)
+        self._waiters: list[tuple[Callable[[V], bool], asyncio.Future[V]]] = []
+
+    # --- public surface --------------------------------------------------------------------
+
+    def events(self, *, buffer_size: int | None = None) -> EventSubscription[NodeEvent]:
+        """Subscribe to the change stream: ``async for event in cache.events():``.
+
+        The subscription receives every event from this call on (subscribe before
+        ``start()`` to see the initial load). It buffers up to ``buffer_size`` unread events
+        (the cache's default if None); on overflow it yields one RESYNCED event, after which
+        the cache's current state includes everything missed. It ends when the cache closes.
+        """
+        limit = self._buffer_size
+        if buffer_size is not None:
+            if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
+                raise InvalidTypeError(f"buffer_size must be int, not {type(buffer_size).__name__}")
+            if buffer_size < 1:
+                raise BadArgumentsError(f"buffer_size must be >= 1, got {buffer_size}")
+            limit = buffer_size
+        return self._stream.subscribe(limit)
+
+    async def wait_for(self, predicate: Callable[[V], bool], timeout: float | None = None) -> V:
+        """Wait until ``predicate(state)`` is true and return that state.
+
+        The predicate is called now and after every change, synchronously, with the cache's
+        state (keep it cheap). TimeoutError after ``timeout`` seconds; CacheError if the cache
+        closes first. Cancelling leaves nothing behind.
+        """
+        timeout = validate_timeout(timeout)
+        if self._error is not None:
+            raise self._error
+        if self._status == "closed":
+            raise self._closed_error()
+        state = self._view()
+        if predicate(state):
+            return state
+        fut: asyncio.Future[V] = asyncio.get_running_loop().create_future()
+        entry = (predicate, fut)
+        self._waiters.append(entry)
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(entry)
+
+    async def start(self) -> None:
+        """Load the initial state (pipelined) and start following changes.
+
+        Returns once the initial state is loaded and INITIALIZED was emitted. A cache starts
+        once: a second call raises CacheError. If this is cancelled or fails, the cache is
+        closed (no task or watch is left).
+        """
+        if self._status != "new":
+            raise CacheError(
+                f"{type(self).__name__} for {self.path} was already started"
+                + (" and closed" if self._status == "closed" else "")
+                + "; make a new cache to start again"
+            )
+        self._status = "starting"
+        try:
+            self._remove_listener = self._client.add_state_listener(self._on_state)
+            await self._start()
+        except BaseException:
+            await self.close()
+            raise
+        if self._status == "starting":
+            self._status = "started"
+            self._stream.publish(NodeEvent(CacheEventType.INITIALIZED, self.path))
+
+    async def close(self) -> None:
+        """Stop: cancel and await every task of the cache, remove its watches, end streams.
+
+        Idempotent. Subscriptions end after their buffered events.
+        """
+        if self._status == "closed":
+            return
+        self._status = "closed"
+        if self._remove_listener is not None:
+            self._remove_listener()
+            self._remove_listener = None
+        tasks = [*self._tasks, *self._reading.values(), *self._watchers.values()]
+        tasks += self._listers.values()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            # Cancelling a task that awaits a Watch cancels the Watch, which removes the
+            # server watch once no other waiter shares it.
+            await asyncio.gather(*tasks, return_exceptions=True)
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            with contextlib.suppress(CoordinationError):
+                await watch.aclose()
+        self._stream.close(self._error)
+        error = self._closed_error()
+        for _, fut in self._waiters:
+            if not fut.done():
+                fut.set_exception(error)
+
+    async def __aenter__(self: _C) -> _C:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once the cache was closed (or stopped because its client closed)."""
+        return self._status == "closed" or self._error is not None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.path} {self._status} nodes={len(self._nodes)}>"
+
+    # --- subclass hooks --------------------------------------------------------------------
+
+    def _view(self) -> V:
+        raise NotImplementedError
+
+    # --- start -----------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        if self._watch_mode != "one-shot":
+            # The watch goes first, so no change after the initial reads can be missed.
+            try:
+                self._watch = await self._add_watch()
+                self._persistent = True
+            except UnimplementedError:
+                if self._watch_mode == "persistent":
+                    raise
+                log.info("server lacks persistent watches; %s uses one-shot watches", self)
+        if self._persistent:
+            assert self._watch is not None
+            self._spawn(self._pump(self._watch), "pump")
+            self._request_resync()
+            assert self._resync_task is not None
+            await asyncio.shield(self._resync_task)
+        else:
+            self._loaded = asyncio.get_running_loop().create_future()
+            self._start_one_shot()
+            await self._loaded
+        if self._error is not None:
+            raise self._error
+
+    async def _add_watch(self) -> PersistentWatch:
+        delay = 0.05
+        while True:
+            try:
+                # A single node needs no recursion: its own events are all we want.
+                return await self._client.add_watch(self.path, recursive=self._limit > 0)
+            except ConnectionLossError:
+                delay = await _backoff(delay)
+
+    # --- applying reads --------------------------------------------------------------------
+
+    def _put(self, path: str, data: bytes, stat: Stat) -> None:
+        old = self._nodes.get(path)
+        if old is None:
+            new = ChildData(path, data, stat)
+            self._nodes[path] = new
+            if path != self.path:
+                parent = path.rpartition("/")[0] or "/"
+                kids = self._kids.get(parent)
+                if kids is None:
+                    kids = self._kids[parent] = set()
+                kids.add(path)
+            self._emit(self._ADDED, path, new, None)
+            return
+        ostat = old.stat
+        if stat.czxid == ostat.czxid:
+            if stat.mzxid > ostat.mzxid:
+                new = ChildData(path, data, stat)
+                self._nodes[path] = new
+                self._emit(self._UPDATED, path, new, old)
+            return
+        if stat.czxid < ostat.czxid:
+            return  # an older incarnation than the one cached: stale, ignore
+        # Deleted and re-created while we were not looking: a different node now.
+        new = ChildData(path, data, stat)
+        self._nodes[path] = new
+        self._emit(self._REMOVED, path, None, old)
+        self._emit(self._ADDED, path, new, None)
+
+    def _remove(self, path: str) -> None:
+        """The node is gone (a read said so): so is every cached node below it."""
+        kids = self._kids.get(path)
+        if kids:
+            for kid in list(kids):
+                self._remove(kid)
+        self._drop(path)
+
+    def _drop(self, path: str) -> None:
+        old = self._nodes.pop(path, None)
+        if old is None:
+            return
+        if path != self.path:
+            parent = path.rpartition("/")[0] or "/"
+            kids = self._kids.get(parent)
+            if kids is not None:
+                kids.discard(path)
+                if not kids:
+                    del self._kids[parent]
+        self._emit(self._REMOVED, path, None, old)
+
+    def _emit(
+        self, etype: CacheEventType, path: str, data: ChildData | None, old: ChildData | None
+    ) -> None:
+        self._stream.publish(NodeEvent(etype, path, data, old))
+        if self._waiters:
+            self._check_waiters()
+
+    def _check_waiters(self) -> None:
+        state = self._view()
+        for predicate, fut in list(self._waiters):
+            if fut.done():
+                continue
+            try:
+                if predicate(state):
+                    fut.set_result(state)
+            except Exception as exc:
+                fut.set_exception(exc)
+
+    def _depth(self, path: str) -> int | None:
+        if path == self.path:
+            return 0
+        if not path.startswith(self._prefix):
+            return None
+        return path.count("/") - self._root_slashes
+
+    # --- reads (persistent mode) -----------------------------------------------------------
+
+    def _refresh(self, path: str) -> asyncio.Task[None]:
+        """Read ``path`` (again); returns the task whose end means the cache has it."""
+        task = self._reading.get(path)
+        if task is not None:
+            self._dirty.add(path)
+            return task
+        task = asyncio.get_running_loop().create_task(self._read_loop(path))
+        self._reading[path] = task
+        return task
+
+    async def _read_loop(self, path: str) -> None:
+        try:
+            while True:
+                await self._read_once(path)
+                if path not in self._dirty:
+                    return
+                self._dirty.discard(path)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self._fail(exc)
+        finally:
+            del self._reading[path]
+            self._dirty.discard(path)
+
+    async def _read_once(self, path: str) -> None:
+        delay = 0.05
+        client = self._client
+        while True:
+            try:
+                if self._cache_data:
+                    data, stat = await client.get(path)
+                else:
+                    maybe = await client.exists(path)
+                    if maybe is None:
+                        self._remove(path)
+                        return
+                    data, stat = b"", maybe
+            except NoNodeError:
+                self._remove(path)
+                return
+            except (ConnectionLossError, SessionExpiredError):
+                # The client retried already; keep trying: a cache must catch up eventually.
+                delay = await _backoff(delay)
+                continue
+            except NoAuthError:
+                log.warning("%s: no permission to read %s; leaving it out", self, path)
+                self._remove(path)
+                return
+            self._put(path, data, stat)
+            return
+
+    def _on_event(self, event: WatchEvent) -> None:
+        etype = event.type
+        if etype is EventType.CHILDREN_CHANGED:
+            return  # a non-recursive watch on a single node: its children are not cached
+        path = event.path
+        depth = self._depth(path)
+        if depth is None or depth > self._limit or (depth == 0 and not self._include_root):
+            return
+        if etype is EventType.DELETED and path not in self._reading:
+            # No reply about this node is pending, so none can be older than this event.
+            self._drop(path)
+            return
+        self._refresh(path)
+
+    async def _pump(self, watch: PersistentWatch) -> None:
+        try:
+            while True:
+                try:
+                    async for event in watch:
+                        self._on_event(event)
+                    return  # closed
+                except SessionExpiredError:
+                    # The new session has no watch; set it again, then re-read everything.
+                    self._sync_first = True
+                    watch = self._watch = await self._add_watch()
+                    self._request_resync()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self._fail(exc)
+
+    # --- resync (persistent mode) ----------------------------------------------------------
+
+    def _request_resync(self) -> None:
+        task = self._resync_task
+        if task is not None and not task.done():
+            self._resync_again = True
+            return
+        self._resync_task = self._spawn(self._resync_loop(), "resync")
+
+    async def _resync_loop(self) -> None:
+        try:
+            while True:
+                self._resync_again = False
+                await self._resync()
+                if not self._resync_again:
+                    return
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self._fail(exc)
+
+    async def _resync(self) -> None:
+        """Re-read every node of the subtree; the reads emit exactly the differences."""
+        delay = 0.05
+        while True:
+            try:
+                if self._sync_first:
+                    # A new session may be served by a server behind the one we saw last.
+                    await self._client.sync(self.path)
+                    self._sync_first = False
+                pending: set[asyncio.Task[None]] = set()
+                seen: set[str] = set()
+                await self._walk(self.path, 0, pending, seen)
+                break
+            except (ConnectionLossError, SessionExpiredError):
+                delay = await _backoff(delay)
+        # Whatever is cached but was not listed is gone or new since: a read tells which.
+        for path in self._nodes:
+            if path not in seen:
+                pending.add(self._refresh(path))
+        if pending:
+            await asyncio.wait(pending)
+
+    async def _walk(
+        self, path: str, depth: int, pending: set[asyncio.Task[None]], seen: set[str]
+    ) -> None:
+        seen.add(path)
+        if depth or self._include_root:
+            pending.add(self._refresh(path))
+        if depth >= self._limit:
+            return
+        try:
+            names = await self._client.children(path)
+        except NoNodeError:
+            return
+        except NoAuthError:
+            log.warning("%s: no permission to list %s; its children are left out", self, path)
+            return
+        if depth + 1 >= self._limit:
+            # The last level: no coroutine per child, every read is issued right here.
+            refresh = self._refresh
+            for name in names:
+                child = _join(path, name)
+                seen.add(child)
+                pending.add(refresh(child))
+            return
+        await asyncio.gather(
+            *(self._walk(_join(path, name), depth + 1, pending, seen) for name in names)
+        )
+
+    # --- one-shot mode -----------------------------------------------------------------------
+
+    def _start_one_shot(self) -> None:
+        if self._include_root:
+            self._watch_node(self.path, 0)
+        if self._limit > 0:
+            self._watch_children(self.path, 0)
+        if self._loading == 0 and self._loaded is not None and not self._loaded.done():
+            self._loaded.set_result(None)
+
+    def _watch_node(self, path: str, depth: int) -> None:
+        if path not in self._watchers:
+            self._loading += 1
+            self._watchers[path] = self._spawn(self._node_loop(path, depth), "node")
+
+    def _watch_children(self, path: str, depth: int) -> None:
+        if path not in self._listers:
+            self._loading += 1
+            self._listers[path] = self._spawn(self._list_loop(path, depth), "children")
+
+    def _loaded_one(self, first: bool) -> bool:
+        if first:
+            self._loading -= 1
+            if self._loading == 0 and self._loaded is not None and not self._loaded.done():
+                self._loaded.set_result(None)
+        return False
+
+    async def _node_loop(self, path: str, depth: int) -> None:
+        """Keep one node read and its data watch armed (one-shot mode)."""
+        first = True
+        delay = 0.05
+        client = self._client
+        try:
+            while True:
+                try:
+                    try:
+                        if self._cache_data:
+                            data, stat, watch = await client.get(path, watch=True)
+                        else:
+                            maybe, watch = await client.exists(path, watch=True)
+                            if maybe is None:
+                                raise NoNodeError(path=path)
+                            data, stat = b"", maybe
+                    except NoNodeError:
+                        self._remove(path)
+                        if path != self.path:
+                            return  # the parent's child watch reports a re-creation
+                        # The root: wait for it to appear.
+                        maybe, watch = await client.exists(path, watch=True)
+                        if maybe is not None:
+                            watch.cancel()
+                            continue  # created in between: read it
+                        first = self._loaded_one(first)
+                        await watch
+                        continue
+                    self._put(path, data, stat)
+                    if depth < self._limit:
+                        self._watch_children(path, depth)
+                    first = self._loaded_one(first)
+                    delay = 0.05
+                    await watch
+                except (ConnectionLossError, SessionExpiredError):
+                    # Expired: the watch is gone with the session; read again with a new one.
+                    delay = await _backoff(delay)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self._fail(exc)
+        finally:
+            self._loaded_one(first)
+            self._watchers.pop(path, None)
+
+    async def _list_loop(self, path: str, depth: int) -> None:
+        """Keep one node's children listed and its child watch armed (one-shot mode)."""
+        first = True
+        delay = 0.05
+        client = self._client
+        try:
+            while True:
+                try:
+                    try:
+                        names, watch = await client.children(path, watch=True)
+                    except NoNodeError:
+                        if path != self.path:
+                            return  # the node's own task reports the deletion
+                        maybe, watch = await client.exists(path, watch=True)
+                        if maybe is not None:
+                            watch.cancel()
+                            continue
+                        first = self._loaded_one(first)
+                        await watch
+                        continue
+                    for name in names:
+                        self._watch_node(_join(path, name), depth + 1)
+                    first = self._loaded_one(first)
+                    delay = 0.05
+                    await watch
+                except (ConnectionLossError, SessionExpiredError):
+                    delay = await _backoff(delay)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self._fail(exc)
+        finally:
+            self._loaded_one(first)
+            self._listers.pop(path, None)
+
+    # --- connection state and failure --------------------------------------------------------
+
+    def _on_state(self, change: StateChange) -> None:
+        state = change.state
+        if self._status == "closed":
+            return
+        if state is State.SUSPENDED:
+            self._stream.publish(NodeEvent(CacheEventType.SUSPENDED, self.path))
+        elif state is State.LOST:
+            self._stream.publish(NodeEvent(CacheEventType.LOST, self.path))
+        elif state is State.RECONNECTED or (
+            state is State.READ_ONLY and change.previous is not None
+        ):
+            self._stream.publish(NodeEvent(CacheEventType.RECONNECTED, self.path))
+            if self._persistent and not change.new_session:
+                # The watch is back (restored before this was announced), but what changed
+                # in the gap was never sent: read it all again. After an expiry the pump
+                # re-adds the watch first and then asks for the same.
+                self._request_resync()
+        elif state is State.CLOSED:
+            self._fail(ClientClosedError(f"the client of {self} was closed"))
+
+    def _fail(self, exc: BaseException) -> None:
+        if self._error is not None or self._status == "closed":
+            return
+        if not isinstance(exc, ClientClosedError):
+            log.error("%s stopped: %r", self, exc)
+        self._error = exc
+        self._stream.close(exc)
+        for _, fut in self._waiters:
+            if not fut.done():
+                fut.set_exception(exc)
+        if self._loaded is not None and not self._loaded.done():
+            self._loaded.set_result(None)
+        current = asyncio.current_task()
+        for task in [*self._tasks, *self._reading.values(), *self._watchers.values()]:
+            if task is not current:
+                task.cancel()
+        for task in list(self._listers.values()):
+            if task is not current:
+                task.cancel()
+
+    def _closed_error(self) -> BaseException:
+        return CacheError(f"{type(self).__name__} for {self.path} is closed")
+
+    def _resynced_event(self) -> NodeEvent:
+        return NodeEvent(CacheEventType.RESYNCED, self.path)
+
+    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(
+            coro, name=f"aiocoord-cache-{name}:{self.path}"
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+
+_C = TypeVar("_C", bound=_Cache[Any])
+
+
+async def _backoff(delay: float) -> float:
+    await asyncio.sleep(delay)
+    return min(delay * 2, 1.0)
+
+
+class NodeCache(_Cache[ChildData | None]):
+    """Mirror one node: ``current`` is its ChildData, or None while it does not exist.
+
+    Events: CREATED, UPDATED, DELETED (``NodeEvent.data`` / ``previous``), plus INITIALIZED,
+    SUSPENDED, RECONNECTED, LOST and RESYNCED. Uses one persistent (non-recursive) watch on
+    servers >= 3.6, a one-shot data watch re-armed after each change on older ones.
+
+    ``watch_mode`` is "auto" (persistent if the server has it), "persistent" or "one-shot".
+    """
+
+    _ADDED = CacheEventType.CREATED
+    _UPDATED = CacheEventType.UPDATED
+    _REMOVED = CacheEventType.DELETED
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        buffer_size: int = DEFAULT_BUFFER_SIZE,
+        watch_mode: str = "auto",
+    ) -> None:
+        super().__init__(
+            client,
+            path,
+            max_depth=0,
+            include_root=True,
+            cache_data=True,
+            buffer_size=buffer_size,
+            watch_mode=watch_mode,
+        )
+
+    @property
+    def current(self) -> ChildData | None:
+        """The node's path, data and stat, or None if it does not exist (or not loaded yet)."""
+        return self._nodes.get(self.path)
+
+    def _view(self) -> ChildData | None:
+        return self._nodes.get(self.path)
+
+
+class _ChildrenView(Mapping[str, ChildData]):
+    """A live, read-only ``name -> ChildData`` view over a ChildrenCache."""
+
+    __slots__ = ("_nodes", "_prefix")
+
+    def __init__(self, nodes: dict[str, ChildData], prefix: str) -> None:
+        self._nodes = nodes
+        self._prefix = prefix
+
+    def __getitem__(self, name: str) -> ChildData:
+        return self._nodes[self._prefix + name]
+
+    def __iter__(self) -> Iterator[str]:
+        cut = len(self._prefix)
+        return (path[cut:] for path in self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (self._prefix + name) in self._nodes
+
+    def __repr__(self) -> str:
+        return f"ChildrenView({dict(self)!r})"
+
+
+class ChildrenCache(_Cache[Mapping[str, ChildData]]):
+    """Mirror the children of a node (Curator's PathChildrenCache).
+
+    ``children`` maps each child's name to its ChildData. Events: CHILD_ADDED,
+    CHILD_UPDATED, CHILD_REMOVED, then INITIALIZED after the initial load, SUSPENDED,
+    RECONNECTED, LOST and RESYNCED. The node itself may be missing: the cache is then empty
+    and fills when it appears.
+
+    The initial load lists the children once and sends every child's read at once
+    (pipelined), not one round trip per child. With ``cache_data=False`` only stats are kept
+    (``ChildData.data`` is ``b""``), read with ``exists``, which is cheaper.
+
+    On servers >= 3.6 one recursive persistent watch on the node serves all children, as
+    Curator's CuratorCache does; events of deeper nodes reach the client and are ignored.
+    ``watch_mode`` is "auto", "persistent" or "one-shot" (one watch per child).
+    """
+
+    _ADDED = CacheEventType.CHILD_ADDED
+    _UPDATED = CacheEventType.CHILD_UPDATED
+    _REMOVED = CacheEventType.CHILD_REMOVED
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        cache_data: bool = True,
+        buffer_size: int = DEFAULT_BUFFER_SIZE,
+        watch_mode: str = "auto",
+    ) -> None:
+        super().__init__(
+            client,
+            path,
+            max_depth=1,
+            include_root=False,
+            cache_data=cache_data,
+            buffer_size=buffer_size,
+            watch_mode=watch_mode,
+        )
+        self._children = _ChildrenView(self._nodes, self._prefix)
+
+    @property
+    def children(self) -> Mapping[str, ChildData]:
+        """Live read-only mapping: child name -> ChildData. Copy with ``dict()`` to keep."""
+        return self._children
+
+    def _view(self) -> Mapping[str, ChildData]:
+        return self._children
+
+
+class TreeCache(_Cache[Mapping[str, ChildData]]):
+    """Mirror a node and its subtree down to ``max_depth`` levels below it (all if None).
+
+    ``nodes`` maps each cached path (the root included, when it exists) to its ChildData.
+    Events: NODE_ADDED, NODE_UPDATED, NODE_REMOVED, then INITIALIZED after the initial load,
+    SUSPENDED, RECONNECTED, LOST and RESYNCED. A removed node's cached descendants are
+    removed first, deepest first.
+
+    On servers >= 3.6 the whole subtree is served by one recursive persistent watch (like
+    Curator's CuratorCache); on older ones each node gets a data watch and each node above
+    ``max_depth`` a child watch. ``watch_mode`` is "auto", "persistent" or "one-shot".
+    """
+
+    _ADDED = CacheEventType.NODE_ADDED
+    _UPDATED = CacheEventType.NODE_UPDATED
+    _REMOVED = CacheEventType.NODE_REMOVED
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        max_depth: int | None = None,
+        cache_data: bool = True,
+        buffer_size: int = DEFAULT_BUFFER_SIZE,
+        watch_mode: str = "auto",
+    ) -> None:
+        super().__init__(
+            client,
+            path,
+            max_depth=max_depth,
+            include_root=True,
+            cache_data=cache_data,
+            buffer_size=buffer_size,
+            watch_mode=watch_mode,
+        )
+        self._view_proxy = MappingProxyType(self._nodes)
+
+    @property
+    def nodes(self) -> Mapping[str, ChildData]:
+        """Live read-only mapping: path -> ChildData. Copy with ``dict()`` to keep."""
+        return self._view_proxy
+
+    def get(self, path: str) -> ChildData | None:
+        """The cached ChildData of ``path``, or None."""
+        return self._nodes.get(path)
+
+    def children(self, path: str) -> dict[str, ChildData]:
+        """The cached children of ``path``: name -> ChildData (empty if none or unknown)."""
+        cut = len(path) + (0 if path == "/" else 1)
+        return {kid[cut:]: self._nodes[kid] for kid in self._kids.get(path, ())}
+
+    def _view(self) -> Mapping[str, ChildData]:
+        return self._view_proxy
