@@ -1,0 +1,383 @@
+"""Caches under faults and load: convergence through drops and expiry, changes made while
+away, re-created nodes, and the pipelined initial load of 10,000 children."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import pytest
+
+from aiocoord import ChildData, Client, State
+from aiocoord._protocol import OP_GET_CHILDREN, OP_GET_CHILDREN2, OP_GET_DATA
+from aiocoord.errors import NodeExistsError, NoNodeError, NotEmptyError
+from aiocoord.recipes._stream import EventSubscription
+from aiocoord.recipes.cache import CacheEventType, ChildrenCache, NodeCache, NodeEvent, TreeCache
+from aiocoord.testing import FaultProxy, expire_session
+
+Factory = Callable[..., Awaitable[Client]]
+Summary = dict[str, tuple[bytes, int, int]]
+T = CacheEventType
+ADDED = {T.CREATED, T.CHILD_ADDED, T.NODE_ADDED}
+UPDATED = {T.UPDATED, T.CHILD_UPDATED, T.NODE_UPDATED}
+REMOVED = {T.DELETED, T.CHILD_REMOVED, T.NODE_REMOVED}
+
+
+def summary(nodes: Iterable[ChildData]) -> Summary:
+    """What must match the server: each node's data, czxid and mzxid."""
+    return {d.path: (d.data, d.stat.czxid, d.stat.mzxid) for d in nodes}
+
+
+def cache_nodes(cache: Any) -> Iterable[ChildData]:
+    if isinstance(cache, ChildrenCache):
+        return cache.children.values()
+    if isinstance(cache, TreeCache):
+        return cache.nodes.values()
+    return [cache.current] if cache.current is not None else []
+
+
+async def server_summary(client: Client, path: str, depth: int | None) -> Summary:
+    """The server's state of what a cache of ``path`` to ``depth`` holds (root included
+    unless depth is 1, the ChildrenCache shape)."""
+    out: Summary = {}
+
+    async def visit(node: str, level: int) -> None:
+        if level or depth != 1:
+            try:
+                data, stat = await client.get(node)
+            except NoNodeError:
+                return
+            out[node] = (data, stat.czxid, stat.mzxid)
+        if depth is not None and level >= depth:
+            return
+        try:
+            names = await client.children(node)
+        except NoNodeError:
+            return
+        base = "" if node == "/" else node
+        await asyncio.gather(*(visit(f"{base}/{n}", level + 1) for n in names))
+
+    await visit(path, 0)
+    return out
+
+
+class Replay:
+    """Applies a cache's events to an empty dict, checking each is a real difference and that
+    a node's events go forward in zxid order."""
+
+    def __init__(self, cache: Any) -> None:
+        self.cache = cache
+        self.state: dict[str, ChildData] = {}
+        self.last_zxid: dict[str, int] = {}
+        self.counts: Counter[CacheEventType] = Counter()
+
+    def apply(self, event: NodeEvent) -> None:
+        self.counts[event.type] += 1
+        path = event.path
+        if event.type in ADDED:
+            assert event.data is not None
+            assert event.previous is None
+            assert path not in self.state, f"added twice: {event}"
+            self._forward(path, event.data)
+            self.state[path] = event.data
+        elif event.type in UPDATED:
+            assert event.data is not None
+            assert self.state.get(path) == event.previous, f"update of a stale state: {event}"
+            assert event.previous is not None
+            assert event.data.stat.czxid == event.previous.stat.czxid
+            self._forward(path, event.data)
+            self.state[path] = event.data
+        elif event.type in REMOVED:
+            assert event.data is None
+            assert self.state.pop(path, None) == event.previous, f"removal of unknown: {event}"
+        elif event.type is T.RESYNCED:
+            self.state = {d.path: d for d in cache_nodes(self.cache)}
+
+    def _forward(self, path: str, data: ChildData) -> None:
+        last = self.last_zxid.get(path, 0)
+        assert data.stat.mzxid > last, f"{path}: mzxid {data.stat.mzxid} after {last}"
+        self.last_zxid[path] = data.stat.mzxid
+
+
+async def replay_all(sub: EventSubscription[NodeEvent], replay: Replay) -> None:
+    async for event in sub:
+        replay.apply(event)
+
+
+async def drop_periodically(proxy: FaultProxy, stop: asyncio.Event, drops: list[int]) -> None:
+    """The fault injector: cut the cache's connection every 200 ms until told to stop."""
+    while not stop.is_set():
+        try:
+            await asyncio.wait_for(stop.wait(), 0.2)
+        except asyncio.TimeoutError:
+            proxy.drop()
+            drops[0] += 1
+
+
+async def random_writes(
+    client: Client, paths: list[str], ops: int, seed: int, done: list[int], half: asyncio.Event
+) -> None:
+    rng = random.Random(seed)
+    for _ in range(ops):
+        path = rng.choice(paths)
+        roll = rng.random()
+        try:
+            if roll < 0.4:
+                await client.create(path, rng.randbytes(8))
+            elif roll < 0.75:
+                await client.set(path, rng.randbytes(8))
+            else:
+                await client.delete(path)
+        except (NodeExistsError, NoNodeError, NotEmptyError):
+            pass
+        done[0] += 1
+        if done[0] == 1000:
+            half.set()
+        # Spread the 2,000 writes over a few seconds, so many drops fall among them.
+        await asyncio.sleep(rng.random() * 0.005)
+
+
+def tree_paths() -> list[str]:
+    paths = []
+    for a in "abcde":
+        paths.append(f"/conv/{a}")
+        for b in "xyz":
+            paths.append(f"/conv/{a}/{b}")
+            paths.append(f"/conv/{a}/{b}/q")
+    return paths
+
+
+@pytest.mark.parametrize(
+    ("kind", "mode"),
+    [("children", "auto"), ("tree", "auto"), ("children", "one-shot"), ("tree", "one-shot")],
+)
+async def test_cache_converges_under_drops_and_expiry(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, zookeeper: Any, kind: str, mode: str
+) -> None:
+    writers = [await zk_connect() for _ in range(4)]
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=4)
+    await writers[0].create("/conv")
+    if kind == "children":
+        paths = [f"/conv/k{i:02d}" for i in range(40)]
+        cache: Any = ChildrenCache(client, "/conv", watch_mode=mode)
+        depth: int | None = 1
+    else:
+        paths = tree_paths()
+        cache = TreeCache(client, "/conv", watch_mode=mode)
+        depth = None
+    replay = Replay(cache)
+    sub = cache.events()
+    consumer = asyncio.ensure_future(replay_all(sub, replay))
+    await cache.start()
+
+    stop, half = asyncio.Event(), asyncio.Event()
+    drops, done = [0], [0]
+    injector = asyncio.ensure_future(drop_periodically(zk_fault_proxy, stop, drops))
+    writing = asyncio.gather(
+        *(random_writes(w, paths, 500, seed, done, half) for seed, w in enumerate(writers))
+    )
+    await asyncio.wait_for(half.wait(), 30)
+    lost = asyncio.Event()
+    client.add_state_listener(lambda change: lost.set() if change.state is State.LOST else None)
+    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await asyncio.wait_for(lost.wait(), 15)
+    await asyncio.wait_for(writing, 60)
+    stop.set()
+    await injector
+
+    expected = await server_summary(writers[0], "/conv", depth)
+    assert len(expected) > 5  # the writes left something to compare
+    await cache.wait_for(lambda _: summary(cache_nodes(cache)) == expected, timeout=30)
+    await client.wait_for(State.CONNECTED, timeout=10)
+    final = summary(cache_nodes(cache))
+    await cache.close()
+    await asyncio.wait_for(consumer, 10)
+
+    assert final == expected
+    assert summary(replay.state.values()) == expected
+    assert drops[0] >= 5, drops
+    assert replay.counts[T.SUSPENDED] >= 3
+    assert replay.counts[T.LOST] >= 1  # the forced expiry happened while the cache ran
+    assert replay.counts[T.RECONNECTED] >= 3
+    assert replay.counts[T.RESYNCED] == 0
+
+
+CACHES: dict[str, Callable[..., Any]] = {
+    "node": lambda c, mode: NodeCache(c, "/away/x", watch_mode=mode),
+    "children": lambda c, mode: ChildrenCache(c, "/away", watch_mode=mode),
+    "tree": lambda c, mode: TreeCache(c, "/away", watch_mode=mode),
+}
+
+
+async def node_events(sub: EventSubscription[NodeEvent], n: int) -> list[NodeEvent]:
+    out: list[NodeEvent] = []
+    while len(out) < n:
+        event = await sub.get(timeout=10)
+        if event.type in ADDED | UPDATED | REMOVED:
+            out.append(event)
+    return out
+
+
+async def cut(proxy: FaultProxy, client: Client) -> None:
+    proxy.blackhole()
+    proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+
+
+@pytest.mark.parametrize("mode", ["auto", "one-shot"])
+@pytest.mark.parametrize("kind", ["node", "children", "tree"])
+async def test_node_recreated_while_away_is_removed_then_added(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, kind: str, mode: str
+) -> None:
+    writer = await zk_connect()
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    await writer.create("/away/x", b"same", make_parents=True)
+    cache = CACHES[kind](client, mode)
+    await cache.start()
+    before = cache.get("/away/x") if kind == "tree" else _find(cache, "/away/x")
+    assert before is not None
+    sub = cache.events()
+    session = client.session_id
+
+    await cut(zk_fault_proxy, client)
+    await writer.delete("/away/x")
+    await writer.create("/away/x", b"same")  # same data, same version 0: only czxid differs
+    zk_fault_proxy.heal()
+    await client.wait_for(State.CONNECTED, timeout=10)
+    assert client.session_id == session
+
+    removed, added = await node_events(sub, 2)
+    assert removed.type in REMOVED
+    assert removed.previous == before
+    assert added.type in ADDED
+    assert added.data is not None
+    assert added.data.stat.version == before.stat.version == 0
+    assert added.data.stat.czxid > before.stat.czxid
+    await cache.close()
+
+
+def _find(cache: Any, path: str) -> ChildData | None:
+    for d in cache_nodes(cache):
+        if d.path == path:
+            return d
+    return None
+
+
+@pytest.mark.parametrize("mode", ["auto", "one-shot"])
+async def test_changes_made_while_disconnected_still_arrive(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, mode: str
+) -> None:
+    writer = await zk_connect()
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    await writer.create("/away/a", b"1", make_parents=True)
+    await writer.create("/away/b", b"1")
+    cache = ChildrenCache(client, "/away", watch_mode=mode)
+    await cache.start()
+    sub = cache.events()
+
+    await cut(zk_fault_proxy, client)
+    await writer.set("/away/a", b"2")
+    await writer.delete("/away/b")
+    await writer.create("/away/c", b"3")
+    zk_fault_proxy.heal()
+
+    kinds = []
+    while len([k for k in kinds if k not in (T.SUSPENDED, T.RECONNECTED)]) < 3:
+        event = await sub.get(timeout=10)
+        kinds.append(event.type)
+        if event.type in ADDED | UPDATED | REMOVED:
+            kinds[-1] = (event.type, event.name)  # type: ignore[call-overload]
+    assert kinds[:2] == [T.SUSPENDED, T.RECONNECTED]
+    assert set(kinds[2:]) == {
+        (T.CHILD_UPDATED, "a"),
+        (T.CHILD_REMOVED, "b"),
+        (T.CHILD_ADDED, "c"),
+    }
+    assert {n: d.data for n, d in cache.children.items()} == {"a": b"2", "c": b"3"}
+    await cache.close()
+    leftover = [e async for e in sub if e.type in ADDED | UPDATED | REMOVED]
+    assert leftover == []  # each change arrived exactly once
+
+
+@pytest.mark.parametrize("mode", ["auto", "one-shot"])
+@pytest.mark.parametrize("kind", ["node", "children", "tree"])
+async def test_cache_rearms_after_session_expiry(
+    zk_connect: Factory, zookeeper: Any, kind: str, mode: str
+) -> None:
+    writer = await zk_connect()
+    client = await zk_connect(session_timeout=4)
+    await writer.create("/away/x", b"1", make_parents=True)
+    await writer.create("/away/y", b"1")
+    cache = CACHES[kind](client, mode)
+    replay = Replay(cache)
+    sub = cache.events()
+    consumer = asyncio.ensure_future(replay_all(sub, replay))
+    await cache.start()
+    watches_before = client.session.watches.counts()
+
+    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await writer.set("/away/x", b"2")
+    await writer.delete("/away/y")
+    await writer.create("/away/z", b"3")
+    depth = {"node": 0, "children": 1, "tree": None}[kind]
+    expected = await server_summary(writer, "/away/x" if kind == "node" else "/away", depth)
+    await cache.wait_for(lambda _: summary(cache_nodes(cache)) == expected, timeout=15)
+
+    # The watches are armed again on the new session: a later change still arrives.
+    await writer.set("/away/x", b"4")
+    await cache.wait_for(lambda _: any(d.data == b"4" for d in cache_nodes(cache)), timeout=10)
+    assert client.session.watches.counts()["server_watches"] == watches_before["server_watches"]
+    final = summary(cache_nodes(cache))
+    await cache.close()
+    await asyncio.wait_for(consumer, 5)
+    assert replay.counts[T.LOST] == 1
+    # The client may first get its old session back (the expiry races its reconnect).
+    assert replay.counts[T.RECONNECTED] >= 1
+    assert summary(replay.state.values()) == final
+
+
+@pytest.mark.parametrize("mode", ["auto", "one-shot"])
+async def test_initial_load_of_10000_children_is_pipelined(zk_connect: Factory, mode: str) -> None:
+    client = await zk_connect()
+    await client.create("/big")
+    payload = bytes(range(100))
+    commits = []
+    for start in range(0, 10_000, 500):
+        txn = client.transaction()
+        for i in range(start, start + 500):
+            txn.create(f"/big/n{i:05d}", payload)
+        commits.append(txn.commit())
+    await asyncio.gather(*commits)
+
+    cache = ChildrenCache(client, "/big", watch_mode=mode)
+    base = client.session.sent.copy()
+    get_data_sent_at_first_child: list[int] = []
+    registered = asyncio.Event()
+
+    def observe(children: Any) -> bool:
+        # Called synchronously at every change: record how many getData requests had been
+        # written when the first reply was applied.
+        registered.set()
+        if len(children) and not get_data_sent_at_first_child:
+            get_data_sent_at_first_child.append(
+                client.session.sent[OP_GET_DATA] - base[OP_GET_DATA]
+            )
+        return False
+
+    observer = asyncio.ensure_future(cache.wait_for(observe))
+    await registered.wait()
+    await cache.start()
+    observer.cancel()
+    sent = client.session.sent - base
+
+    assert len(cache.children) == 10_000
+    assert cache.children["n01234"].data == payload
+    # One listing, one read per child, and every read was on the wire before the first reply
+    # was applied: all 10,000 were in flight together, not one round trip after another.
+    assert sent[OP_GET_CHILDREN] + sent[OP_GET_CHILDREN2] == 1
+    assert sent[OP_GET_DATA] == 10_000
+    assert get_data_sent_at_first_child == [10_000]
+    await cache.close()
