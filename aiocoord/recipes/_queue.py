@@ -1,0 +1,863 @@
+"""The one sequential-node queue behind every lock-like recipe (Curator's ``LockInternals``).
+
+A contender creates a protected ``EPHEMERAL_SEQUENTIAL`` child ``_c_<uuid>-<name><seq>`` of
+the queue path (parents made as containers), lists the children, orders them by the trailing
+10-digit sequence number only, and asks a :class:`Driver` whether the nodes ahead of it let it
+through (a mutex: none ahead; a semaphore: fewer than ``max_leases``; a reader: no writer
+ahead). If not, it watches the one node the driver names with a getData watch (NoNode means
+"gone already": decide again at once) and waits for its deletion. Only that waiter wakes when
+the node goes: there is no herd.
+
+**Waking costs O(1).** Sequence numbers only grow, so nothing can enter the queue ahead of a
+node that already exists: the first listing is a superset of every node that can ever be ahead
+of ours. A woken waiter therefore never re-lists. It drops the deleted node and any node this
+client already knows to be gone (its own deletions, and the deletion events and NoNode answers
+of its other waiters on the same path), and is through at once, without a round trip, when
+nothing ahead is left. Otherwise it re-arms its watch on the next node the driver names and,
+in the same round trip, checks with pipelined ``exists`` the rest of the nodes it knows, which
+may have gone unseen. Every driver decision is monotone (a node fewer ahead never blocks), so
+deciding on a superset of the live nodes is always safe. The one exception to "nothing is
+inserted ahead" is Curator's read-lock downgrade node, which reuses its write node's sequence
+number; the write-lock driver asks for a fresh listing whenever a writer ahead of it goes.
+
+**Round trips.** The create and the first listing are pipelined (ZooKeeper answers one
+session's requests in order, so a listing written after the create sees it): an uncontended
+acquire costs one round trip and a release one more. Listings of the same path by the same
+client are shared when they were sent after the caller's create had been sent; a listing that
+does not contain the caller's node is never trusted.
+
+**Cancellation and timeouts leave no node.** The create runs in a task owned by the client. A
+contender that gives up deletes its node (a guaranteed delete, which finishes in the background
+if the connection is down); if it gives up while the create is still in flight, the create task
+deletes the node when its reply comes; and if the reply was lost to a connection loss, the node
+is found by its protected prefix after a ``sync`` and deleted. :meth:`Client.wait_background`
+waits for those background deletions.
+
+**Connection and session.** A waiter survives a connection loss: its watch is restored by the
+session and its node stays. If the session expires while waiting, the node is gone, so the
+waiter enters the queue again with a new node once the client has a new session. A granted
+node is watched by a :class:`LossWatch`, which reports the session's loss (and, under the
+stricter policy, SUSPENDED) exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import uuid
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from aiocoord._protocol import Stat
+from aiocoord._watches import EventType, Watch
+from aiocoord.client import PROTECTED_PREFIX, Client
+from aiocoord.errors import (
+    ClientClosedError,
+    ConnectionLossError,
+    CoordinationError,
+    NoNodeError,
+    SessionExpiredError,
+)
+from aiocoord.session import State, StateChange
+
+log = logging.getLogger("aiocoord.recipes")
+T = TypeVar("T")
+
+__all__ = [
+    "Driver",
+    "LeaseDriver",
+    "LossEvent",
+    "LossWatch",
+    "ProtectedNode",
+    "QueueNode",
+    "SequentialQueue",
+    "delete_node",
+    "join",
+    "sequence_of",
+    "sort_by_sequence",
+    "spawn",
+]
+
+#: Width of the counter ZooKeeper appends to sequential nodes.
+SEQUENCE_DIGITS = 10
+#: Above this many unverified nodes ahead, one listing is cheaper than probing each of them.
+_PROBE_LIMIT = 32
+#: How many gone node names each (client, path) remembers; forgetting one only costs a probe.
+_GONE_LIMIT = 4096
+
+# Orders events in this process: a shared listing may serve a caller only if it was sent after
+# the caller's create was.
+_STAMPS = itertools.count(1)
+
+
+def sequence_of(name: str) -> int | None:
+    """The trailing 10-digit sequence number of a node name, or None if it has none."""
+    tail = name[-SEQUENCE_DIGITS:]
+    if len(tail) == SEQUENCE_DIGITS and tail.isascii() and tail.isdigit():
+        return int(tail)
+    return None
+
+
+def sort_by_sequence(names: Sequence[str]) -> list[str]:
+    """The names that carry a sequence number, ordered by it alone (as Curator orders them).
+
+    The protected prefix (a random UUID) must not decide the order, so names are never
+    compared whole; ties (a read-lock downgrade node shares its write node's number) keep
+    a stable order by name.
+    """
+    keyed = [(seq, n) for n in names if (seq := sequence_of(n)) is not None]
+    keyed.sort()
+    return [n for _, n in keyed]
+
+
+def join(parent: str, name: str) -> str:
+    """``parent`` + ``/`` + ``name`` (``parent`` may be ``/``)."""
+    return parent.rstrip("/") + "/" + name
+
+
+def spawn(client: Client, coro: Coroutine[Any, Any, Any], name: str) -> None:
+    """Run ``coro`` as a task owned by ``client``: ``close()`` cancels and awaits it and
+    ``wait_background()`` waits for it. For clean-ups that must outlive their caller."""
+    # FIXME(session): the client has no public way to adopt a recipe's clean-up task; this uses
+    # Client._spawn (the owner of guaranteed deletes). A public ``Client.spawn(coro, name)``
+    # would do.
+    client._spawn(coro, name)
+
+
+async def delete_node(client: Client, path: str) -> None:
+    """Delete ``path`` for sure: now if connected, else in the background once reconnected.
+
+    Cancelling the caller does not stop the deletion: it is finished in the background.
+    """
+    try:
+        await client.delete(path, guaranteed=True)
+    except NoNodeError:
+        pass
+    except asyncio.CancelledError:
+        # FIXME(session): Client.delete(guaranteed=True) gives up when its caller is cancelled
+        # while the request is in flight, so the delete may not have happened; finish it here.
+        spawn(client, _delete_quietly(client, path), f"aiocoord-delete:{path}")
+        raise
+    except (ClientClosedError, SessionExpiredError):
+        pass  # the session, and with it every ephemeral node of ours, is gone
+    except CoordinationError as exc:
+        log.warning("could not delete %s: %r", path, exc)
+    _forget_node(client, path)
+
+
+async def _delete_quietly(client: Client, path: str) -> None:
+    with contextlib.suppress(CoordinationError):
+        await client.delete(path, guaranteed=True)
+    _forget_node(client, path)
+
+
+# --- nodes ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueNode:
+    """A node of ours in a queue: where it is, its place, and the session that owns it."""
+
+    path: str
+    name: str
+    sequence: int
+    #: the zxid of its creation: grows with every node created later (a fencing token)
+    czxid: int
+    session_id: int
+    #: the client's session generation the node belongs to (``client.session.generation``)
+    generation: int
+
+    def alive_in(self, client: Client) -> bool:
+        """False once the session that owns the node has ended."""
+        return client.session.generation == self.generation and client.session_id == (
+            self.session_id
+        )
+
+
+class _Restart(Exception):
+    """Our node is gone (session expired, or deleted by someone): enter the queue again."""
+
+
+class _TimedOut(Exception):
+    """The caller's deadline passed."""
+
+
+def _remaining(deadline: float | None) -> float | None:
+    if deadline is None:
+        return None
+    left = deadline - asyncio.get_running_loop().time()
+    if left <= 0:
+        raise _TimedOut()
+    return left
+
+
+async def _bounded(aw: Awaitable[T], deadline: float | None) -> T:
+    """Await ``aw`` before ``deadline`` (raise _TimedOut after it)."""
+    if deadline is None:
+        return await aw
+    try:
+        left = _remaining(deadline)
+    except _TimedOut:
+        if asyncio.iscoroutine(aw):
+            aw.close()
+        raise
+    try:
+        return await asyncio.wait_for(aw, left)
+    except asyncio.TimeoutError:
+        raise _TimedOut() from None
+
+
+async def _await_future(fut: asyncio.Future[T], deadline: float | None) -> T:
+    """The future's result, waiting at most until ``deadline``; never cancels ``fut``."""
+    if not fut.done():
+        await asyncio.wait((fut,), timeout=_remaining(deadline))
+        if not fut.done():
+            raise _TimedOut()
+    return fut.result()
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
+
+
+class ProtectedNode:
+    """One protected ephemeral node being created: ``<parent>/_c_<uuid>-<name>[<seq>]``.
+
+    The create runs in a task owned by the client, so it is written at once and pipelines with
+    whatever the caller sends next. :meth:`result` waits for it; after a connection loss it
+    finds the node by its prefix (after a ``sync``, so a create still on its way is ordered
+    first) or creates it again. :meth:`discard` makes sure the node does not outlive its
+    caller, whatever state the create is in.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        parent: str,
+        name: str,
+        data: bytes,
+        *,
+        sequential: bool = True,
+    ) -> None:
+        self.client = client
+        self.parent = parent
+        self.prefix = f"{PROTECTED_PREFIX}{uuid.uuid4()}-"
+        self._path = join(parent, self.prefix + name)
+        self._data = data
+        self._sequential = sequential
+        self.node: QueueNode | None = None
+        #: when the create was handed to the session (None until it was)
+        self.sent_stamp: int | None = None
+        self._abandoned = False
+        self._maybe_exists = True
+        self._reply: asyncio.Future[tuple[str, Stat]]
+        self._start()
+
+    def _start(self) -> None:
+        self._reply = asyncio.get_running_loop().create_future()
+        self._reply.add_done_callback(_retrieve)
+        spawn(self.client, self._create(self._reply), f"aiocoord-create:{self._path}")
+
+    async def _create(self, reply: asyncio.Future[tuple[str, Stat]]) -> None:
+        self.sent_stamp = next(_STAMPS)
+        try:
+            result = await self._create_once()
+        except asyncio.CancelledError:
+            reply.cancel()
+            raise
+        except BaseException as exc:
+            if self._abandoned:
+                if isinstance(exc, ConnectionLossError):
+                    await self._sweep()
+            elif not reply.done():
+                reply.set_exception(exc)
+            return
+        if self._abandoned:
+            # The caller left while the reply was on its way: the node is ours to remove.
+            await delete_node(self.client, result[0])
+        elif not reply.done():
+            reply.set_result(result)
+
+    async def _create_once(self) -> tuple[str, Stat]:
+        attempts = 3
+        while True:
+            try:
+                return await self.client.create(
+                    self._path,
+                    self._data,
+                    ephemeral=True,
+                    sequential=self._sequential,
+                    make_parents=True,
+                    parents_as_containers=True,
+                    with_stat=True,
+                )
+            except NoNodeError:
+                # The server removes an empty container parent on its own schedule; it may
+                # have done so between making the parents and this create.
+                attempts -= 1
+                if attempts == 0:
+                    raise
+
+    async def result(self, deadline: float | None) -> QueueNode:
+        """The created node; raises _Restart if it belongs to a session that has ended."""
+        client = self.client
+        while self.node is None:
+            try:
+                path, stat = await _await_future(self._reply, deadline)
+            except ConnectionLossError:
+                found = await self._find(deadline)
+                if found is None:
+                    # Not created (a sync ran first, so a create still in flight would show):
+                    # the same name is safe to try again.
+                    self._maybe_exists = True
+                    self._start()
+                    continue
+                path, stat = found
+            if stat.ephemeral_owner != client.session_id:
+                raise _Restart()  # made by a session that has ended: it vanishes with it
+            name = path.rsplit("/", 1)[1]
+            seq = sequence_of(name)
+            assert seq is not None, name
+            self.node = QueueNode(
+                path, name, seq, stat.czxid, stat.ephemeral_owner, client.session.generation
+            )
+        return self.node
+
+    async def _find(self, deadline: float | None) -> tuple[str, Stat] | None:
+        client = self.client
+        try:
+            await _bounded(client.sync(self.parent), deadline)
+            names = await _bounded(client.children(self.parent), deadline)
+        except NoNodeError:
+            names = []
+        for name in names:
+            if name.startswith(self.prefix):
+                path = join(self.parent, name)
+                stat = await _bounded(client.exists(path), deadline)
+                if stat is not None:
+                    return path, stat
+        self._maybe_exists = False
+        return None
+
+    async def _sweep(self) -> None:
+        """Find the node by its prefix and delete it (the create's reply was lost)."""
+        client = self.client
+        try:
+            await client.sync(self.parent)
+            names = await client.children(self.parent)
+        except NoNodeError:
+            return
+        except CoordinationError as exc:
+            log.info("could not look for %s* in %s: %r", self.prefix, self.parent, exc)
+            return
+        for name in names:
+            if name.startswith(self.prefix):
+                await delete_node(client, join(self.parent, name))
+
+    async def discard(self) -> None:
+        """Make sure this node does not outlive its caller.
+
+        A known node is deleted now (or in the background if the connection is down). A
+        create still in flight deletes its node when the reply comes. A node whose create
+        reply was lost is looked for by its prefix in the background.
+        """
+        self._abandoned = True
+        if self.node is not None:
+            await delete_node(self.client, self.node.path)
+            return
+        reply = self._reply
+        if not reply.done() or reply.cancelled():
+            return  # the create task sees _abandoned when it finishes
+        exc = reply.exception()
+        if exc is None:
+            await delete_node(self.client, reply.result()[0])
+        elif isinstance(exc, ConnectionLossError) and self._maybe_exists:
+            spawn(self.client, self._sweep(), f"aiocoord-sweep:{self.parent}")
+
+
+# --- per-client knowledge of a queue ------------------------------------------------------
+
+
+class _PathState:
+    """What one client knows about one queue path: names seen gone, and a shared listing."""
+
+    __slots__ = ("_listing", "gone", "users")
+
+    def __init__(self) -> None:
+        self.gone: dict[str, None] = {}  # an ordered set: the oldest is forgotten first
+        self.users = 0
+        self._listing: tuple[int, asyncio.Future[list[str]]] | None = None
+
+    def mark_gone(self, name: str) -> None:
+        self.gone[name] = None
+        if len(self.gone) > _GONE_LIMIT:
+            del self.gone[next(iter(self.gone))]
+
+    async def children(self, client: Client, path: str, after: int) -> list[str]:
+        """The children of ``path`` from a listing sent after stamp ``after``."""
+        current = self._listing
+        if current is not None and current[0] > after and not current[1].done():
+            with contextlib.suppress(_LeaderGone):
+                return await asyncio.shield(current[1])
+        stamp = next(_STAMPS)
+        fut: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
+        fut.add_done_callback(_retrieve)
+        self._listing = (stamp, fut)
+        try:
+            names = await client.children(path)
+        except asyncio.CancelledError:
+            fut.set_exception(_LeaderGone())  # the joiners list for themselves
+            raise
+        except BaseException as exc:
+            fut.set_exception(exc)
+            raise
+        finally:
+            if self._listing is not None and self._listing[1] is fut:
+                self._listing = None
+        fut.set_result(names)
+        return names
+
+
+class _LeaderGone(Exception):
+    """The task whose listing others joined was cancelled."""
+
+
+_STATES: weakref.WeakKeyDictionary[Client, dict[str, _PathState]] = weakref.WeakKeyDictionary()
+
+
+def _enter_state(client: Client, path: str) -> _PathState:
+    per_client = _STATES.get(client)
+    if per_client is None:
+        per_client = _STATES[client] = {}
+    state = per_client.get(path)
+    if state is None:
+        state = per_client[path] = _PathState()
+    state.users += 1
+    return state
+
+
+def _leave_state(client: Client, path: str, state: _PathState) -> None:
+    state.users -= 1
+    if state.users <= 0:
+        per_client = _STATES.get(client)
+        if per_client is not None and per_client.get(path) is state:
+            del per_client[path]
+
+
+def _forget_node(client: Client, path: str) -> None:
+    """Tell this client's waiters on the node's queue that the node is gone."""
+    per_client = _STATES.get(client)
+    if not per_client:
+        return
+    parent, _, name = path.rpartition("/")
+    state = per_client.get(parent or "/")
+    if state is not None:
+        state.mark_gone(name)
+
+
+# --- drivers ----------------------------------------------------------------------------
+
+
+class Driver:
+    """Decides from the nodes ahead of ours whether we are through (Curator's
+    ``LockInternalsDriver``). Subclass and override :meth:`blocker`.
+
+    Decisions must be *monotone*: removing a node from ``ahead`` never turns "through" into
+    "blocked". The queue relies on it to decide on a superset of the live nodes.
+    """
+
+    def relevant(self, name: str) -> bool:
+        """Whether a node ahead of ours can block us at all (others are ignored)."""
+        return True
+
+    def blocker(self, ahead: Sequence[str]) -> str | None:
+        """The node to wait for, or None if we are through. ``ahead`` holds the relevant
+        nodes ahead of ours, oldest first."""
+        raise NotImplementedError
+
+    def needs_listing_after(self, gone: str) -> bool:
+        """Whether the disappearance of ``gone`` may have let a node in ahead of ours (only
+        Curator's read-lock downgrade does that), so that a fresh listing must decide."""
+        return False
+
+
+class LeaseDriver(Driver):
+    """Through while fewer than ``max_leases`` nodes are ahead (1: a mutex). Waits for the
+    node ``max_leases`` places ahead, as Curator's ``StandardLockInternalsDriver`` does."""
+
+    def __init__(self, max_leases: int = 1) -> None:
+        self.max_leases = max_leases
+
+    def blocker(self, ahead: Sequence[str]) -> str | None:
+        n = len(ahead)
+        return None if n < self.max_leases else ahead[n - self.max_leases]
+
+
+# --- loss -------------------------------------------------------------------------------
+
+
+class LossEvent:
+    """Fires once when a held lock (or lease) is lost: ``await lock.lost``.
+
+    ``state`` says why: :attr:`State.LOST` (the session expired: the node is gone),
+    :attr:`State.SUSPENDED` (connection lost, under the ``suspended_is_loss`` policy) or
+    :attr:`State.CLOSED` (the client was closed).
+    """
+
+    __slots__ = ("_event", "state")
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self.state: State | None = None
+
+    def is_set(self) -> bool:
+        """True once the loss happened."""
+        return self._event.is_set()
+
+    async def wait(self, timeout: float | None = None) -> State:
+        """Wait for the loss (TimeoutError after ``timeout`` seconds); returns its cause."""
+        await asyncio.wait_for(self._event.wait(), timeout)
+        assert self.state is not None
+        return self.state
+
+    def __await__(self) -> Generator[Any, None, State]:
+        return self.wait().__await__()
+
+    def _fire(self, state: State) -> None:
+        if not self._event.is_set():
+            self.state = state
+            self._event.set()
+
+    def __repr__(self) -> str:
+        return f"<LossEvent {self.state.value if self.state else 'not set'}>"
+
+
+def is_loss(change: StateChange, suspended_is_loss: bool) -> bool:
+    """Whether a state change ends a holding: the session's end always; SUSPENDED only
+    under the stricter policy (Curator's "standard" ConnectionStateErrorPolicy)."""
+    if change.state in (State.LOST, State.CLOSED):
+        return True
+    if change.new_session:
+        return True
+    return suspended_is_loss and change.state is State.SUSPENDED
+
+
+class LossWatch:
+    """Calls ``callback(state)`` once when ``node`` can no longer be trusted to be held.
+
+    Start it in the same step as the grant (no ``await`` in between), so that no state change
+    falls between the two. :meth:`close` stops it (on release).
+    """
+
+    __slots__ = ("_callback", "_client", "_node", "_remove", "_suspended_is_loss")
+
+    def __init__(
+        self,
+        client: Client,
+        node: QueueNode,
+        suspended_is_loss: bool,
+        callback: Callable[[State], None],
+    ) -> None:
+        self._client = client
+        self._node = node
+        self._suspended_is_loss = suspended_is_loss
+        self._callback = callback
+        self._remove: Callable[[], None] | None = client.add_state_listener(self._on_change)
+
+    def _on_change(self, change: StateChange) -> None:
+        if self._remove is None:
+            return
+        if is_loss(change, self._suspended_is_loss) or not self._node.alive_in(self._client):
+            self.close()
+            self._callback(State.LOST if change.new_session else change.state)
+
+    def close(self) -> None:
+        """Stop watching (idempotent)."""
+        remove, self._remove = self._remove, None
+        if remove is not None:
+            remove()
+
+
+# --- the queue --------------------------------------------------------------------------
+
+
+class SequentialQueue:
+    """A queue of protected sequential nodes under ``path``; see the module docstring.
+
+    ``lock_name`` is the node name before the sequence (``lock-``, ``__READ__``, ``lease-``),
+    ``driver`` decides who is through. The object holds no state about its contenders, so any
+    number of tasks may use one queue at the same time.
+    """
+
+    def __init__(self, client: Client, path: str, lock_name: str, driver: Driver) -> None:
+        self.client = client
+        self.path = path
+        self.lock_name = lock_name
+        self.driver = driver
+
+    async def acquire(
+        self,
+        data: bytes,
+        *,
+        timeout: float | None = None,
+        blocking: bool = True,
+        suspended_is_loss: bool = False,
+    ) -> QueueNode | None:
+        """Enter the queue and wait until the driver lets our node through.
+
+        Returns the node, or None if ``blocking`` is false and the node was not through at
+        once, or if ``timeout`` seconds passed first; either way no node is left behind. The
+        caller must start its :class:`LossWatch` before its next ``await``. Under
+        ``suspended_is_loss`` a node is not granted while the connection is SUSPENDED.
+        Cancelling leaves no node (see :meth:`ProtectedNode.discard`).
+        """
+        client = self.client
+        deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+        state = _enter_state(client, self.path)
+        try:
+            while True:
+                entry = ProtectedNode(client, self.path, self.lock_name, data)
+                try:
+                    node = await self._wait_turn(entry, state, deadline, blocking)
+                    if node is not None and suspended_is_loss and not client.connected:
+                        node = await self._after_suspension(node, deadline)
+                except _Restart:
+                    await entry.discard()
+                    continue
+                except _TimedOut:
+                    await entry.discard()
+                    return None
+                except BaseException:
+                    await entry.discard()
+                    raise
+                if node is None:
+                    await entry.discard()
+                return node
+        finally:
+            _leave_state(client, self.path, state)
+
+    async def _after_suspension(self, node: QueueNode, deadline: float | None) -> QueueNode:
+        # Granted while disconnected: under the strict policy that is not held yet. Once the
+        # connection is back the grant stands if the session (and so the node) survived.
+        client = self.client
+        while not client.connected:
+            await _bounded(client.wait_for(State.CONNECTED), deadline)
+        if not node.alive_in(client):
+            raise _Restart()
+        return node
+
+    async def enter_at(self, data: bytes, sequence: int) -> QueueNode:
+        """Create a non-sequential protected ephemeral node that sorts at ``sequence`` and
+        is granted at once (Curator 5.4's read-lock downgrade node). Cancelling leaves none."""
+        name = f"{self.lock_name}{sequence:0{SEQUENCE_DIGITS}d}"
+        entry = ProtectedNode(self.client, self.path, name, data, sequential=False)
+        while True:
+            try:
+                return await entry.result(None)
+            except _Restart:
+                await entry.discard()
+                entry = ProtectedNode(self.client, self.path, name, data, sequential=False)
+            except BaseException:
+                await entry.discard()
+                raise
+
+    async def release(self, node: QueueNode) -> None:
+        """Delete ``node`` for sure (in the background once reconnected, if need be)."""
+        _forget_node(self.client, node.path)
+        await delete_node(self.client, node.path)
+
+    async def participants(self, name_filter: str | None = None) -> list[tuple[str, bytes]]:
+        """``(name, data)`` of every queued node, in queue order; ``name_filter`` keeps
+        only names containing it. Nodes that vanish meanwhile are left out."""
+        client = self.client
+        try:
+            names = await client.children(self.path)
+        except NoNodeError:
+            return []
+        if name_filter is not None:
+            names = [n for n in names if name_filter in n]
+        ordered = sort_by_sequence(names)
+        replies = await asyncio.gather(
+            *(client.get(join(self.path, n)) for n in ordered), return_exceptions=True
+        )
+        out: list[tuple[str, bytes]] = []
+        for name, reply in zip(ordered, replies, strict=True):
+            if isinstance(reply, NoNodeError):
+                continue
+            if isinstance(reply, BaseException):
+                raise reply
+            out.append((name, reply[0]))
+        return out
+
+    # --- waiting --------------------------------------------------------------------------
+
+    async def _wait_turn(
+        self, entry: ProtectedNode, state: _PathState, deadline: float | None, blocking: bool
+    ) -> QueueNode | None:
+        client = self.client
+        driver = self.driver
+        # Let the create task write its request first, so that the listing below is ordered
+        # after it on the wire and pipelines with it (one round trip for both).
+        await asyncio.sleep(0)
+        after = entry.sent_stamp if entry.sent_stamp is not None else next(_STAMPS)
+        try:
+            names: list[str] | None = await _bounded(
+                state.children(client, self.path, after), deadline
+            )
+        except NoNodeError:
+            names = None  # the parents were missing; the create makes them
+        node = await entry.result(deadline)
+        if names is None or node.name not in names:
+            names = await self._listing(node, state, deadline)
+        ahead = self._ahead(names, node, state)
+        stale = False  # whether nodes in `ahead` may have gone unseen
+        need_listing = False
+        while True:
+            # Names this client saw go since (its own deletions, its other waiters' events).
+            if any(n in state.gone for n in ahead):
+                for n in ahead:
+                    if n in state.gone and driver.needs_listing_after(n):
+                        need_listing = True
+                ahead = [n for n in ahead if n not in state.gone]
+            if need_listing:
+                names = await self._listing(node, state, deadline)
+                ahead = self._ahead(names, node, state)
+                stale = need_listing = False
+                continue
+            blocker = driver.blocker(ahead)
+            if blocker is None:
+                if not node.alive_in(client):
+                    raise _Restart()
+                return node
+            if not blocking:
+                return None
+            others = [n for n in ahead if n != blocker] if stale else []
+            if len(others) > _PROBE_LIMIT:
+                need_listing = True
+                continue
+            watch, gone = await self._probe(blocker, others, deadline)
+            stale = False
+            if gone:
+                for n in gone:
+                    state.mark_gone(n)
+                    need_listing = need_listing or driver.needs_listing_after(n)
+                ahead = [n for n in ahead if n not in gone]
+            if watch is None:
+                continue
+            try:
+                event = await self._wait_watch(watch, deadline)
+            except SessionExpiredError:
+                raise _Restart() from None
+            if event.type is EventType.DELETED:
+                state.mark_gone(blocker)
+                need_listing = need_listing or driver.needs_listing_after(blocker)
+                ahead = [n for n in ahead if n != blocker]
+                stale = bool(ahead)
+            # Any other event (a data change) leaves the node in place: the loop re-arms.
+
+    def _ahead(self, names: Sequence[str], node: QueueNode, state: _PathState) -> list[str]:
+        relevant = self.driver.relevant
+        gone = state.gone
+        keyed = [
+            (seq, n)
+            for n in names
+            if n != node.name
+            and (seq := sequence_of(n)) is not None
+            and seq < node.sequence
+            and n not in gone
+            and relevant(n)
+        ]
+        keyed.sort()
+        return [n for _, n in keyed]
+
+    async def _listing(
+        self, node: QueueNode, state: _PathState, deadline: float | None
+    ) -> list[str]:
+        """A listing sent after now, which must contain our node (else it is gone)."""
+        try:
+            names = await _bounded(state.children(self.client, self.path, next(_STAMPS)), deadline)
+        except NoNodeError:
+            raise _Restart() from None
+        except SessionExpiredError:
+            if self.client.session.reconnect_after_expiry:
+                raise _Restart() from None
+            raise
+        if node.name not in names:
+            raise _Restart()
+        return names
+
+    async def _probe(
+        self, blocker: str, others: Sequence[str], deadline: float | None
+    ) -> tuple[Watch | None, set[str]]:
+        """Arm a getData watch on ``blocker`` and check ``others`` exist, in one round trip.
+
+        Returns the watch (None if ``blocker`` is gone) and the names found gone.
+        """
+        client = self.client
+        gone: set[str] = set()
+        try:
+            if not others:
+                try:
+                    _, _, watch = await _bounded(
+                        client.get(join(self.path, blocker), watch=True), deadline
+                    )
+                except NoNodeError:
+                    gone.add(blocker)
+                    return None, gone
+                return watch, gone
+            get_task = asyncio.ensure_future(client.get(join(self.path, blocker), watch=True))
+            exist_tasks = [asyncio.ensure_future(client.exists(join(self.path, n))) for n in others]
+            tasks: list[asyncio.Future[Any]] = [get_task, *exist_tasks]
+            finished = False
+            try:
+                await _bounded(asyncio.wait(tasks), deadline)
+                finished = True
+            finally:
+                if not finished:
+                    for t in tasks:
+                        t.cancel()
+                    await asyncio.wait(tasks)
+                    if not get_task.cancelled() and get_task.exception() is None:
+                        get_task.result()[2].cancel()  # nobody will wait on it
+        except SessionExpiredError:
+            if client.session.reconnect_after_expiry:
+                raise _Restart() from None
+            raise
+        first_error: BaseException | None = None
+        armed: Watch | None = None
+        for name, t in zip(others, exist_tasks, strict=True):
+            exc = t.exception()
+            if exc is not None:
+                first_error = first_error or exc
+            elif t.result() is None:
+                gone.add(name)
+        exc = get_task.exception()
+        if exc is None:
+            armed = get_task.result()[2]
+        elif isinstance(exc, NoNodeError):
+            gone.add(blocker)
+        else:
+            first_error = first_error or exc
+        if first_error is not None:
+            if armed is not None:
+                armed.cancel()
+            if isinstance(first_error, SessionExpiredError):
+                raise _Restart() from first_error
+            raise first_error
+        return armed, gone
+
+    async def _wait_watch(self, watch: Watch, deadline: float | None) -> Any:
+        try:
+            if deadline is None:
+                return await watch
+            try:
+                return await watch.wait(_remaining(deadline))
+            except asyncio.TimeoutError:
+                raise _TimedOut() from None
+        finally:
+            watch.cancel()  # a no-op once fired; removes the server watch otherwise

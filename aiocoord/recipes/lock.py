@@ -1,0 +1,465 @@
+"""Locks over the shared queue: :class:`Lock` (reentrant per task) and :class:`Mutex` (not
+reentrant), on Apache Curator 5's layout so that Python and Java services can share a lock.
+
+**Layout.** Each contender is a protected ephemeral sequential child of the lock path,
+``<path>/_c_<uuid>-lock-<10-digit sequence>``, holding its identifier as data (by default
+``host:pid:task-name``); the lowest sequence number holds the lock. This is Curator's
+``InterProcessMutex``, and a :class:`Lock`, a :class:`Mutex` and a Java ``InterProcessMutex``
+on the same path exclude each other. The parents are created as containers, which the server
+removes once they are empty.
+
+**Fair and herd-free.** Contenders get the lock in the order they asked for it. Each waiter
+watches only the node just ahead of it, so a release wakes one waiter; see
+:mod:`aiocoord.recipes._queue` for how waking costs no listing.
+
+**Cancellation and timeouts.** A cancelled or timed-out ``acquire`` leaves no node behind
+(:meth:`Client.wait_background` waits for a deletion that had to wait for a reconnect).
+``release`` says "not held" at once; the node is deleted now if connected, else as soon as
+the connection is back (a guaranteed delete), and cancelling ``release`` does not stop it.
+
+**Loss is never silent.** When the session is lost while the lock is held, :attr:`Lock.lost`
+fires and :attr:`Lock.is_held` turns false. Two policies say what "lost" means, as Curator's
+``ConnectionStateErrorPolicy`` does:
+
+- *session* (``suspended_is_loss=False``, the default): only the session's end (LOST) loses
+  the lock. While SUSPENDED the lock node still exists and is still ours unless the session
+  expires; code that must not act without certainty watches ``client.state`` itself.
+- *standard* (``suspended_is_loss=True``): a lost connection (SUSPENDED) already counts, since
+  the session may be expiring unseen; the node is deleted once reconnected, so no one waits on
+  a lock its owner has given up.
+
+With ``cancel_on_loss=True`` the body of ``async with lock:`` is cancelled on loss, and the
+``async with`` raises :class:`~aiocoord.LockLostError`. Without it, the body runs on and the
+``async with`` raises LockLostError when it ends (unless the body raised something itself);
+an explicit ``release()`` of a lost lock raises it too.
+
+**Fencing.** :attr:`Lock.fencing_token` is the lock node's creation zxid: it grows strictly from
+one holder to the next, so a storage system that remembers the highest token it has seen can
+refuse writes from a holder that has lost the lock without knowing it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from functools import lru_cache
+from types import TracebackType
+from typing import Any
+
+from aiocoord._validation import validate_flag, validate_path, validate_timeout
+from aiocoord.client import Client
+from aiocoord.errors import InvalidTypeError, LockLostError, LockNotOwnedError
+from aiocoord.recipes._queue import (
+    Driver,
+    LeaseDriver,
+    LossEvent,
+    LossWatch,
+    QueueNode,
+    SequentialQueue,
+    delete_node,
+    spawn,
+)
+from aiocoord.session import State
+
+__all__ = ["LOCK_NAME", "Lock", "LossEvent", "Mutex"]
+
+log = logging.getLogger("aiocoord.recipes.lock")
+
+#: Curator's InterProcessMutex node name (before the sequence number).
+LOCK_NAME = "lock-"
+
+
+@lru_cache(maxsize=1)
+def _host() -> str:
+    return socket.gethostname()
+
+
+def default_identifier(task: asyncio.Task[Any] | None) -> str:
+    """``host:pid:task-name``, what a contender stores when given no identifier."""
+    name = task.get_name() if task is not None else "main"
+    return f"{_host()}:{os.getpid()}:{name}"
+
+
+def current_task() -> asyncio.Task[Any]:
+    """The running task (locks are owned by tasks)."""
+    task = asyncio.current_task()
+    if task is None:  # pragma: no cover - only outside of a task
+        raise RuntimeError("locks must be used from an asyncio task")
+    return task
+
+
+def uncancel(task: asyncio.Task[Any]) -> bool:
+    """Withdraw one cancellation request we made; True if no other one is pending."""
+    withdraw = getattr(task, "uncancel", None)  # Python 3.11+
+    if withdraw is None:
+        return True
+    return int(withdraw()) == 0
+
+
+def check_client(client: Any) -> Client:
+    """``client`` if it is a :class:`Client`, else InvalidTypeError."""
+    if not isinstance(client, Client):
+        raise InvalidTypeError(f"client must be an aiocoord.Client, not {type(client).__name__}")
+    return client
+
+
+def check_identifier(identifier: Any) -> str | None:
+    """``identifier`` if it is None or a str, else InvalidTypeError."""
+    if identifier is not None and not isinstance(identifier, str):
+        raise InvalidTypeError(f"identifier must be str or None, not {type(identifier).__name__}")
+    return identifier
+
+
+def lost_body_exit(
+    task: asyncio.Task[Any], cancelled_by_us: bool, exc: BaseException | None, what: str
+) -> None:
+    """Finish an ``async with`` whose holding was lost: raise LockLostError in place of our
+    own cancellation (or of a normal exit); let any other exception through."""
+    others_pending = False
+    if cancelled_by_us:
+        others_pending = not uncancel(task)
+    if isinstance(exc, asyncio.CancelledError):
+        if cancelled_by_us and not others_pending:
+            raise LockLostError(f"{what} was lost; the body was cancelled") from None
+        return  # someone else cancelled too: their cancellation goes on
+    if exc is None:
+        raise LockLostError(f"{what} was lost while the body ran")
+
+
+@dataclass(eq=False)
+class _Hold:
+    """One granted node of one task."""
+
+    node: QueueNode
+    task: asyncio.Task[Any]
+    count: int = 1
+    watch: LossWatch | None = None
+    lost: State | None = None
+    body_depth: int = 0
+    cancel_requested: int = 0
+    released: bool = field(default=False)
+
+
+class _QueueLock:
+    """What every lock on a :class:`SequentialQueue` shares: holds, loss, contenders."""
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        identifier: str | None = None,
+        cancel_on_loss: bool = False,
+        suspended_is_loss: bool = False,
+        lock_name: str = LOCK_NAME,
+        driver: Driver | None = None,
+    ) -> None:
+        self.client = check_client(client)
+        self.path = validate_path(path)
+        self.identifier = check_identifier(identifier)
+        self.cancel_on_loss = validate_flag(cancel_on_loss, "cancel_on_loss")
+        self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
+        self._queue = SequentialQueue(
+            client, path, lock_name, driver if driver is not None else LeaseDriver(1)
+        )
+        self._holds: list[_Hold] = []
+        self._bodies: dict[asyncio.Task[Any], list[_Hold]] = {}
+        self._lost = LossEvent()
+
+    # --- state --------------------------------------------------------------------------
+
+    @property
+    def is_held(self) -> bool:
+        """True while some task holds the lock through this object (and it was not lost)."""
+        return any(h.lost is None for h in self._holds)
+
+    @property
+    def held_by_current_task(self) -> bool:
+        """True while the calling task holds the lock through this object."""
+        task = asyncio.current_task()
+        return any(h.task is task and h.lost is None for h in self._holds)
+
+    def _current_hold(self) -> _Hold | None:
+        task = asyncio.current_task()
+        live = [h for h in self._holds if h.lost is None]
+        for h in live:
+            if h.task is task:
+                return h
+        return live[0] if live else None
+
+    @property
+    def fencing_token(self) -> int | None:
+        """The held node's creation zxid (the calling task's hold first), else None. It
+        grows strictly from one holder of the lock path to the next."""
+        hold = self._current_hold()
+        return hold.node.czxid if hold is not None else None
+
+    @property
+    def node_path(self) -> str | None:
+        """The path of the held node (the calling task's hold first), else None."""
+        hold = self._current_hold()
+        return hold.node.path if hold is not None else None
+
+    @property
+    def lost(self) -> LossEvent:
+        """Fires when a holding of this object is lost: ``await lock.lost``. A fresh event
+        replaces a fired one when the lock is next acquired by an object holding nothing."""
+        return self._lost
+
+    async def contenders(self) -> list[str]:
+        """The identifiers of every contender (holders first), in queue order."""
+        nodes = await self._queue.participants(self._queue.lock_name)
+        return [data.decode("utf-8", "replace") for _, data in nodes]
+
+    # --- acquiring and releasing ------------------------------------------------------------
+
+    def _data(self, task: asyncio.Task[Any]) -> bytes:
+        ident = self.identifier if self.identifier is not None else default_identifier(task)
+        return ident.encode()
+
+    async def _enter(
+        self, task: asyncio.Task[Any], timeout: float | None, blocking: bool
+    ) -> QueueNode | None:
+        return await self._queue.acquire(
+            self._data(task),
+            timeout=timeout,
+            blocking=blocking,
+            suspended_is_loss=self.suspended_is_loss,
+        )
+
+    async def _grant(
+        self, task: asyncio.Task[Any], timeout: float | None, blocking: bool
+    ) -> _Hold | None:
+        if timeout == 0:
+            blocking, timeout = False, None
+        node = await self._enter(task, timeout, blocking)
+        if node is None:
+            return None
+        return self._hold(node, task)
+
+    def _hold(self, node: QueueNode, task: asyncio.Task[Any]) -> _Hold:
+        # No await between the grant and the LossWatch: no state change can fall between.
+        if self._lost.is_set() and not self.is_held:
+            self._lost = LossEvent()
+        hold = _Hold(node, task)
+        hold.watch = LossWatch(
+            self.client, node, self.suspended_is_loss, lambda state: self._on_loss(hold, state)
+        )
+        self._holds.append(hold)
+        return hold
+
+    def _on_loss(self, hold: _Hold, state: State) -> None:
+        if hold.lost is not None or hold.released:
+            return
+        hold.lost = state
+        log.warning("lock %s lost (%s) by task %s", self.path, state.value, hold.task.get_name())
+        self._lost._fire(state)
+        if state is not State.CLOSED:
+            # After LOST the node is gone already; after SUSPENDED it is deleted once the
+            # connection is back, so that nobody waits on a lock its owner has given up.
+            spawn(self.client, delete_node(self.client, hold.node.path), "aiocoord-lock-loss")
+        if self.cancel_on_loss and hold.body_depth > 0 and not hold.task.done():
+            hold.cancel_requested += 1
+            hold.task.cancel(f"lock {self.path} lost ({state.value})")
+
+    async def _release_hold(self, hold: _Hold) -> None:
+        hold.count -= 1
+        if hold.count > 0:
+            if hold.lost is not None:
+                raise LockLostError(f"lock {self.path} was lost ({hold.lost.value})")
+            return
+        # Not held from here on, even while the delete below waits for the connection.
+        hold.released = True
+        self._holds.remove(hold)
+        if hold.watch is not None:
+            hold.watch.close()
+        if hold.lost is not None:
+            raise LockLostError(f"lock {self.path} was lost ({hold.lost.value})")
+        await self._queue.release(hold.node)
+
+    async def _acquire_hold(self, timeout: float | None, blocking: bool) -> _Hold | None:
+        raise NotImplementedError
+
+    def _hold_of(self, task: asyncio.Task[Any] | None) -> _Hold | None:
+        for h in self._holds:
+            if h.task is task:
+                return h
+        return None
+
+    async def _acquire_reentrant(self, timeout: float | None, blocking: bool) -> _Hold | None:
+        timeout = validate_timeout(timeout)
+        validate_flag(blocking, "blocking")
+        task = current_task()
+        hold = self._hold_of(task)
+        if hold is not None:
+            if hold.lost is not None:
+                raise LockLostError(
+                    f"lock {self.path} was lost ({hold.lost.value}); release it before "
+                    "acquiring it again"
+                )
+            hold.count += 1
+            return hold
+        return await self._grant(task, timeout, blocking)
+
+    async def _release_own(self) -> None:
+        hold = self._hold_of(current_task())
+        if hold is None:
+            raise LockNotOwnedError(
+                f"task {current_task().get_name()!r} does not hold the lock on {self.path}"
+            )
+        await self._release_hold(hold)
+
+    # --- async with -----------------------------------------------------------------------
+
+    async def __aenter__(self) -> _QueueLock:
+        hold = await self._acquire_hold(None, True)
+        assert hold is not None
+        hold.body_depth += 1
+        self._bodies.setdefault(hold.task, []).append(hold)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        task = asyncio.current_task()
+        stack = self._bodies.get(task) if task is not None else None
+        if not stack:
+            raise LockNotOwnedError(
+                f"leaving 'async with' on {self.path}, which this task never entered"
+            )
+        hold = stack.pop()
+        if not stack:
+            del self._bodies[hold.task]
+        hold.body_depth -= 1
+        if hold.lost is None:
+            if hold.released:
+                raise LockNotOwnedError(f"lock {self.path} was released inside its 'async with'")
+            await self._release_hold(hold)
+            return
+        cancelled_by_us = hold.cancel_requested > 0
+        if cancelled_by_us:
+            hold.cancel_requested -= 1
+        if not hold.released:
+            hold.count -= 1
+            if hold.count <= 0:
+                hold.released = True
+                self._holds.remove(hold)
+        lost_body_exit(hold.task, cancelled_by_us, exc, f"lock {self.path}")
+
+    def __repr__(self) -> str:
+        state = "held" if self.is_held else "not held"
+        return f"<{type(self).__name__} {self.path} {state}>"
+
+
+class Lock(_QueueLock):
+    """A distributed lock, reentrant per asyncio task (Curator's ``InterProcessMutex``).
+
+    ``async with Lock(client, "/locks/job"):`` or ``client.lock(path)``. The task holding it
+    may acquire it again and must release it as often; any other task, in this process or
+    another, waits its turn. :attr:`is_held` is true while some task holds it through this
+    object; :attr:`held_by_current_task` asks for the calling task. See the module docstring
+    for the layout, loss policies (``suspended_is_loss``, ``cancel_on_loss``) and fencing.
+    Bad arguments raise InvalidPathError/BadArgumentsError/InvalidTypeError before anything
+    is sent.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        identifier: str | None = None,
+        cancel_on_loss: bool = False,
+        suspended_is_loss: bool = False,
+    ) -> None:
+        super().__init__(
+            client,
+            path,
+            identifier=identifier,
+            cancel_on_loss=cancel_on_loss,
+            suspended_is_loss=suspended_is_loss,
+        )
+
+    async def acquire(self, timeout: float | None = None, blocking: bool = True) -> bool:
+        """Take the lock; True once held. Returns False if ``blocking`` is false and it is
+        taken (``timeout=0`` means the same), or if ``timeout`` seconds passed first; then,
+        as after cancellation, no node is left. A task that holds it just counts up.
+        Raises LockLostError if this task's hold was lost and not yet released."""
+        return await self._acquire_hold(timeout, blocking) is not None
+
+    async def _acquire_hold(self, timeout: float | None, blocking: bool) -> _Hold | None:
+        return await self._acquire_reentrant(timeout, blocking)
+
+    async def release(self) -> None:
+        """Release one level of the calling task's hold; the last one deletes the node.
+
+        Raises LockNotOwnedError if this task does not hold the lock, LockLostError if its
+        hold was lost (the hold is released all the same).
+        """
+        await self._release_own()
+
+    async def __aenter__(self) -> Lock:
+        await super().__aenter__()
+        return self
+
+
+class Mutex(_QueueLock):
+    """A distributed lock that is *not* reentrant (Curator's ``InterProcessSemaphoreMutex``
+    semantics): a second ``acquire`` waits until the lock is released, even in the task that
+    holds it. Like :class:`asyncio.Lock`, any task may release it.
+
+    The nodes are laid out as a :class:`Lock`'s (``<path>/_c_<uuid>-lock-<seq>``), so Mutex,
+    Lock and Java ``InterProcessMutex`` on one path exclude each other. (Curator's own
+    ``InterProcessSemaphoreMutex`` uses the semaphore layout; share with it through
+    ``Semaphore(client, path, 1)``.)
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        identifier: str | None = None,
+        cancel_on_loss: bool = False,
+        suspended_is_loss: bool = False,
+    ) -> None:
+        super().__init__(
+            client,
+            path,
+            identifier=identifier,
+            cancel_on_loss=cancel_on_loss,
+            suspended_is_loss=suspended_is_loss,
+        )
+
+    async def acquire(self, timeout: float | None = None, blocking: bool = True) -> bool:
+        """Take the lock; True once held, False if ``blocking`` is false and it is taken
+        (``timeout=0`` means the same) or if ``timeout`` seconds passed first. No node is
+        left after a False or a cancellation."""
+        return await self._acquire_hold(timeout, blocking) is not None
+
+    async def _acquire_hold(self, timeout: float | None, blocking: bool) -> _Hold | None:
+        timeout = validate_timeout(timeout)
+        validate_flag(blocking, "blocking")
+        return await self._grant(current_task(), timeout, blocking)
+
+    async def release(self) -> None:
+        """Release the lock (the calling task's hold if it has one, else the oldest hold).
+
+        Raises LockNotOwnedError if the lock is not held through this object, LockLostError
+        if the hold was lost (it is released all the same).
+        """
+        if not self._holds:
+            raise LockNotOwnedError(f"the mutex on {self.path} is not held")
+        task = asyncio.current_task()
+        hold = next((h for h in self._holds if h.task is task), self._holds[0])
+        await self._release_hold(hold)
+
+    async def __aenter__(self) -> Mutex:
+        await super().__aenter__()
+        return self

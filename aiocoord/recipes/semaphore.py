@@ -1,0 +1,322 @@
+"""A distributed counting semaphore on Apache Curator's ``InterProcessSemaphoreV2`` layout.
+
+**Layout.** ``<path>/locks`` is a lock (``_c_<uuid>-lock-<seq>`` nodes, as
+:class:`~aiocoord.recipes.lock.Lock`) and ``<path>/leases`` holds one protected ephemeral
+sequential node per lease, ``_c_<uuid>-lease-<seq>``, with the holder's identifier as data.
+Java services using ``InterProcessSemaphoreV2`` (or ``InterProcessSemaphoreMutex``, which is
+one with a single lease) on the same path share the leases.
+
+**Algorithm.** Only the holder of ``<path>/locks`` adds lease nodes: it creates its ``n`` lease
+nodes and waits, watching the children of ``<path>/leases``, until there are at most
+``max_leases`` of them; then it lets the lock go. Every other contender waits in the lock's
+queue, watching one node, so a returned lease wakes one process: no herd. While the lock is
+held lease nodes can only go, so at no time do more than ``max_leases`` leases hold. Taking
+all ``n`` leases in one tenure of the lock (Curator takes one per tenure) means two callers
+each wanting several leases cannot each end up holding part of what they need.
+
+**Cancellation and timeouts.** An acquire that fails, times out or is cancelled leaves no lease
+node and no lock node behind (deleted now, or once reconnected). Lease loss is reported as for
+locks: :attr:`Lease.lost` fires and, in ``async with sem.lease()`` with ``cancel_on_loss``,
+the body is cancelled and LockLostError raised; ``suspended_is_loss`` picks the policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from types import TracebackType
+from typing import Any
+
+from aiocoord._validation import validate_flag, validate_path, validate_timeout
+from aiocoord._watches import Watch
+from aiocoord.client import Client
+from aiocoord.errors import (
+    BadArgumentsError,
+    InvalidTypeError,
+    LockLostError,
+    NoNodeError,
+    SessionExpiredError,
+)
+from aiocoord.recipes._queue import (
+    LeaseDriver,
+    LossEvent,
+    LossWatch,
+    ProtectedNode,
+    QueueNode,
+    SequentialQueue,
+    _bounded,
+    _Restart,
+    _TimedOut,
+    delete_node,
+    join,
+    sort_by_sequence,
+    spawn,
+)
+from aiocoord.recipes.lock import (
+    LOCK_NAME,
+    check_client,
+    check_identifier,
+    current_task,
+    default_identifier,
+    lost_body_exit,
+)
+from aiocoord.session import State
+
+__all__ = ["LEASE_NAME", "LEASES", "LOCKS", "Lease", "Semaphore"]
+
+log = logging.getLogger("aiocoord.recipes.semaphore")
+
+#: Curator's InterProcessSemaphoreV2 names.
+LOCKS = "locks"
+LEASES = "leases"
+LEASE_NAME = "lease-"
+
+
+class Lease:
+    """One lease of a :class:`Semaphore`. Return it with :meth:`release`."""
+
+    def __init__(self, semaphore: Semaphore, node: QueueNode) -> None:
+        self.semaphore = semaphore
+        self.node = node
+        #: fires if the lease is lost while held (see the module docstring)
+        self.lost = LossEvent()
+        self._released = False
+        self._body: asyncio.Task[Any] | None = None
+        self._cancel_requested = False
+        # Started in the same step as the grant: no state change can fall in between.
+        self._watch = LossWatch(semaphore.client, node, semaphore.suspended_is_loss, self._on_loss)
+
+    @property
+    def path(self) -> str:
+        """The lease node's path."""
+        return self.node.path
+
+    @property
+    def fencing_token(self) -> int:
+        """The lease node's creation zxid."""
+        return self.node.czxid
+
+    @property
+    def is_held(self) -> bool:
+        """True until the lease is released or lost."""
+        return not self._released and not self.lost.is_set()
+
+    def _on_loss(self, state: State) -> None:
+        if self._released:
+            return
+        log.warning("lease %s lost (%s)", self.node.path, state.value)
+        self.lost._fire(state)
+        client = self.semaphore.client
+        if state is not State.CLOSED:
+            spawn(client, delete_node(client, self.node.path), "aiocoord-lease-loss")
+        body = self._body
+        if self.semaphore.cancel_on_loss and body is not None and not body.done():
+            self._cancel_requested = True
+            body.cancel(f"lease {self.node.path} lost ({state.value})")
+
+    async def release(self) -> None:
+        """Return the lease (at once locally; the node is deleted now or once reconnected).
+
+        Releasing again does nothing. Raises LockLostError if the lease had been lost.
+        """
+        if self._released:
+            return
+        self._released = True
+        self._watch.close()
+        if self.lost.is_set():
+            assert self.lost.state is not None
+            raise LockLostError(f"lease {self.node.path} was lost ({self.lost.state.value})")
+        await delete_node(self.semaphore.client, self.node.path)
+
+    def _discard_now(self) -> None:
+        """Give the lease back without waiting (for clean-up while unwinding)."""
+        if not self._released:
+            self._released = True
+            self._watch.close()
+            client = self.semaphore.client
+            spawn(client, delete_node(client, self.node.path), "aiocoord-lease-return")
+
+    def __repr__(self) -> str:
+        state = "held" if self.is_held else "released" if self._released else "lost"
+        return f"<Lease {self.node.path} {state}>"
+
+
+class _LeaseContext:
+    """``async with sem.lease(timeout) as lease:`` — one lease for the body."""
+
+    def __init__(self, semaphore: Semaphore, timeout: float | None) -> None:
+        self._semaphore = semaphore
+        self._timeout = timeout
+        self._lease: Lease | None = None
+
+    async def __aenter__(self) -> Lease:
+        leases = await self._semaphore.acquire(1, self._timeout)
+        if not leases:
+            raise asyncio.TimeoutError(
+                f"no lease of {self._semaphore.path} within {self._timeout} s"
+            )
+        lease = self._lease = leases[0]
+        lease._body = current_task()
+        return lease
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        lease = self._lease
+        assert lease is not None
+        self._lease = None
+        lease._body = None
+        if not lease.lost.is_set():
+            await lease.release()
+            return
+        lease._released = True
+        lease._watch.close()
+        task = current_task()
+        lost_body_exit(task, lease._cancel_requested, exc, f"lease {lease.path}")
+
+
+class Semaphore:
+    """At most ``max_leases`` leases held at once across every process using ``path``.
+
+    ``async with sem.lease():`` for one lease, or ``leases = await sem.acquire(n)`` and
+    ``await lease.release()`` for each. Bad arguments raise BadArgumentsError/
+    InvalidPathError/InvalidTypeError before anything is sent.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        max_leases: int,
+        *,
+        identifier: str | None = None,
+        cancel_on_loss: bool = False,
+        suspended_is_loss: bool = False,
+    ) -> None:
+        self.client = check_client(client)
+        self.path = validate_path(path)
+        if isinstance(max_leases, bool) or not isinstance(max_leases, int):
+            raise InvalidTypeError(f"max_leases must be int, not {type(max_leases).__name__}")
+        if max_leases < 1:
+            raise BadArgumentsError(f"max_leases must be >= 1, got {max_leases}")
+        self.max_leases = max_leases
+        self.identifier = check_identifier(identifier)
+        self.cancel_on_loss = validate_flag(cancel_on_loss, "cancel_on_loss")
+        self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
+        self._locks = SequentialQueue(client, join(path, LOCKS), LOCK_NAME, LeaseDriver(1))
+        self._leases_path = join(path, LEASES)
+
+    def lease(self, timeout: float | None = None) -> _LeaseContext:
+        """``async with sem.lease():`` holds one lease for the body; raises TimeoutError if
+        none came within ``timeout`` seconds."""
+        validate_timeout(timeout)
+        return _LeaseContext(self, timeout)
+
+    async def participants(self) -> list[str]:
+        """The identifiers of the current lease holders, in lease order."""
+        try:
+            names = await self.client.children(self._leases_path)
+        except NoNodeError:
+            return []
+        out: list[str] = []
+        for name in sort_by_sequence(names):
+            try:
+                data, _ = await self.client.get(join(self._leases_path, name))
+            except NoNodeError:
+                continue
+            out.append(data.decode("utf-8", "replace"))
+        return out
+
+    def _data(self) -> bytes:
+        ident = self.identifier
+        if ident is None:
+            ident = default_identifier(asyncio.current_task())
+        return ident.encode()
+
+    async def acquire(self, n: int = 1, timeout: float | None = None) -> list[Lease]:
+        """Take ``n`` leases at once; returns them, or ``[]`` if ``timeout`` seconds passed
+        first (then, as after an error or cancellation, no node of this call is left)."""
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise InvalidTypeError(f"n must be int, not {type(n).__name__}")
+        if not 1 <= n <= self.max_leases:
+            raise BadArgumentsError(f"n must be in 1..{self.max_leases}, got {n}")
+        timeout = validate_timeout(timeout)
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        data = self._data()
+        while True:
+            left = None if deadline is None else max(deadline - loop.time(), 0.0)
+            if left == 0.0:
+                return []
+            lock_node = await self._locks.acquire(
+                data, timeout=left, suspended_is_loss=self.suspended_is_loss
+            )
+            if lock_node is None:
+                return []
+            leases: list[Lease] = []
+            try:
+                leases = await self._take(n, data, deadline)
+            except _Restart:
+                pass  # our session ended while we held the lock: queue again
+            except _TimedOut:
+                await self._locks.release(lock_node)
+                return []
+            except BaseException:
+                await self._locks.release(lock_node)
+                raise
+            try:
+                await self._locks.release(lock_node)
+            except BaseException:
+                for lease in leases:
+                    lease._discard_now()
+                raise
+            if leases:
+                return leases
+
+    async def _take(self, n: int, data: bytes, deadline: float | None) -> list[Lease]:
+        """Holding the lock: create ``n`` lease nodes and wait until they fit."""
+        client = self.client
+        entries = [ProtectedNode(client, self._leases_path, LEASE_NAME, data) for _ in range(n)]
+        watch: Watch | None = None
+        try:
+            # Let the creates be written first: the listing then pipelines with them.
+            await asyncio.sleep(0)
+            try:
+                first: list[str] | None = await _bounded(
+                    client.children(self._leases_path), deadline
+                )
+            except NoNodeError:
+                first = None
+            nodes = [await e.result(deadline) for e in entries]
+            if first is None or any(node.name not in first for node in nodes):
+                first = await _bounded(client.children(self._leases_path), deadline)
+            names: list[str] = first
+            while True:
+                if any(node.name not in names for node in nodes):
+                    raise _Restart()  # the session that held them has ended
+                if len(names) <= self.max_leases:
+                    if not all(node.alive_in(client) for node in nodes):
+                        raise _Restart()
+                    return [Lease(self, node) for node in nodes]
+                if watch is not None:
+                    try:
+                        await _bounded(watch, deadline)
+                    except SessionExpiredError:
+                        raise _Restart() from None
+                    watch = None
+                names, watch = await _bounded(
+                    client.children(self._leases_path, watch=True), deadline
+                )
+        except BaseException:
+            for e in entries:
+                await e.discard()
+            raise
+        finally:
+            if watch is not None:
+                watch.cancel()
+
+    def __repr__(self) -> str:
+        return f"<Semaphore {self.path} max_leases={self.max_leases}>"
