@@ -1,0 +1,151 @@
+"""Real server-side session expiry, done the way ZooKeeper's own tests do it.
+
+A second connection attaches to the session with its id and password, then closes it with a
+closeSession request. The server ends the session for good: its ephemeral nodes and watches go,
+and the original client is told ``SESSION_EXPIRED`` when it next reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from typing import NamedTuple
+
+from aiozk.protocol import CloseRequest, ConnectRequest, ConnectResponse
+
+from aiocoord.errors import NoServersError
+
+__all__ = ["RawSession", "expire_session", "raw_session"]
+
+_LENGTH = struct.Struct(">i")
+_CLOSE_XID = 1
+_EMPTY_PASSWORD = b"\x00" * 16
+
+
+class RawSession(NamedTuple):
+    """A session opened by a bare handshake: no pings are sent, so it lives ``timeout`` ms.
+
+    ``session_id`` is 0 when the server refused to attach to the session asked for (it had
+    expired); the server then closes the connection. Close ``writer`` when done.
+    """
+
+    session_id: int
+    password: bytes
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+
+
+def _servers(connect_string: str) -> list[tuple[str, int]]:
+    hosts = connect_string.split("/", 1)[0]
+    servers: list[tuple[str, int]] = []
+    for item in hosts.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if host and port.isdigit():
+            servers.append((host.strip("[]"), int(port)))
+    if not servers:
+        raise ValueError(f"no host:port in connect string {connect_string!r}")
+    return servers
+
+
+async def _read_frame(reader: asyncio.StreamReader) -> bytes:
+    (length,) = _LENGTH.unpack(await reader.readexactly(4))
+    return await reader.readexactly(length)
+
+
+def _frame(payload: bytes) -> bytes:
+    return _LENGTH.pack(len(payload)) + payload
+
+
+async def _handshake(
+    host: str, port: int, session_id: int, password: bytes, timeout_ms: int, deadline: float
+) -> RawSession:
+    loop = asyncio.get_running_loop()
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection(host, port), max(0.0, deadline - loop.time())
+    )
+    try:
+        request = ConnectRequest(
+            protocol_version=0,
+            last_seen_zxid=0,
+            timeout=timeout_ms,
+            session_id=session_id,
+            password=password,
+            read_only=False,
+        )
+        writer.write(_frame(request.serialize()))
+        payload = await asyncio.wait_for(_read_frame(reader), max(0.0, deadline - loop.time()))
+        response = ConnectResponse.deserialize(payload)
+    except BaseException:
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
+        raise
+    return RawSession(int(response.session_id), bytes(response.password), reader, writer)
+
+
+async def raw_session(
+    connect_string: str,
+    *,
+    session_id: int = 0,
+    password: bytes = _EMPTY_PASSWORD,
+    timeout_ms: int = 10000,
+    timeout: float = 10.0,
+) -> RawSession:
+    """Open a session (or, with ``session_id`` and ``password``, attach to one) by a bare
+    handshake with the first server of ``connect_string`` that answers.
+
+    Raises :class:`~aiocoord.errors.NoServersError` when none answers within ``timeout``
+    seconds in all. Cancelling leaves no connection open.
+    """
+    deadline = asyncio.get_running_loop().time() + timeout
+    last: BaseException | None = None
+    for host, port in _servers(connect_string):
+        try:
+            return await _handshake(host, port, session_id, password, timeout_ms, deadline)
+        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
+            last = exc
+    raise NoServersError(f"no server of {connect_string} completed a handshake: {last!r}")
+
+
+async def expire_session(
+    session_id: int, password: bytes, connect_string: str, *, timeout: float = 10.0
+) -> None:
+    """Expire session ``session_id`` on the server, for real.
+
+    Attaches to the session over a new connection (to the first server of ``connect_string``
+    that accepts), sends closeSession and waits for the server's answer or for it to close the
+    connection. Returns at once if the session had already expired. Raises
+    :class:`~aiocoord.errors.NoServersError` when no server could be reached within
+    ``timeout`` seconds.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    last: BaseException | None = None
+    for host, port in _servers(connect_string):
+        try:
+            session = await _handshake(host, port, session_id, password, 10000, deadline)
+        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
+            last = exc
+            continue
+        try:
+            if session.session_id == 0:
+                return  # the server says it has expired already
+            session.writer.write(_frame(CloseRequest().serialize(_CLOSE_XID)))
+            # Replies come in order: the close reply (xid 1) or EOF means the session is gone.
+            while True:
+                remaining = max(0.0, deadline - loop.time())
+                try:
+                    reply = await asyncio.wait_for(_read_frame(session.reader), remaining)
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                if _LENGTH.unpack_from(reply, 0)[0] == _CLOSE_XID:
+                    return
+        finally:
+            session.writer.close()
+            with contextlib.suppress(Exception):
+                await session.writer.wait_closed()
+    raise NoServersError(
+        f"could not reach any server of {connect_string} to expire session "
+        f"0x{session_id:x}: {last!r}"
+    )

@@ -1,0 +1,74 @@
+"""The aiocoord pytest plugin (a ``pytest11`` entry point, so it loads by itself).
+
+Fixtures:
+
+* ``zookeeper`` (session): a serving ZooKeeper of the selected backend
+  (``AIOCOORD_ZK_BACKEND=auto|local|docker|external``), with ``.connect_string``;
+* ``zookeeper_ensemble`` (session): a 3-member :class:`~aiocoord.testing.ZooKeeperEnsemble`,
+  local backend only (skipped otherwise);
+* ``zk_fault_proxy`` (function, async): a started :class:`~aiocoord.testing.FaultProxy` in
+  front of ``zookeeper``.
+
+Session-scoped fixtures are synchronous on purpose: they need no event loop, so they work
+with any pytest-asyncio loop scope.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import pytest_asyncio
+
+from aiocoord.errors import ServerSetupError
+from aiocoord.testing._backend import ServerHandle, select_backend, start_server
+from aiocoord.testing._process import sweep_orphans
+from aiocoord.testing.faults import FaultProxy
+from aiocoord.testing.server import ZooKeeperEnsemble
+
+# JVMs left by test runs that were killed before they could clean up.
+with contextlib.suppress(OSError):
+    sweep_orphans()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the markers the fixtures' users put on their tests."""
+    config.addinivalue_line("markers", "docker: needs a Docker engine (skipped where none answers)")
+    config.addinivalue_line("markers", "ensemble: needs a 3-member ZooKeeper ensemble")
+
+
+@pytest.fixture(scope="session")
+def zookeeper() -> Iterator[ServerHandle]:
+    """A serving ZooKeeper shared by the whole test session; closed at its end."""
+    server = start_server()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def zookeeper_ensemble() -> Iterator[ZooKeeperEnsemble]:
+    """A 3-member ensemble shared by the session. Tests that kill or stop members must start
+    them again (``restart(i)``) before they end."""
+    try:
+        backend = select_backend()
+    except ServerSetupError as exc:
+        pytest.skip(f"zookeeper_ensemble: {exc}")
+    if backend != "local":
+        pytest.skip(f"zookeeper_ensemble needs the local backend, not {backend!r}")
+    with ZooKeeperEnsemble(3) as ensemble:
+        yield ensemble
+
+
+@pytest_asyncio.fixture
+async def zk_fault_proxy(zookeeper: ServerHandle) -> AsyncIterator[FaultProxy]:
+    """A started :class:`FaultProxy` in front of ``zookeeper``; closed after the test."""
+    async with FaultProxy(zookeeper.host, zookeeper.port) as proxy:
+        yield proxy
+
+
+# --- client fixtures ----------------------------------------------------------------------------
+# TODO(session/client owner): the function-scoped ``zk_client`` fixture (a connected client under
+# a unique chroot) goes here, e.g. re-exported from aiocoord.testing._client_fixtures.
