@@ -1,0 +1,200 @@
+"""Transactions that take effect exactly once, even when their reply is lost.
+
+A write whose reply is lost to a connection loss may or may not have been applied, and for
+some writes nothing on the server tells which: a counter set from 41 to 42 at version 7
+looks the same whoever made it, and a claimed queue item is gone whoever deleted it. Sending
+it again risks doing it twice (the increment counted twice), not sending it risks doing it
+never (the item lost).
+
+:class:`MarkedCommit` makes the outcome observable: every transaction it commits also creates
+an ephemeral *marker* node, ``<parent>/_c_<uuid>-op``, unique to that attempt. The
+transaction is atomic, so the marker exists if and only if the ops were applied. After a
+connection loss, once reconnected to the same session, a ``sync`` (which orders every request
+the session sent before it) and an ``exists`` of the marker give the answer: applied, or
+safe to send again.
+
+Markers cost no extra round trip: the next transaction through the same object deletes the
+markers of earlier ones in the same multi, and :meth:`MarkedCommit.close` deletes the rest.
+Being ephemeral, a marker never outlives its session, even if the process dies.
+
+The one case left unknowable is a session that expires between the lost reply and the check:
+the marker is gone with the session either way. That is reported as ConnectionLossError
+(whose meaning is exactly "may or may not have been applied").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from aiocoord.client import PROTECTED_PREFIX, Client, OpResult, Transaction
+from aiocoord.errors import (
+    ClientClosedError,
+    ConnectionLossError,
+    CoordinationError,
+    NoNodeError,
+    SessionExpiredError,
+    TransactionFailedError,
+)
+from aiocoord.session import State
+
+__all__ = ["MarkedCommit", "in_session"]
+
+log = logging.getLogger("aiocoord.recipes")
+T = TypeVar("T")
+
+#: How many earlier markers one transaction deletes on its way.
+_PIGGYBACK = 8
+#: The name of a marker after its protected prefix.
+MARKER_NAME = "op"
+
+
+def is_marker(name: str) -> bool:
+    """True for the name of a marker node (recipes skip them when listing)."""
+    return name.startswith(PROTECTED_PREFIX) and name.endswith("-" + MARKER_NAME)
+
+
+class _Unapplied(Exception):
+    """The lost transaction was not applied: it is safe to send it again."""
+
+
+class MarkedCommit:
+    """Commits transactions exactly once under ``parent``; see the module docstring.
+
+    Any number of tasks may share one object. Each commit costs one round trip when
+    nothing goes wrong, plus a ``sync`` and an ``exists`` after a connection loss.
+    """
+
+    def __init__(self, client: Client, parent: str) -> None:
+        self.client = client
+        self.parent = parent
+        # Markers of applied transactions, to delete; they belong to `_generation`'s session.
+        self._pending: list[str] = []
+        self._generation = client.session.generation
+
+    def _take_pending(self) -> list[str]:
+        if self._generation != self.client.session.generation:
+            # The session that owned them is gone, and its ephemeral markers with it.
+            self._pending.clear()
+            self._generation = self.client.session.generation
+        taken, self._pending = self._pending[:_PIGGYBACK], self._pending[_PIGGYBACK:]
+        return taken
+
+    def _give_back(self, markers: list[str], generation: int) -> None:
+        if generation == self.client.session.generation:
+            self._pending.extend(markers)
+
+    async def commit(self, build: Callable[[Transaction], object]) -> list[OpResult] | None:
+        """Apply the ops ``build`` adds to a fresh transaction, exactly once.
+
+        Returns the results of those ops, or None if they were applied but the reply was
+        lost (so the results are unknown). Raises TransactionFailedError if one of them
+        failed (nothing was applied); ConnectionLossError only in the unknowable case of the
+        module docstring; ClientClosedError once the client is closed. Cancelling while the
+        request is in flight leaves its outcome unknown, as for any write.
+        """
+        client = self.client
+        while True:
+            txn = client.transaction()
+            build(txn)
+            n_ops = len(txn)
+            marker = f"{self.parent.rstrip('/')}/{PROTECTED_PREFIX}{uuid.uuid4()}-{MARKER_NAME}"
+            txn.create(marker, ephemeral=True)
+            stale = self._take_pending()
+            for path in stale:
+                txn.delete(path)
+            generation = client.session.generation
+            try:
+                results = await txn.commit()
+            except TransactionFailedError as exc:
+                if exc.failed_index > n_ops and isinstance(exc.cause, NoNodeError):
+                    # An old marker someone else removed (e.g. a recursive delete): forget it
+                    # and send the ops again; nothing was applied.
+                    gone = stale[exc.failed_index - n_ops - 1]
+                    self._give_back([m for m in stale if m != gone], generation)
+                    continue
+                self._give_back(stale, generation)
+                raise
+            except SessionExpiredError:
+                # Never sent: the session was lost while the request waited to be written.
+                if not client.session.reconnect_after_expiry:
+                    raise
+                continue
+            except ConnectionLossError:
+                try:
+                    await self._check(marker, generation)
+                except _Unapplied:
+                    self._give_back(stale, generation)
+                    continue
+                self._pending.append(marker)
+                return None
+            except BaseException:
+                # Cancelled or closed: the markers taken are left to their session.
+                raise
+            self._pending.append(marker)
+            return results[:n_ops]
+
+    async def _check(self, marker: str, generation: int) -> None:
+        """Return if the transaction that created ``marker`` was applied, else _Unapplied."""
+        client = self.client
+        while True:
+            await client.wait_for(State.CONNECTED)
+            if client.session.generation != generation:
+                raise ConnectionLossError(
+                    "a transaction's reply was lost and the session expired before it could "
+                    "be checked: it may or may not have been applied",
+                    path=marker,
+                    op="transaction",
+                )
+            try:
+                # The sync is ordered after every request this session sent before it, so
+                # the exists below sees the lost transaction if it was applied at all.
+                await client.sync(self.parent)
+                stat = await client.exists(marker)
+            except (ConnectionLossError, SessionExpiredError):
+                continue
+            if client.session.generation != generation:
+                continue  # answered by a new session: the marker would be gone anyway
+            if stat is None:
+                raise _Unapplied()
+            return
+
+    async def close(self) -> None:
+        """Delete the markers still pending (they would vanish with the session anyway)."""
+        pending, self._pending = self._pending, []
+        if self._generation != self.client.session.generation or self.client.closed:
+            return
+        for path in pending:
+            with contextlib.suppress(NoNodeError, ClientClosedError, SessionExpiredError):
+                try:
+                    await self.client.delete(path)
+                except CoordinationError as exc:
+                    log.debug("could not delete marker %s: %r", path, exc)
+
+
+async def in_session(client: Client, generation: int, send: Callable[[], Awaitable[T]]) -> T:
+    """Run ``send()`` only on the session ``generation``, else raise SessionExpiredError.
+
+    ``send`` must write its request before its first suspension (any single client call
+    does): it is called while connected, so nothing can come between the check and the
+    write. A request that has to wait for a reconnect could otherwise be written on a new
+    session, acting for a holder that no longer exists.
+    """
+    # FIXME(session): Transaction.commit() (and the path ops) take no ``generation=``, which
+    # Session.request already supports; with it this wrapper would not be needed.
+    while True:
+        if client.session.generation != generation:
+            raise SessionExpiredError("the session this operation belonged to has ended")
+        if client.connected:
+            return await send()
+        await client.wait_for(State.CONNECTED)
+
+
+async def sleep_backoff(delay: float) -> float:
+    """Sleep ``delay`` seconds and return the next delay (doubling, at most 1 s)."""
+    await asyncio.sleep(delay)
+    return min(delay * 2, 1.0)

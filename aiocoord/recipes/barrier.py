@@ -1,0 +1,315 @@
+"""Barriers: :class:`Barrier` (one gate that is set and removed) and :class:`DoubleBarrier`
+(enter together, leave together), on Apache Curator's layouts.
+
+**Barrier** is Curator's ``DistributedBarrier``: the barrier is up while its node exists.
+``set()`` creates it (parents as containers), ``remove()`` deletes it, and ``wait()`` blocks
+on an exists watch until it is gone.
+
+**DoubleBarrier** is Curator's ``DistributedDoubleBarrier``. Each participant creates an
+ephemeral node ``<path>/<uuid>``; the one that brings the count to ``n`` creates
+``<path>/ready``, whose creation lets every participant in (each waits on an exists watch on
+``ready``). To leave, participants remove their nodes in a fixed order that needs one watch
+each and no herd: the lowest node (by name) waits for the highest to go; every other node
+deletes itself and waits for the lowest. When the last node is gone, everybody is out, and
+``ready`` is deleted so the barrier can be used again.
+
+**Cancellation and timeouts** leave nothing behind on entering: the participant node is
+deleted (now, or once reconnected). A cancelled or timed-out leave keeps its place: the
+node, if still there, is deleted by the next ``leave()`` or with the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from types import TracebackType
+from typing import Any
+
+from aiocoord._validation import validate_path, validate_timeout
+from aiocoord._watches import Watch
+from aiocoord.client import Client
+from aiocoord.errors import (
+    BadArgumentsError,
+    ConnectionLossError,
+    CoordinationError,
+    InvalidTypeError,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
+from aiocoord.recipes._queue import delete_node
+from aiocoord.session import State
+
+__all__ = ["READY_NODE", "Barrier", "BarrierError", "DoubleBarrier"]
+
+#: Curator's name for the node that opens a double barrier.
+READY_NODE = "ready"
+
+
+class BarrierError(CoordinationError):
+    """A double barrier was used out of order, or its participant node vanished while the
+    session that made it was still alive (someone deleted it)."""
+
+
+def _check_client(client: Any) -> Client:
+    if not isinstance(client, Client):
+        raise InvalidTypeError(f"client must be an aiocoord.Client, not {type(client).__name__}")
+    return client
+
+
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else asyncio.get_running_loop().time() + timeout
+
+
+def _left(deadline: float | None) -> float | None:
+    if deadline is None:
+        return None
+    return max(deadline - asyncio.get_running_loop().time(), 0.0)
+
+
+async def _await_watch(watch: Watch, deadline: float | None) -> bool:
+    """Wait for ``watch`` until ``deadline``: True if it fired, False on timeout. The
+    watch is cancelled either way (a no-op once fired)."""
+    try:
+        await watch.wait(_left(deadline))
+    except asyncio.TimeoutError:
+        return False
+    finally:
+        watch.cancel()
+    return True
+
+
+class Barrier:
+    """A gate clients wait at until it is removed (Curator's ``DistributedBarrier``).
+
+    ``await barrier.set()`` puts it up, ``await barrier.remove()`` takes it down, ``await
+    barrier.wait(timeout)`` returns True once it is down (at once if it is not up) or False
+    after ``timeout`` seconds. Waiting survives connection loss and session expiry.
+    """
+
+    def __init__(self, client: Client, path: str) -> None:
+        self.client = _check_client(client)
+        self.path = validate_path(path)
+        if path == "/":
+            raise BadArgumentsError("a Barrier cannot live on the root node")
+
+    async def set(self) -> None:
+        """Put the barrier up (creating its node; a barrier already up stays up)."""
+        with contextlib.suppress(NodeExistsError):
+            await self.client.create(self.path, make_parents=True, parents_as_containers=True)
+
+    async def remove(self) -> None:
+        """Take the barrier down (deleting its node; a barrier not up stays down)."""
+        with contextlib.suppress(NoNodeError):
+            await self.client.delete(self.path)
+
+    async def is_set(self) -> bool:
+        """True while the barrier is up."""
+        return await self.client.exists(self.path) is not None
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the barrier is down: True, or False after ``timeout`` seconds.
+
+        Cancelling leaves nothing behind (the watch is withdrawn).
+        """
+        deadline = _deadline(validate_timeout(timeout))
+        client = self.client
+        while True:
+            try:
+                stat, watch = await asyncio.wait_for(
+                    client.exists(self.path, watch=True), _left(deadline)
+                )
+            except asyncio.TimeoutError:
+                return False
+            except SessionExpiredError:
+                continue  # a request that waited across an expiry: ask the new session
+            if stat is None:
+                watch.cancel()
+                return True
+            try:
+                if not await _await_watch(watch, deadline):
+                    return False
+            except SessionExpiredError:
+                continue  # the watch went with the session; set a new one
+
+    def __repr__(self) -> str:
+        return f"<Barrier {self.path}>"
+
+
+class DoubleBarrier:
+    """``n`` participants enter together and leave together (Curator's
+    ``DistributedDoubleBarrier``); see the module docstring.
+
+    ``async with DoubleBarrier(client, path, n):`` returns once ``n`` participants have
+    entered and exits once all of them have left. ``enter(timeout)`` and ``leave(timeout)``
+    do the same explicitly and return False on timeout. One object is one participant.
+    """
+
+    def __init__(self, client: Client, path: str, n: int) -> None:
+        self.client = _check_client(client)
+        self.path = validate_path(path)
+        if path == "/":
+            raise BadArgumentsError("a DoubleBarrier cannot live on the root node")
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise InvalidTypeError(f"n must be int, not {type(n).__name__}")
+        if n < 1:
+            raise BadArgumentsError(f"n (the number of participants) must be >= 1, got {n}")
+        self.n = n
+        self.node_name = str(uuid.uuid4())
+        self.node_path = self.path.rstrip("/") + "/" + self.node_name
+        self.ready_path = self.path.rstrip("/") + "/" + READY_NODE
+        self._entered = False
+        self._generation: int | None = None
+
+    @property
+    def entered(self) -> bool:
+        """True between a successful ``enter()`` and the end of ``leave()``."""
+        return self._entered
+
+    # --- entering -----------------------------------------------------------------------
+
+    async def _create_node(self) -> None:
+        client = self.client
+        while True:
+            generation = client.session.generation
+            try:
+                await client.create(
+                    self.node_path,
+                    ephemeral=True,
+                    make_parents=True,
+                    parents_as_containers=True,
+                )
+            except ConnectionLossError:
+                await client.wait_for(State.CONNECTED)
+                continue  # the name is ours alone: a second try either makes it or finds it
+            except NodeExistsError:
+                stat = await client.exists(self.node_path)
+                if stat is None:
+                    continue
+                if stat.ephemeral_owner != client.session_id:
+                    # Made by our session before it expired; it is on its way out.
+                    with contextlib.suppress(NoNodeError):
+                        await client.delete(self.node_path)
+                    continue
+            if client.session.generation == generation:
+                self._generation = generation
+                return
+
+    async def _count(self) -> int:
+        try:
+            names = await self.client.children(self.path)
+        except NoNodeError:
+            return 0
+        return sum(1 for name in names if name != READY_NODE)
+
+    async def enter(self, timeout: float | None = None) -> bool:
+        """Join and wait until ``n`` participants have joined: True, or False after
+        ``timeout`` seconds (then, as after cancellation, the participant node is gone).
+
+        If the session expires while waiting, the node is made again on the new session.
+        """
+        deadline = _deadline(validate_timeout(timeout))
+        if self._entered:
+            raise BarrierError(f"this participant already entered {self.path}; leave first")
+        client = self.client
+        done = False
+        try:
+            while True:
+                try:
+                    ready, watch = await client.exists(self.ready_path, watch=True)
+                    await self._create_node()
+                    if ready is None and await self._count() >= self.n:
+                        with contextlib.suppress(NodeExistsError):
+                            await client.create(self.ready_path)
+                        ready = await client.exists(self.ready_path)
+                    if ready is not None:
+                        watch.cancel()
+                        done = True
+                        break
+                    if not await _await_watch(watch, deadline):
+                        return False
+                    done = True
+                    break
+                except SessionExpiredError:
+                    continue  # our node went with the session: make it again
+        finally:
+            if not done:
+                await delete_node(client, self.node_path)
+        self._entered = True
+        return True
+
+    # --- leaving ------------------------------------------------------------------------
+
+    async def leave(self, timeout: float | None = None) -> bool:
+        """Leave and wait until every participant has left: True, or False after
+        ``timeout`` seconds (call again to keep waiting)."""
+        deadline = _deadline(validate_timeout(timeout))
+        if not self._entered:
+            raise BarrierError(f"this participant has not entered {self.path}")
+        client = self.client
+        should_exist = True
+        while True:
+            try:
+                names = await client.children(self.path)
+            except NoNodeError:
+                names = []
+            except SessionExpiredError:
+                continue
+            nodes = sorted(n for n in names if n != READY_NODE)
+            if not nodes:
+                break
+            mine = self.node_name in nodes
+            if not mine and should_exist:
+                if client.session.generation != self._generation:
+                    break  # our node went with our session: nothing of ours is left
+                raise BarrierError(
+                    f"participant node {self.node_path} vanished while its session lived"
+                )
+            if len(nodes) == 1:
+                if should_exist and not mine:
+                    raise BarrierError(f"{self.path} holds a stranger's node {nodes[0]}")
+                await delete_node(client, self.node_path)
+                break
+            if nodes[0] == self.node_name:
+                # The lowest leaves last: wait for the highest to go.
+                target = nodes[-1]
+            else:
+                target = nodes[0]
+                if should_exist:
+                    await delete_node(client, self.node_path)
+                    should_exist = False
+            try:
+                stat, watch = await client.exists(self.path + "/" + target, watch=True)
+            except SessionExpiredError:
+                continue
+            if stat is None:
+                watch.cancel()
+                continue
+            try:
+                if not await _await_watch(watch, deadline):
+                    return False
+            except SessionExpiredError:
+                continue
+        with contextlib.suppress(NoNodeError):
+            await client.delete(self.ready_path)
+        self._entered = False
+        return True
+
+    # --- async with ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> DoubleBarrier:
+        await self.enter()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.leave()
+
+    def __repr__(self) -> str:
+        state = "entered" if self._entered else "outside"
+        return f"<DoubleBarrier {self.path} n={self.n} {state}>"

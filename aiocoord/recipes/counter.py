@@ -1,0 +1,492 @@
+"""Counters: :class:`SharedCount` (a versioned integer with compare-and-set and a change
+stream) and :class:`AtomicCounter` (optimistic add with retries), on Apache Curator's layouts.
+
+**SharedCount** is Curator's ``SharedCount``: one node whose data is the value as a 4-byte
+big-endian signed integer. :meth:`SharedCount.try_set` is ``trySetCount``: it writes only if
+the node still has the version the caller read. The value and its changes come from a
+:class:`~aiocoord.recipes.cache.NodeCache` on the node.
+
+**AtomicCounter** is Curator's ``DistributedAtomicLong``: one node whose data is the value as
+an 8-byte big-endian signed integer (empty data reads as 0; a missing node is created on the
+first write). Each change reads the value and writes the new one on the version read; if
+another client wrote first, it reads again and retries, as the retry policy allows. The
+result says whether it succeeded and gives the value before and after.
+
+Unlike Curator's, an add is never applied twice nor lost when its reply is lost to a
+connection loss: each write goes in a transaction with an ephemeral marker child
+(``<path>/_c_<uuid>-op``, see :mod:`aiocoord.recipes._marker`) that tells, after the
+reconnect, whether it was applied. Markers are deleted by the next write, by :meth:`close`,
+or with the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiocoord._protocol import Stat
+from aiocoord._validation import validate_path, validate_timeout
+from aiocoord.client import ChildData, Client
+from aiocoord.errors import (
+    BadArgumentsError,
+    BadVersionError,
+    CoordinationError,
+    InvalidTypeError,
+    NodeExistsError,
+    NoNodeError,
+    TransactionFailedError,
+)
+from aiocoord.recipes._marker import MarkedCommit
+from aiocoord.recipes._stream import EventSubscription
+from aiocoord.recipes.cache import CacheEventType, NodeCache, NodeEvent
+from aiocoord.retry import ExponentialBackoff, RetryPolicy
+
+__all__ = [
+    "AtomicCounter",
+    "AtomicValue",
+    "CorruptedValueError",
+    "CountChange",
+    "SharedCount",
+    "VersionedValue",
+]
+
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+class CorruptedValueError(CoordinationError, ValueError):
+    """A counter node holds data that is not a value of the expected width."""
+
+    def __init__(self, path: str, data: bytes, width: int) -> None:
+        super().__init__(
+            f"counter node {path} holds {len(data)} bytes ({data[:16]!r}), not a {width}-byte "
+            "big-endian integer; was it written by something else?"
+        )
+        self.path = path
+        self.data = data
+
+
+def _check_client(client: Any) -> Client:
+    if not isinstance(client, Client):
+        raise InvalidTypeError(f"client must be an aiocoord.Client, not {type(client).__name__}")
+    return client
+
+
+def _check_int(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTypeError(f"{name} must be int, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise BadArgumentsError(f"{name} must be in [{low}, {high}], got {value}")
+    return value
+
+
+def _wrap64(value: int) -> int:
+    """Two's-complement wrap-around, as a Java long overflows."""
+    return (value + 2**63) % 2**64 - 2**63
+
+
+# --- SharedCount -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VersionedValue:
+    """A value with the node version it was read at (pass it to ``try_set``)."""
+
+    value: int
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class CountChange:
+    """One change seen on a :class:`SharedCount`'s stream.
+
+    ``value`` is None when the node was deleted. ``resynced`` marks the event a slow reader
+    gets in place of the changes it missed (its value is the current one).
+    """
+
+    value: int | None
+    version: int
+    resynced: bool = False
+
+
+class _CountChanges:
+    """A SharedCount's change stream over its NodeCache's: ``async for change in ...``."""
+
+    def __init__(self, owner: SharedCount, source: EventSubscription[NodeEvent]) -> None:
+        self._owner = owner
+        self._source = source
+
+    def __aiter__(self) -> _CountChanges:
+        return self
+
+    async def __anext__(self) -> CountChange:
+        while True:
+            event = await self._source.__anext__()
+            change = self._owner._change_of(event)
+            if change is not None:
+                return change
+
+    async def get(self, timeout: float | None = None) -> CountChange:
+        """The next change; TimeoutError after ``timeout`` seconds."""
+        return await asyncio.wait_for(self.__anext__(), validate_timeout(timeout))
+
+    async def aclose(self) -> None:
+        """Stop receiving changes."""
+        await self._source.aclose()
+
+    async def __aenter__(self) -> _CountChanges:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class SharedCount:
+    """A shared integer all clients see (Curator's ``SharedCount``); see the module docstring.
+
+    ``async with SharedCount(client, path, seed) as count:`` creates the node with ``seed``
+    if it does not exist and follows it; :attr:`value` and :attr:`versioned` are then always
+    the latest known. ``await count.set(n)`` writes unconditionally, ``await
+    count.try_set(n, expected_version)`` only if nobody wrote since that version.
+    ``count.changes()`` streams every change; ``await count.wait_for(predicate)`` waits for a
+    value. ``close()`` stops the cache and its tasks; the node stays.
+    """
+
+    def __init__(self, client: Client, path: str, seed: int = 0) -> None:
+        self.client = _check_client(client)
+        self.path = validate_path(path)
+        if path == "/":
+            raise BadArgumentsError("a SharedCount cannot live on the root node")
+        self.seed = _check_int(seed, "seed", _INT32_MIN, _INT32_MAX)
+        self._cache = NodeCache(client, path)
+        self._marked = MarkedCommit(client, path)
+        # The newest write of ours whose event the cache may not have seen yet.
+        self._written: ChildData | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Create the node with the seed if missing, then load and follow it."""
+        with contextlib.suppress(NodeExistsError):
+            await self.client.create(
+                self.path,
+                _INT32.pack(self.seed),
+                make_parents=True,
+                parents_as_containers=True,
+            )
+        await self._cache.start()
+
+    async def close(self) -> None:
+        """Stop following the node (its cache's tasks and watches end; streams end) and
+        delete the marker nodes of the last ``try_set`` calls."""
+        await self._cache.close()
+        await self._marked.close()
+
+    async def __aenter__(self) -> SharedCount:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def _decode(self, data: bytes) -> int:
+        if len(data) != _INT32.size:
+            raise CorruptedValueError(self.path, data, _INT32.size)
+        return int(_INT32.unpack(data)[0])
+
+    def _latest(self) -> ChildData | None:
+        seen = self._cache.current
+        mine = self._written
+        if mine is not None and (seen is None or mine.stat.mzxid > seen.stat.mzxid):
+            return mine
+        return seen
+
+    @property
+    def versioned(self) -> VersionedValue:
+        """The latest known value and its node version (for ``try_set``).
+
+        Raises CorruptedValueError if the node holds something else, NoNodeError if it does
+        not exist (deleted, or the count was not started).
+        """
+        latest = self._latest()
+        if latest is None:
+            raise NoNodeError("the shared count's node does not exist", path=self.path)
+        return VersionedValue(self._decode(latest.data), latest.stat.version)
+
+    @property
+    def value(self) -> int:
+        """The latest known value (see :attr:`versioned`)."""
+        return self.versioned.value
+
+    def changes(self, *, buffer_size: int | None = None) -> _CountChanges:
+        """A stream of :class:`CountChange`: ``async for change in count.changes():``.
+
+        Subscribe before ``start()`` to see the initial value. A reader that falls more
+        than ``buffer_size`` changes behind gets one ``resynced`` change with the current
+        value instead of those it missed. The stream ends when the count is closed.
+        """
+        return _CountChanges(self, self._cache.events(buffer_size=buffer_size))
+
+    def _change_of(self, event: NodeEvent) -> CountChange | None:
+        if event.type in (CacheEventType.CREATED, CacheEventType.UPDATED):
+            assert event.data is not None
+            return CountChange(self._decode(event.data.data), event.data.stat.version)
+        if event.type is CacheEventType.DELETED:
+            return CountChange(None, -1)
+        if event.type is CacheEventType.RESYNCED:
+            current = self._cache.current
+            if current is None:
+                return CountChange(None, -1, resynced=True)
+            return CountChange(self._decode(current.data), current.stat.version, resynced=True)
+        return None
+
+    async def wait_for(
+        self, predicate: Callable[[int], bool], timeout: float | None = None
+    ) -> VersionedValue:
+        """Wait until ``predicate(value)`` holds for the followed value; return it.
+
+        TimeoutError after ``timeout`` seconds. Cancelling leaves nothing behind.
+        """
+        if not callable(predicate):
+            raise InvalidTypeError("predicate must be callable")
+        timeout = validate_timeout(timeout)
+
+        def check(current: ChildData | None) -> bool:
+            return current is not None and predicate(self._decode(current.data))
+
+        latest = self._latest()
+        if check(latest):
+            return self.versioned
+        found = await self._cache.wait_for(check, timeout)
+        assert found is not None
+        return VersionedValue(self._decode(found.data), found.stat.version)
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def _note(self, data: bytes, stat: Stat) -> None:
+        latest = self._latest()
+        if latest is None or stat.mzxid > latest.stat.mzxid:
+            self._written = ChildData(self.path, data, stat)
+
+    async def set(self, value: int) -> None:
+        """Write ``value`` whatever the current version."""
+        data = _INT32.pack(_check_int(value, "value", _INT32_MIN, _INT32_MAX))
+        stat = await self.client.set(self.path, data)
+        self._note(data, stat)
+
+    async def try_set(self, value: int, expected_version: int) -> bool:
+        """Write ``value`` only if the node still has ``expected_version``; True if written.
+
+        False means someone wrote since that version: read :attr:`versioned` and decide
+        again. (Curator's ``trySetCount``.)
+        """
+        data = _INT32.pack(_check_int(value, "value", _INT32_MIN, _INT32_MAX))
+        _check_int(expected_version, "expected_version", 0, _INT32_MAX)
+        path = self.path
+
+        def build(txn: Any) -> None:
+            txn.set(path, data, expected_version)
+
+        # Through a marked transaction: a version-checked set whose reply is lost cannot
+        # tell "someone else wrote" from "our own write was applied" (its retry would say
+        # BadVersion either way); the marker can.
+        try:
+            results = await self._marked.commit(build)
+        except TransactionFailedError as exc:
+            if exc.failed_index == 0 and isinstance(exc.cause, BadVersionError):
+                return False
+            if exc.failed_index == 0 and isinstance(exc.cause, NoNodeError):
+                raise exc.cause from None
+            raise
+        if results is not None and results[0].stat is not None:
+            self._note(data, results[0].stat)
+        return True
+
+    def __repr__(self) -> str:
+        latest = self._latest()
+        shown = "unknown" if latest is None else repr(latest.data)
+        return f"<SharedCount {self.path} {shown}>"
+
+
+# --- AtomicCounter ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AtomicValue:
+    """The outcome of an :class:`AtomicCounter` change (Curator's ``AtomicValue``).
+
+    ``succeeded`` is False when the retry policy gave up before the write got through;
+    then ``post_value`` is the value that was attempted and nothing was written.
+    ``pre_value`` is None if the node did not exist before.
+    """
+
+    succeeded: bool
+    pre_value: int | None
+    post_value: int
+    #: how many writes were attempted
+    attempts: int = 1
+
+
+class AtomicCounter:
+    """A 64-bit counter changed by optimistic compare-and-set (Curator's
+    ``DistributedAtomicLong``); see the module docstring.
+
+    ``await counter.increment()`` returns an :class:`AtomicValue` with the value before and
+    after. Writes that lose a race are retried as ``retry`` allows (an
+    :class:`~aiocoord.ExponentialBackoff` by default); when it gives up the result has
+    ``succeeded=False``. ``close()`` (or leaving ``async with``) deletes the marker nodes of
+    its last writes; the counter node stays.
+    """
+
+    def __init__(self, client: Client, path: str, *, retry: RetryPolicy | None = None) -> None:
+        self.client = _check_client(client)
+        self.path = validate_path(path)
+        if path == "/":
+            raise BadArgumentsError("an AtomicCounter cannot live on the root node")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise InvalidTypeError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
+        self.retry: RetryPolicy = (
+            retry if retry is not None else ExponentialBackoff(0.005, 30, 0.25)
+        )
+        self._marked = MarkedCommit(client, path)
+
+    async def close(self) -> None:
+        """Delete the marker nodes of the last writes (they would go with the session)."""
+        await self._marked.close()
+
+    async def __aenter__(self) -> AtomicCounter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _decode(self, data: bytes) -> int:
+        if not data:
+            return 0
+        if len(data) != _INT64.size:
+            raise CorruptedValueError(self.path, data, _INT64.size)
+        return int(_INT64.unpack(data)[0])
+
+    async def _read(self) -> tuple[int | None, int]:
+        """The current value (None if no node) and the node's version (-1 if none)."""
+        try:
+            data, stat = await self.client.get(self.path)
+        except NoNodeError:
+            return None, -1
+        return self._decode(data), stat.version
+
+    async def get(self) -> int:
+        """The current value (0 if the node does not exist)."""
+        value, _ = await self._read()
+        return 0 if value is None else value
+
+    async def add(self, delta: int) -> AtomicValue:
+        """Add ``delta`` (wrapping around at 64 bits, as a Java long does)."""
+        _check_int(delta, "delta", _INT64_MIN, _INT64_MAX)
+        return await self._change(lambda current: _wrap64(current + delta))
+
+    async def increment(self) -> AtomicValue:
+        """Add 1."""
+        return await self._change(lambda current: _wrap64(current + 1))
+
+    async def decrement(self) -> AtomicValue:
+        """Subtract 1."""
+        return await self._change(lambda current: _wrap64(current - 1))
+
+    async def subtract(self, delta: int) -> AtomicValue:
+        """Subtract ``delta``."""
+        _check_int(delta, "delta", _INT64_MIN, _INT64_MAX)
+        return await self._change(lambda current: _wrap64(current - delta))
+
+    async def compare_and_set(self, expected: int, new: int) -> AtomicValue:
+        """Write ``new`` only if the value is ``expected`` (a missing node counts as 0).
+
+        One attempt: ``succeeded`` is False if the value differs or someone wrote between
+        the read and the write.
+        """
+        _check_int(expected, "expected", _INT64_MIN, _INT64_MAX)
+        _check_int(new, "new", _INT64_MIN, _INT64_MAX)
+        current, version = await self._read()
+        if (0 if current is None else current) != expected:
+            return AtomicValue(False, current, new)
+        written = await self._try_write(new, version)
+        return AtomicValue(written, current, new)
+
+    async def force_set(self, value: int) -> None:
+        """Write ``value`` whatever the current one."""
+        data = _INT64.pack(_check_int(value, "value", _INT64_MIN, _INT64_MAX))
+        try:
+            await self.client.set(self.path, data)
+        except NoNodeError:
+            try:
+                await self.client.create(
+                    self.path, data, make_parents=True, parents_as_containers=True
+                )
+            except NodeExistsError:
+                await self.client.set(self.path, data)
+
+    async def initialize(self, value: int) -> bool:
+        """Create the node with ``value`` if it does not exist; True if this call did."""
+        data = _INT64.pack(_check_int(value, "value", _INT64_MIN, _INT64_MAX))
+        try:
+            await self.client.create(self.path, data, make_parents=True, parents_as_containers=True)
+        except NodeExistsError:
+            return False
+        return True
+
+    async def _change(self, compute: Callable[[int], int]) -> AtomicValue:
+        delays = self.retry.delays()
+        attempts = 0
+        while True:
+            current, version = await self._read()
+            new = compute(0 if current is None else current)
+            attempts += 1
+            if await self._try_write(new, version):
+                return AtomicValue(True, current, new, attempts)
+            delay = next(delays, None)
+            if delay is None:
+                return AtomicValue(False, current, new, attempts)
+            await asyncio.sleep(delay)
+
+    async def _try_write(self, new: int, version: int) -> bool:
+        """Write ``new`` if the node is still at ``version`` (-1: if it still does not
+        exist); exactly once, whatever happens to the reply. False if someone was first."""
+        data = _INT64.pack(new)
+        path = self.path
+        while True:
+            if version < 0:
+
+                def build(txn: Any) -> None:
+                    txn.create(path, data)
+
+            else:
+
+                def build(txn: Any) -> None:
+                    txn.set(path, data, version)
+
+            try:
+                await self._marked.commit(build)
+            except TransactionFailedError as exc:
+                if exc.failed_index != 0:
+                    raise
+                if isinstance(exc.cause, NoNodeError) and version < 0:
+                    # The parent is missing: make it (as a container, as Curator does).
+                    parent = path.rsplit("/", 1)[0]
+                    if parent:
+                        await self.client.ensure_path(parent, container=True)
+                        continue
+                if isinstance(exc.cause, (BadVersionError, NodeExistsError, NoNodeError)):
+                    return False
+                raise
+            return True
+
+    def __repr__(self) -> str:
+        return f"<AtomicCounter {self.path}>"

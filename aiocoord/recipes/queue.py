@@ -1,0 +1,636 @@
+"""Distributed queues: :class:`Queue` (FIFO), :class:`PriorityQueue` and
+:class:`LockingQueue` (take, then consume or release).
+
+**Queue** is Apache Curator's ``DistributedQueue`` layout: each item is a persistent
+sequential node ``<path>/queue-<10-digit sequence>`` whose data is the item in Curator's
+queue framing (version ``0x00010001``, then ``0x01 <length> <bytes>`` per item, then
+``0x02``), so a Curator ``DistributedQueue<byte[]>`` can share the queue. Consumers take the
+items in name order, which for these names is the order they were put in. An item is
+claimed by deleting its node, on the version read: whoever's delete succeeds has it, so each
+item goes to exactly one consumer. A consumer with nothing to take waits on a children watch.
+
+**PriorityQueue** is Curator's ``DistributedPriorityQueue``: the priority is part of the
+name, ``queue-<sign><8 hex digits><sequence>`` (sign ``0`` for negative priorities, ``1``
+otherwise), so name order is priority order (lowest first) and then arrival order.
+
+**Exactly once, even when replies are lost.** A put or a claim whose reply is lost to a
+connection loss may or may not have happened; doing it again could put an item twice, and
+not doing it could lose one. Both go in a transaction with an ephemeral marker child
+(``<path>/_c_<uuid>-op``, see :mod:`aiocoord.recipes._marker`), which tells after the
+reconnect whether it was applied. Consumers skip those nodes (Curator's log them as
+foreign nodes).
+
+**LockingQueue** is kazoo's ``LockingQueue`` layout: items are persistent sequential nodes
+``<path>/entries/entry-<priority, 3 digits>-<sequence>`` holding the raw item; a consumer
+takes one by creating the ephemeral lock node ``<path>/taken/<entry name>`` (holding the
+consumer's id), and the item stays in the queue until the consumer calls
+:meth:`LockedItem.consume` (which deletes the entry and the lock in one transaction) or
+gives it back with :meth:`LockedItem.release`. If the consumer's session ends first, the lock
+vanishes with it and the item is delivered again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import struct
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from aiocoord._validation import validate_data, validate_path, validate_timeout
+from aiocoord._watches import Watch
+from aiocoord.client import Client
+from aiocoord.errors import (
+    BadArgumentsError,
+    BadVersionError,
+    ConnectionLossError,
+    InvalidTypeError,
+    LockLostError,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+    TransactionFailedError,
+)
+from aiocoord.recipes._marker import MarkedCommit, in_session
+from aiocoord.recipes._queue import delete_node
+from aiocoord.session import State
+
+__all__ = [
+    "ENTRIES",
+    "ENTRY_NAME",
+    "QUEUE_ITEM_NAME",
+    "TAKEN",
+    "LockedItem",
+    "LockingQueue",
+    "PriorityQueue",
+    "Queue",
+]
+
+log = logging.getLogger("aiocoord.recipes.queue")
+
+#: Curator's item node name (before the sequence number).
+QUEUE_ITEM_NAME = "queue-"
+#: kazoo LockingQueue's children of the queue path and its entry name.
+ENTRIES = "entries"
+TAKEN = "taken"
+ENTRY_NAME = "entry"
+
+# Curator's ItemSerializer framing.
+_FRAME_VERSION = 0x00010001
+_ITEM = 0x01
+_EOF = 0x02
+_HEADER = struct.Struct(">i")
+_ITEM_HEADER = struct.Struct(">bi")
+
+
+def frame(items: Sequence[bytes]) -> bytes:
+    """Curator's queue framing of ``items`` (one node's data)."""
+    out = [_HEADER.pack(_FRAME_VERSION)]
+    for item in items:
+        out.append(_ITEM_HEADER.pack(_ITEM, len(item)))
+        out.append(item)
+    out.append(bytes([_EOF]))
+    return b"".join(out)
+
+
+def unframe(data: bytes) -> list[bytes] | None:
+    """The items of a node in Curator's framing, or None if it is not in that framing."""
+    try:
+        (version,) = _HEADER.unpack_from(data, 0)
+        if version != _FRAME_VERSION:
+            return None
+        offset = _HEADER.size
+        items: list[bytes] = []
+        while True:
+            opcode = data[offset]
+            if opcode == _EOF:
+                return items if offset + 1 == len(data) else None
+            _, size = _ITEM_HEADER.unpack_from(data, offset)
+            offset += _ITEM_HEADER.size
+            if opcode != _ITEM or size < 0 or offset + size > len(data):
+                return None
+            items.append(data[offset : offset + size])
+            offset += size
+    except (struct.error, IndexError):
+        return None
+
+
+def _check_client(client: Any) -> Client:
+    if not isinstance(client, Client):
+        raise InvalidTypeError(f"client must be an aiocoord.Client, not {type(client).__name__}")
+    return client
+
+
+def _check_items(items: Any, path: str) -> list[bytes]:
+    if isinstance(items, (bytes, bytearray, memoryview, str)) or not isinstance(items, Sequence):
+        raise InvalidTypeError("items must be a sequence of bytes (a list, not bytes itself)")
+    if not items:
+        raise BadArgumentsError("items must not be empty")
+    return [validate_data(item, path) for item in items]
+
+
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else asyncio.get_running_loop().time() + timeout
+
+
+def _left(deadline: float | None) -> float | None:
+    if deadline is None:
+        return None
+    left = deadline - asyncio.get_running_loop().time()
+    if left <= 0:
+        raise asyncio.TimeoutError()
+    return left
+
+
+async def _wait_any(watches: Sequence[Watch], deadline: float | None) -> None:
+    """Wait until one of ``watches`` fires (TimeoutError after ``deadline``); cancel all."""
+    waiters = [asyncio.ensure_future(w.wait()) for w in watches]
+    try:
+        done, _ = await asyncio.wait(
+            waiters, timeout=_left(deadline), return_when=asyncio.FIRST_COMPLETED
+        )
+        if not done:
+            raise asyncio.TimeoutError()
+        for fut in done:
+            fut.result()  # a SessionExpiredError or ClientClosedError surfaces here
+    finally:
+        for fut in waiters:
+            fut.cancel()
+        for w in watches:
+            w.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+
+
+class Queue:
+    """A FIFO queue of byte strings shared by any number of producers and consumers
+    (Curator's ``DistributedQueue``); see the module docstring.
+
+    ``await queue.put(b"job")``; ``data = await queue.get(timeout)``. Each item goes to
+    exactly one consumer. ``close()`` (or leaving ``async with``) waits for this object's
+    claims in flight and deletes its marker nodes.
+
+    **Cancellation.** A cancelled ``get()`` never loses an item: if its claim already went
+    out, the item is kept in this object and returned by the next ``get()``. Items are
+    removed when claimed, so an item whose consumer crashes while working on it is lost;
+    use :class:`LockingQueue` when every item must be worked on to the end.
+    """
+
+    def __init__(self, client: Client, path: str) -> None:
+        self.client = _check_client(client)
+        self.path = validate_path(path)
+        if path == "/":
+            raise BadArgumentsError("a queue cannot live on the root node")
+        self._marked = MarkedCommit(client, path)
+        # Items claimed and not yet handed out: the rest of a multi-item node, and items
+        # whose get() was cancelled after the claim.
+        self._ready: collections.deque[bytes] = collections.deque()
+        # Names from the last listing not tried yet, in queue order.
+        self._candidates: collections.deque[str] = collections.deque()
+        self._claims: set[asyncio.Task[list[bytes] | None]] = set()
+
+    # --- producing -------------------------------------------------------------------------
+
+    def _item_prefix(self) -> str:
+        return self.path.rstrip("/") + "/" + QUEUE_ITEM_NAME
+
+    async def put(self, data: bytes) -> None:
+        """Add ``data`` at the tail of the queue (exactly once, even if a reply is lost)."""
+        await self._put([validate_data(data, self.path)], self._item_prefix())
+
+    async def put_all(self, items: Sequence[bytes]) -> None:
+        """Add several items as one node (Curator's ``putMulti``): they are taken by one
+        consumer, one per ``get()``, in this order."""
+        await self._put(_check_items(items, self.path), self._item_prefix())
+
+    async def _put(self, items: list[bytes], item_path: str) -> None:
+        payload = validate_data(frame(items), self.path)
+
+        def build(txn: Any) -> None:
+            txn.create(item_path, payload, sequential=True)
+
+        while True:
+            try:
+                await self._marked.commit(build)
+                return
+            except TransactionFailedError as exc:
+                if exc.failed_index == 0 and isinstance(exc.cause, NoNodeError):
+                    await self.client.ensure_path(self.path)
+                    continue
+                raise
+
+    # --- consuming -------------------------------------------------------------------------
+
+    def _is_item(self, name: str) -> bool:
+        return name.startswith(QUEUE_ITEM_NAME)
+
+    async def get(self, timeout: float | None = None) -> bytes:
+        """Take the item at the head of the queue, waiting for one if it is empty.
+
+        Raises TimeoutError after ``timeout`` seconds with nothing taken.
+        """
+        deadline = _deadline(validate_timeout(timeout))
+        client = self.client
+        while True:
+            if self._ready:
+                return self._ready.popleft()
+            while self._candidates:
+                name = self._candidates.popleft()
+                items = await self._claim_shielded(name)
+                if items:
+                    self._ready.extend(items[1:])
+                    return items[0]
+            try:
+                names, watch = await asyncio.wait_for(
+                    client.children(self.path, watch=True), _left(deadline)
+                )
+            except NoNodeError:
+                stat, watch = await client.exists(self.path, watch=True)
+                if stat is None:
+                    await _wait_any([watch], deadline)
+                else:
+                    watch.cancel()
+                continue
+            except SessionExpiredError:
+                continue
+            items_now = sorted(n for n in names if self._is_item(n))
+            if items_now:
+                watch.cancel()
+                self._candidates.extend(items_now)
+                continue
+            try:
+                await _wait_any([watch], deadline)
+            except SessionExpiredError:
+                continue
+
+    async def _claim_shielded(self, name: str) -> list[bytes] | None:
+        # The claim runs in a task of its own, so that cancelling the getter cannot cut it
+        # between the delete and the hand-over: a claimed item would be lost.
+        task = asyncio.ensure_future(self._claim(name))
+        self._claims.add(task)
+        task.add_done_callback(self._claims.discard)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(self._keep)
+            raise
+
+    def _keep(self, task: asyncio.Task[list[bytes] | None]) -> None:
+        """The getter that waited for this claim was cancelled: keep its items for the next."""
+        if task.cancelled() or task.exception() is not None:
+            return
+        items = task.result()
+        if items:
+            self._ready.extend(items)
+
+    async def _claim(self, name: str) -> list[bytes] | None:
+        """The items of node ``name`` if this call removed it, None if someone else did."""
+        path = self.path.rstrip("/") + "/" + name
+        try:
+            data, stat = await self.client.get(path)
+        except NoNodeError:
+            return None
+
+        def build(txn: Any) -> None:
+            txn.delete(path, stat.version)
+
+        try:
+            await self._marked.commit(build)
+        except TransactionFailedError as exc:
+            if exc.failed_index == 0 and isinstance(exc.cause, (NoNodeError, BadVersionError)):
+                return None  # another consumer got it
+            raise
+        items = unframe(data)
+        if items is None:
+            log.warning("queue item %s is not in Curator's framing; returning it raw", path)
+            return [data]
+        if not items:
+            return None  # an empty multi-item node: nothing to hand out
+        return items
+
+    async def size(self) -> int:
+        """The number of item nodes in the queue now (a multi-item node counts once)."""
+        try:
+            names = await self.client.children(self.path)
+        except NoNodeError:
+            return 0
+        return sum(1 for n in names if self._is_item(n))
+
+    async def close(self) -> None:
+        """Wait for claims in flight (their items stay in this object) and delete this
+        object's marker nodes."""
+        if self._claims:
+            await asyncio.gather(*list(self._claims), return_exceptions=True)
+        await self._marked.close()
+
+    async def __aenter__(self) -> Queue:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.path}>"
+
+
+class PriorityQueue(Queue):
+    """A queue that hands out the lowest priority number first, and items of equal
+    priority in the order they were put in (Curator's ``DistributedPriorityQueue``).
+
+    Priorities are 32-bit signed integers. An item put later with a lower number overtakes
+    the ones already waiting.
+    """
+
+    @staticmethod
+    def _priority_tag(priority: int) -> str:
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise InvalidTypeError(f"priority must be int, not {type(priority).__name__}")
+        if not -(2**31) <= priority < 2**31:
+            raise BadArgumentsError(f"priority must be a 32-bit signed int, got {priority}")
+        # Curator's priorityToString: sign digit, then the two's complement in hex.
+        return ("1" if priority >= 0 else "0") + f"{priority & 0xFFFFFFFF:08X}"
+
+    async def put(self, data: bytes, priority: int = 0) -> None:
+        """Add ``data`` with ``priority`` (lower numbers come out first)."""
+        tag = self._priority_tag(priority)
+        await self._put([validate_data(data, self.path)], self._item_prefix() + tag)
+
+    async def put_all(self, items: Sequence[bytes], priority: int = 0) -> None:
+        """Add several items as one node with one priority (Curator's ``putMulti``)."""
+        tag = self._priority_tag(priority)
+        await self._put(_check_items(items, self.path), self._item_prefix() + tag)
+
+
+# --- LockingQueue ------------------------------------------------------------------------
+
+
+class LockedItem:
+    """An item taken from a :class:`LockingQueue`: locked for this consumer until it is
+    consumed or released. ``data`` is the item.
+
+    ``await item.consume()`` removes it from the queue for good; ``await item.release()``
+    gives it back. If the session ends first, the lock vanishes and the item is delivered
+    again; ``consume()`` then raises LockLostError.
+    """
+
+    def __init__(self, queue: LockingQueue, name: str, data: bytes, generation: int) -> None:
+        self.queue = queue
+        self.name = name
+        self.data = data
+        self._generation = generation
+        self._done = False
+
+    @property
+    def entry_path(self) -> str:
+        """The item's node."""
+        return self.queue.entries_path + "/" + self.name
+
+    @property
+    def lock_path(self) -> str:
+        """The lock node that holds the item for this consumer."""
+        return self.queue.taken_path + "/" + self.name
+
+    async def holds_lock(self) -> bool:
+        """True while the item is still locked by this consumer's session."""
+        client = self.queue.client
+        if self._done or client.session.generation != self._generation:
+            return False
+        stat = await client.exists(self.lock_path)
+        return (
+            stat is not None
+            and stat.ephemeral_owner == client.session_id
+            and client.session.generation == self._generation
+        )
+
+    async def consume(self) -> None:
+        """Remove the item from the queue (exactly once, even if the reply is lost).
+
+        Raises LockLostError if the lock was lost first (the session ended): the item
+        is then someone else's to take.
+        """
+        if self._done:
+            raise LockLostError(f"item {self.name} was already consumed or released")
+        client = self.queue.client
+        txn_ops = (self.entry_path, self.lock_path)
+
+        async def send() -> None:
+            await client.transaction().delete(txn_ops[0]).delete(txn_ops[1]).commit()
+
+        while True:
+            try:
+                await in_session(client, self._generation, send)
+                self._done = True
+                return
+            except SessionExpiredError:
+                self._done = True
+                raise LockLostError(
+                    f"the lock on queue item {self.name} went with the session; "
+                    "it will be delivered again"
+                ) from None
+            except TransactionFailedError as exc:
+                self._done = True
+                raise LockLostError(
+                    f"queue item {self.name} is no longer locked by this consumer ({exc.cause})"
+                ) from None
+            except ConnectionLossError:
+                if await self._check_consumed():
+                    self._done = True
+                    return
+
+    async def _check_consumed(self) -> bool:
+        """After a lost reply: True if the consume was applied, False to send it again;
+        LockLostError if the session ended with the item still there."""
+        client = self.queue.client
+        while True:
+            await client.wait_for(State.CONNECTED)
+            try:
+                await client.sync(self.entry_path)
+                stat = await client.exists(self.entry_path)
+            except (ConnectionLossError, SessionExpiredError):
+                continue
+            if stat is None:
+                return True  # only the lock's holder deletes an entry
+            if client.session.generation != self._generation:
+                self._done = True
+                raise LockLostError(
+                    f"the lock on queue item {self.name} went with the session; "
+                    "it will be delivered again"
+                )
+            return False
+
+    async def release(self) -> None:
+        """Give the item back to the queue (its lock is deleted; a lost lock is no-op)."""
+        if self._done:
+            return
+        self._done = True
+        client = self.queue.client
+        if client.session.generation != self._generation:
+            return  # the lock went with the session
+        await delete_node(client, self.lock_path)
+
+    def __repr__(self) -> str:
+        return f"<LockedItem {self.entry_path} {'done' if self._done else 'locked'}>"
+
+
+class LockingQueue:
+    """A queue whose items stay in it until their consumer says they are done (kazoo's
+    ``LockingQueue``); see the module docstring.
+
+    ``await q.put(data, priority=100)`` (0..999, lower first); ``item = await
+    q.take(timeout)`` locks the head item for this consumer; then ``await item.consume()``
+    or ``await item.release()``. An item whose consumer's session ends before ``consume()``
+    is delivered again.
+    """
+
+    def __init__(self, client: Client, path: str) -> None:
+        self.client = _check_client(client)
+        self.path = validate_path(path)
+        if path == "/":
+            raise BadArgumentsError("a queue cannot live on the root node")
+        base = self.path.rstrip("/")
+        self.entries_path = f"{base}/{ENTRIES}"
+        self.taken_path = f"{base}/{TAKEN}"
+        #: stored in the lock nodes of the items this object takes (kazoo's queue id)
+        self.id = uuid.uuid4().hex.encode()
+        # Markers go in the queue's root, where kazoo consumers do not look for entries.
+        self._marked = MarkedCommit(client, self.path)
+
+    @staticmethod
+    def _check_priority(priority: Any) -> int:
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise InvalidTypeError(f"priority must be int, not {type(priority).__name__}")
+        if not 0 <= priority <= 999:
+            raise BadArgumentsError(f"priority must be in 0..999, got {priority}")
+        return priority
+
+    async def _ensure_paths(self) -> None:
+        await self.client.ensure_path(self.entries_path)
+        await self.client.ensure_path(self.taken_path)
+
+    async def put(self, data: bytes, priority: int = 100) -> None:
+        """Add ``data`` with ``priority`` (0..999, lower first; then in arrival order)."""
+        payload = validate_data(data, self.entries_path)
+        self._check_priority(priority)
+        await self._create([payload], priority)
+
+    async def put_all(self, items: Sequence[bytes], priority: int = 100) -> None:
+        """Add several items (each its own entry) in one transaction."""
+        payloads = _check_items(items, self.entries_path)
+        self._check_priority(priority)
+        await self._create(payloads, priority)
+
+    async def _create(self, payloads: list[bytes], priority: int) -> None:
+        name = f"{self.entries_path}/{ENTRY_NAME}-{priority:03d}-"
+
+        def build(txn: Any) -> None:
+            for payload in payloads:
+                txn.create(name, payload, sequential=True)
+
+        while True:
+            try:
+                await self._marked.commit(build)
+                return
+            except TransactionFailedError as exc:
+                if exc.failed_index < len(payloads) and isinstance(exc.cause, NoNodeError):
+                    await self._ensure_paths()
+                    continue
+                raise
+
+    async def close(self) -> None:
+        """Delete this object's marker nodes (items taken stay locked until consumed or
+        released)."""
+        await self._marked.close()
+
+    async def __aenter__(self) -> LockingQueue:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def take(self, timeout: float | None = None) -> LockedItem:
+        """Lock the head item for this consumer and return it, waiting while there is none.
+
+        Raises TimeoutError after ``timeout`` seconds with nothing taken. Cancelling leaves
+        no lock behind.
+        """
+        deadline = _deadline(validate_timeout(timeout))
+        client = self.client
+        while True:
+            try:
+                entries, w_entries = await asyncio.wait_for(
+                    client.children(self.entries_path, watch=True), _left(deadline)
+                )
+                try:
+                    taken, w_taken = await asyncio.wait_for(
+                        client.children(self.taken_path, watch=True), _left(deadline)
+                    )
+                except BaseException:
+                    w_entries.cancel()
+                    raise
+            except NoNodeError:
+                await self._ensure_paths()
+                continue
+            except SessionExpiredError:
+                continue
+            locked = set(taken)
+            available = sorted(n for n in entries if n.startswith(ENTRY_NAME) and n not in locked)
+            for name in available:
+                try:
+                    item = await self._take(name)
+                except BaseException:
+                    w_entries.cancel()
+                    w_taken.cancel()
+                    raise
+                if item is not None:
+                    w_entries.cancel()
+                    w_taken.cancel()
+                    return item
+            try:
+                await _wait_any([w_entries, w_taken], deadline)
+            except SessionExpiredError:
+                continue
+
+    async def _take(self, name: str) -> LockedItem | None:
+        client = self.client
+        lock = f"{self.taken_path}/{name}"
+        generation = client.session.generation
+        try:
+            try:
+                await client.create(lock, self.id, ephemeral=True)
+            except NodeExistsError:
+                return None  # someone else holds it
+            except ConnectionLossError:
+                # Did the create get through? Only our session can own it, then.
+                await client.wait_for(State.CONNECTED)
+                stat = await client.exists(lock)
+                if (
+                    stat is None
+                    or stat.ephemeral_owner != client.session_id
+                    or client.session.generation != generation
+                ):
+                    return None
+            if client.session.generation != generation:
+                return None
+            try:
+                data, _ = await client.get(f"{self.entries_path}/{name}")
+            except NoNodeError:
+                # Consumed by the previous holder between our listing and our lock.
+                await delete_node(client, lock)
+                return None
+        except BaseException:
+            if client.session.generation == generation:
+                await delete_node(client, lock)
+            raise
+        return LockedItem(self, name, data, generation)
+
+    async def size(self) -> int:
+        """The number of entries (taken or not) in the queue now."""
+        try:
+            names = await self.client.children(self.entries_path)
+        except NoNodeError:
+            return 0
+        return sum(1 for n in names if n.startswith(ENTRY_NAME))
+
+    def __repr__(self) -> str:
+        return f"<LockingQueue {self.path}>"
