@@ -242,6 +242,8 @@ class FaultProxy:
         self.connections_total = 0
         #: Connections cut by :meth:`drop` or :meth:`drop_after_request`.
         self.drops = 0
+        #: Connections put through to the server.
+        self.server_connections = 0
         #: Client frames forwarded after the handshake (pings included).
         self.requests_forwarded = 0
         self._flowing = True
@@ -401,6 +403,18 @@ class FaultProxy:
         self._arms.append(arm)
         return arm
 
+    async def wait_for(
+        self, condition: Callable[[FaultProxy], bool], timeout: float | None = None
+    ) -> None:
+        """Wait until ``condition(proxy)`` holds, re-checked whenever a connection opens or
+        closes or a fault changes (e.g. ``lambda p: p.open_connections == 0``)."""
+
+        async def until() -> None:
+            while not condition(self):
+                await self._changed.wait()
+
+        await asyncio.wait_for(until(), timeout)
+
     # --- internals ------------------------------------------------------------------------
 
     def _notify(self) -> None:
@@ -439,6 +453,7 @@ class FaultProxy:
             return
         link = _Link(reader, writer)
         self._links.add(link)
+        self._notify()
         pumps: set[asyncio.Task[None]] = set()
         try:
             up = asyncio.ensure_future(self._pump(link, _Dir.UP))
@@ -461,6 +476,7 @@ class FaultProxy:
             except (OSError, asyncio.TimeoutError):
                 return  # server down: the client sees its connection closed
             link.server = server
+            self.server_connections += 1
             if link.cut:
                 return
             if self._flowing:
@@ -481,6 +497,7 @@ class FaultProxy:
             if link.doom is not None:
                 # The server closed before replying, or the link was cut: the reply is lost.
                 link.doom._resolve()
+            self._notify()
 
     async def _pump(self, link: _Link, direction: _Dir) -> None:
         reader = link.reader(direction)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 from hypothesis import given
@@ -24,10 +25,11 @@ def test_frames_survive_any_chunking(payloads: list[bytes], cuts: list[int]) -> 
     points = sorted({c for c in cuts if c < len(stream)} | {0, len(stream)})
     buffer = FrameBuffer()
     got: list[bytes] = []
-    for start, end in zip(points, points[1:]):
+    for start, end in itertools.pairwise(points):
         got.extend(buffer.feed(stream[start:end]))
     assert got == [frame(p) for p in payloads]
-    assert buffer.buffered == 0 and not buffer.raw
+    assert buffer.buffered == 0
+    assert not buffer.raw
 
 
 def test_partial_frame_is_held_back() -> None:
