@@ -1,0 +1,381 @@
+"""Nodes kept present: :class:`PersistentNode` and :class:`GroupMember`, on Apache Curator's
+layouts.
+
+**PersistentNode** is Curator's ``PersistentNode``: a node that should exist for as long as
+the object runs. A task owned by the object creates it (missing parents as containers), then
+watches it with an exists watch and creates it again whenever it goes: deleted by someone, or
+gone with an expired session (an ephemeral node). Each (re)creation uses the latest data given
+to :meth:`PersistentNode.set_data`. Sequential modes are always created *protected*
+(``_c_<uuid>-<name><seq>``), so that a create whose reply is lost is found again instead of
+made twice; their :attr:`~PersistentNode.actual_path` changes with each re-creation.
+
+If an ephemeral node of that name already exists and belongs to another session (another
+process, or an earlier session of this client the server has not ended yet), it is left
+alone and created once that node is gone. An existing persistent node is adopted and given
+our data, as Curator does.
+
+**GroupMember** is Curator's ``GroupMember``: an ephemeral PersistentNode
+``<path>/<member_id>`` holding the member's data, plus a
+:class:`~aiocoord.recipes.cache.ChildrenCache` of ``<path>`` for the membership view and its
+change stream; the basis of service discovery.
+
+**Tasks.** Each object owns its task (and the cache's); ``close()`` cancels and awaits them
+and deletes the node (as Curator does, whatever the mode). Cancelling ``start()`` leaves
+nothing behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aiocoord._validation import validate_data, validate_path, validate_timeout
+from aiocoord._watches import EventType
+from aiocoord.client import Client
+from aiocoord.errors import (
+    BadArgumentsError,
+    ClientClosedError,
+    ConnectionLossError,
+    CoordinationError,
+    InvalidTypeError,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
+from aiocoord.recipes._queue import delete_node
+from aiocoord.recipes._stream import EventSubscription
+from aiocoord.recipes.cache import ChildrenCache, NodeEvent
+from aiocoord.session import State
+
+__all__ = ["CreateMode", "GroupMember", "PersistentNode"]
+
+log = logging.getLogger("aiocoord.recipes.nodes")
+
+
+class CreateMode(enum.Enum):
+    """How a :class:`PersistentNode` is created (ZooKeeper's ``CreateMode``)."""
+
+    PERSISTENT = "persistent"
+    EPHEMERAL = "ephemeral"
+    PERSISTENT_SEQUENTIAL = "persistent_sequential"
+    EPHEMERAL_SEQUENTIAL = "ephemeral_sequential"
+
+    @property
+    def ephemeral(self) -> bool:
+        """True for the modes whose node goes with the session."""
+        return self in (CreateMode.EPHEMERAL, CreateMode.EPHEMERAL_SEQUENTIAL)
+
+    @property
+    def sequential(self) -> bool:
+        """True for the modes whose name gets a sequence number."""
+        return self in (CreateMode.PERSISTENT_SEQUENTIAL, CreateMode.EPHEMERAL_SEQUENTIAL)
+
+
+def _check_client(client: Any) -> Client:
+    if not isinstance(client, Client):
+        raise InvalidTypeError(f"client must be an aiocoord.Client, not {type(client).__name__}")
+    return client
+
+
+class PersistentNode:
+    """A node kept present while the object runs (Curator's ``PersistentNode``); see the
+    module docstring.
+
+    ``async with PersistentNode(client, "/services/api/a", b"10.0.0.1:80") as node:``
+    creates it in the background (``await node.wait_for_initial_create(timeout)`` waits for
+    that) and keeps it there; leaving deletes it. ``protected`` names a non-sequential node
+    ``_c_<uuid>-<name>`` (sequential modes always are).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        data: bytes = b"",
+        *,
+        mode: CreateMode = CreateMode.EPHEMERAL,
+        protected: bool = False,
+    ) -> None:
+        self.client = _check_client(client)
+        if not isinstance(mode, CreateMode):
+            raise InvalidTypeError(f"mode must be a CreateMode, not {type(mode).__name__}")
+        self.path = validate_path(path, sequential=mode.sequential)
+        if path == "/":
+            raise BadArgumentsError("a PersistentNode cannot be the root node")
+        if not isinstance(protected, bool):
+            raise InvalidTypeError(f"protected must be bool, not {type(protected).__name__}")
+        self.mode = mode
+        self.protected = protected or mode.sequential
+        self._data = validate_data(data, path)
+        self._actual: str | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._created = asyncio.Event()
+        self._closed = False
+        #: how many times the node was created (1 after the first creation)
+        self.creations = 0
+
+    # --- state ---------------------------------------------------------------------------
+
+    @property
+    def actual_path(self) -> str | None:
+        """The node's path as created (with protected prefix and sequence), None before."""
+        return self._actual
+
+    @property
+    def data(self) -> bytes:
+        """The data the node is (re)created with."""
+        return self._data
+
+    async def wait_for_initial_create(self, timeout: float | None = None) -> bool:
+        """Wait until the node was first created: True, or False after ``timeout`` seconds."""
+        timeout = validate_timeout(timeout)
+        if self._task is None:
+            raise CoordinationError(f"the PersistentNode {self.path} was not started")
+        try:
+            await asyncio.wait_for(self._created.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def set_data(self, data: bytes) -> None:
+        """Change the node's data now (if it exists) and for every re-creation."""
+        payload = validate_data(data, self.path)
+        self._data = payload
+        actual = self._actual
+        if actual is not None:
+            with contextlib.suppress(NoNodeError):
+                await self.client.set(actual, payload)  # if gone, the task makes it anew
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start keeping the node present (returns at once)."""
+        if self._task is not None:
+            raise CoordinationError(f"the PersistentNode {self.path} was already started")
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"aiocoord-persistent-node:{self.path}"
+        )
+
+    async def close(self) -> None:
+        """Stop, await the task and delete the node (now, or once reconnected). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        actual, self._actual = self._actual, None
+        if actual is not None and not self.client.closed:
+            await delete_node(self.client, actual)
+
+    async def __aenter__(self) -> PersistentNode:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- the task ------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        client = self.client
+        delay = 0.05
+        while True:
+            try:
+                path = await self._ensure()
+                stat, watch = await client.exists(path, watch=True)
+                if stat is None or (
+                    self.mode.ephemeral and stat.ephemeral_owner != client.session_id
+                ):
+                    watch.cancel()
+                    continue  # gone meanwhile, or not ours: make it again
+                delay = 0.05
+                event = await watch
+                if event.type is EventType.DELETED:
+                    log.info("persistent node %s was deleted; creating it again", path)
+            except ClientClosedError:
+                return
+            except SessionExpiredError:
+                # The watch (and an ephemeral node) went with the session.
+                if not client.session.reconnect_after_expiry:
+                    return
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await client.wait_for(State.CONNECTED)
+            except (ConnectionLossError, CoordinationError) as exc:
+                if not isinstance(exc, ConnectionLossError):
+                    log.warning("persistent node %s: %r; trying again", self.path, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    async def _ensure(self) -> str:
+        """The path of our node, creating it if it is not there."""
+        client = self.client
+        actual = self._actual
+        if actual is not None:
+            stat = await client.exists(actual)
+            if stat is not None and (
+                not self.mode.ephemeral or stat.ephemeral_owner == client.session_id
+            ):
+                return actual
+            if self.protected or self.mode.sequential:
+                self._actual = None  # a new node gets a new name
+        while True:
+            try:
+                created = await client.create(
+                    self.path,
+                    self._data,
+                    ephemeral=self.mode.ephemeral,
+                    sequential=self.mode.sequential,
+                    protected=self.protected,
+                    make_parents=True,
+                    parents_as_containers=True,
+                )
+            except NodeExistsError:
+                if await self._adopt():
+                    return self.path
+                continue
+            except ConnectionLossError:
+                if self.protected:
+                    raise  # the client looked for it already; start over
+                # A plain create whose reply was lost: a second try either makes it or
+                # finds ours (NodeExists, then adopted below).
+                await asyncio.sleep(0.05)
+                continue
+            self._actual = created
+            self.creations += 1
+            self._created.set()
+            return created
+
+    async def _adopt(self) -> bool:
+        """An unprotected node of our name exists: True if it is ours to keep (ours, or a
+        persistent node, which is given our data); else wait until it is gone."""
+        client = self.client
+        try:
+            data, stat, watch = await client.get(self.path, watch=True)
+        except NoNodeError:
+            return False
+        if self.mode.ephemeral and stat.ephemeral_owner != client.session_id:
+            # Another session's: wait for it to go (its session ends, or it is deleted).
+            log.info(
+                "%s exists and belongs to session 0x%x; waiting for it to go",
+                self.path,
+                stat.ephemeral_owner,
+            )
+            try:
+                while True:
+                    event = await watch
+                    if event.type is EventType.DELETED:
+                        return False
+                    try:
+                        _, stat, watch = await client.get(self.path, watch=True)
+                    except NoNodeError:
+                        return False
+            finally:
+                watch.cancel()
+        watch.cancel()
+        if data != self._data:
+            await client.set(self.path, self._data)
+        if self._actual is None:
+            self.creations += 1
+        self._actual = self.path
+        self._created.set()
+        return True
+
+    def __repr__(self) -> str:
+        return f"<PersistentNode {self.actual_path or self.path} {self.mode.value}>"
+
+
+class GroupMember:
+    """Membership of a group (Curator's ``GroupMember``); see the module docstring.
+
+    ``async with GroupMember(client, "/services/api", "node-1", b"10.0.0.1:80") as me:``
+    keeps ``<path>/node-1`` present; ``me.members()`` gives every member's data by id (this
+    member always included), ``me.events()`` streams the cache's CHILD_ADDED /
+    CHILD_UPDATED / CHILD_REMOVED events, and ``await me.wait_for(predicate, timeout)``
+    waits for a membership. ``close()`` leaves the group.
+    """
+
+    def __init__(self, client: Client, path: str, member_id: str, data: bytes = b"") -> None:
+        self.client = _check_client(client)
+        self.path = validate_path(path)
+        if not isinstance(member_id, str):
+            raise InvalidTypeError(f"member_id must be str, not {type(member_id).__name__}")
+        if not member_id or "/" in member_id:
+            raise BadArgumentsError(
+                f"member_id must be a non-empty node name without '/', got {member_id!r}"
+            )
+        self.member_id = member_id
+        member_path = self.path.rstrip("/") + "/" + member_id
+        validate_path(member_path)
+        self._node = PersistentNode(client, member_path, data, mode=CreateMode.EPHEMERAL)
+        self._cache = ChildrenCache(client, self.path)
+
+    async def start(self) -> None:
+        """Join the group and start following it (returns once the view is loaded; the
+        own node may follow a moment later: see :meth:`wait_for`)."""
+        await self._node.start()
+        try:
+            await self._cache.start()
+        except BaseException:
+            await self._node.close()
+            raise
+
+    async def close(self) -> None:
+        """Leave the group: the node is deleted, the cache and tasks stop."""
+        try:
+            await self._node.close()
+        finally:
+            await self._cache.close()
+
+    async def __aenter__(self) -> GroupMember:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def node(self) -> PersistentNode:
+        """This member's node."""
+        return self._node
+
+    def members(self) -> dict[str, bytes]:
+        """Every member's data by member id, as the cache sees it now (this member with its
+        current data, even before the cache saw its node)."""
+        view = {name: child.data for name, child in self._cache.children.items()}
+        view[self.member_id] = self._node.data
+        return view
+
+    def events(self, *, buffer_size: int | None = None) -> EventSubscription[NodeEvent]:
+        """The membership change stream (the ChildrenCache's; see its ``events()``)."""
+        return self._cache.events(buffer_size=buffer_size)
+
+    async def wait_for(
+        self, predicate: Callable[[dict[str, bytes]], bool], timeout: float | None = None
+    ) -> dict[str, bytes]:
+        """Wait until ``predicate(members)`` holds for the group *as the server has it*
+        (this member counted only once its node is seen); return that membership.
+
+        TimeoutError after ``timeout`` seconds.
+        """
+        if not callable(predicate):
+            raise InvalidTypeError("predicate must be callable")
+
+        def check(children: Mapping[str, Any]) -> bool:
+            return bool(predicate({n: c.data for n, c in children.items()}))
+
+        found = await self._cache.wait_for(check, timeout)
+        return {name: child.data for name, child in found.items()}
+
+    async def set_data(self, data: bytes) -> None:
+        """Change this member's data."""
+        await self._node.set_data(data)
+
+    def __repr__(self) -> str:
+        return f"<GroupMember {self.path} {self.member_id!r}>"
