@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aiocoord import Client
+from aiocoord import Client, State
 from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError
 from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import (
@@ -281,7 +281,7 @@ async def test_bad_input_is_refused_before_anything_is_sent(zk_client: Client) -
     with pytest.raises(CacheError, match="already started"):
         await cache.start()
     await cache.close()
-    with pytest.raises(CacheError, match="already started and closed"):
+    with pytest.raises(CacheError, match="is closed"):
         await cache.start()
     assert isinstance(CacheError("x"), RuntimeError)
 
@@ -297,3 +297,30 @@ async def test_cache_ends_streams_when_its_client_closes(zk_connect: Factory) ->
             pass
     assert cache.closed
     await cache.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_cancelled_start_closes_the_cache_and_leaves_no_task(
+    zk_connect: Factory, zk_fault_proxy: Any, mode: str
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=3)
+    await client.create("/c/k", make_parents=True)
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    cache = TreeCache(client, "/c", watch_mode=mode)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(cache.start(), 0.2)  # cannot load while cut off
+    assert cache.closed
+    # (The proxy's own tasks come and go with the client's connection attempts.)
+    assert [t for t in asyncio.all_tasks() if _is_cache_task(t)] == []
+    zk_fault_proxy.heal()
+    await client.wait_for(State.CONNECTED, timeout=10)
+    assert client.session.watches.counts()["server_watches"] == 0
+    # Closed here, while the proxy is up: closing it later, once the proxy is gone, takes
+    # about a session timeout (a session issue, not the cache's).
+    await client.close()
+
+
+def _is_cache_task(task: asyncio.Task[Any]) -> bool:
+    return getattr(task.get_coro(), "__qualname__", "").startswith("_Cache.")
