@@ -295,7 +295,8 @@ class LeaderLatch:
     ``async with LeaderLatch(client, "/app/leader", "me") as latch:`` joins (``start()``)
     and leaves (``close()``). :attr:`is_leader` says whether it leads now;
     ``await latch.wait_until_leader(timeout)`` waits for it; ``latch.changes()`` streams
-    every :class:`LeadershipChange` and ``await latch.next_change(timeout)`` waits for one.
+    every :class:`LeadershipChange`, ``await latch.next_change(timeout)`` waits for one and
+    :meth:`add_listener` registers a synchronous callback.
     :attr:`term` (with its fencing token) describes the current term.
 
     ``suspended_is_loss`` (default True) ends leadership as soon as the connection is lost;
@@ -330,6 +331,7 @@ class LeaderLatch:
         self._stream: EventStream[LeadershipChange] = EventStream(self._resynced)
         self._leading = asyncio.Event()
         self._waiters: set[asyncio.Future[LeadershipChange]] = set()
+        self._listeners: list[Callable[[LeadershipChange], None]] = []
 
     # --- state ---------------------------------------------------------------------------
 
@@ -356,7 +358,25 @@ class LeaderLatch:
     def _resynced(self) -> LeadershipChange:
         return LeadershipChange(self._term is not None, self._term, resynced=True)
 
+    def add_listener(self, callback: Callable[[LeadershipChange], None]) -> Callable[[], None]:
+        """Call ``callback(change)`` synchronously at every change, in the very step the
+        leadership starts or ends (Curator's ``LeaderLatchListener``); returns a remover."""
+        if not callable(callback):
+            raise InvalidTypeError("callback must be callable")
+        self._listeners.append(callback)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(callback)
+
+        return remove
+
     def _publish(self, change: LeadershipChange) -> None:
+        for callback in list(self._listeners):
+            try:
+                callback(change)
+            except Exception:  # a listener's bug must not stop the latch
+                log.exception("leadership listener of %s failed", self.path)
         self._stream.publish(change)
         waiters, self._waiters = self._waiters, set()
         for fut in waiters:

@@ -1,0 +1,393 @@
+"""LeaderLatch and Election against a real server: one leader, Curator's layout, hand-over on
+close, change streams, deleted nodes and paths, the ephemeral-owner check, loss cancelling the
+body, requeueing."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from aiocoord import Client, State
+from aiocoord.recipes._queue import QueueNode
+from aiocoord.recipes.election import (
+    Election,
+    LeaderLatch,
+    LeadershipChange,
+    LeadershipLostError,
+    LeadershipTerm,
+    _hold,
+)
+from aiocoord.testing import expire_session
+
+Factory = Callable[..., Awaitable[Client]]
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+LATCH_NODE = re.compile(rf"^_c_{UUID}-latch-\d{{10}}$")
+ELECTION_NODE = re.compile(rf"^_c_{UUID}-lock-\d{{10}}$")
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
+    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``."""
+
+    async def poll() -> None:
+        while not await check():  # noqa: ASYNC110 - server state has no local event
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+async def children(client: Client, path: str) -> list[str]:
+    return sorted(await client.children(path)) if await client.exists(path) else []
+
+
+async def one_leader(latches: list[LeaderLatch], timeout: float = 10.0) -> LeaderLatch:
+    async def check() -> bool:
+        return sum(latch.is_leader for latch in latches) == 1
+
+    await eventually(check, timeout)
+    leaders = [latch for latch in latches if latch.is_leader]
+    assert len(leaders) == 1
+    return leaders[0]
+
+
+# --- LeaderLatch ------------------------------------------------------------------------
+
+
+async def test_latch_elects_one_leader_on_curators_layout(zk_connect: Factory) -> None:
+    clients = [await zk_connect() for _ in range(3)]
+    latches = [LeaderLatch(c, "/latch", f"node-{i}") for i, c in enumerate(clients)]
+    for latch in latches:
+        await latch.start()
+    leader = await one_leader(latches)
+    names = await children(clients[0], "/latch")
+    assert len(names) == 3
+    assert all(LATCH_NODE.match(n) for n in names), names
+    participants = await latches[0].participants()
+    assert [p.is_leader for p in participants] == [True, False, False]
+    assert participants[0].identifier == leader.identifier
+    assert sorted(p.identifier for p in participants) == ["node-0", "node-1", "node-2"]
+    leader_node = await latches[1].leader()
+    assert leader_node is not None
+    assert leader_node.identifier == leader.identifier
+    # The node holds the identifier, and the term's token is the node's czxid.
+    assert leader.term is not None
+    data, stat = await clients[0].get(leader.term.node_path)
+    assert data == leader.identifier.encode()
+    assert leader.fencing_token == stat.czxid
+    for latch in latches:
+        await latch.close()
+    assert await children(clients[0], "/latch") == []
+
+
+async def test_closing_the_leader_hands_over_with_a_larger_fencing_token(
+    zk_connect: Factory,
+) -> None:
+    clients = [await zk_connect() for _ in range(3)]
+    latches = [LeaderLatch(c, "/handover", f"n{i}") for i, c in enumerate(clients)]
+    for latch in latches:
+        await latch.start()
+    tokens = []
+    remaining = list(latches)
+    while remaining:
+        leader = await one_leader(remaining)
+        assert leader.fencing_token is not None
+        tokens.append(leader.fencing_token)
+        remaining.remove(leader)
+        await leader.close()
+        assert not leader.is_leader
+    assert tokens == sorted(tokens)
+    assert len(set(tokens)) == 3
+
+
+async def test_wait_until_leader_times_out_with_false(zk_connect: Factory) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    async with LeaderLatch(a, "/wait", "a") as first:
+        assert await first.wait_until_leader(5)
+        async with LeaderLatch(b, "/wait", "b") as second:
+            assert not await second.wait_until_leader(0.2)
+            assert not second.is_leader
+            await first.close()
+            assert await second.wait_until_leader(5)
+
+
+async def test_changes_stream_next_change_and_listener_report_each_term(
+    zk_connect: Factory,
+) -> None:
+    client = await zk_connect()
+    admin = await zk_connect()
+    latch = LeaderLatch(client, "/stream", "me")
+    seen: list[LeadershipChange] = []
+    latch.add_listener(seen.append)
+    stream = latch.changes()
+    next_change = asyncio.ensure_future(latch.next_change(5))
+    await latch.start()
+    first = await stream.get(5)
+    assert first.is_leader
+    assert first.term is not None
+    assert (await next_change) == first
+    # Deleting the leader's node ends the term; the latch joins again and leads anew.
+    await admin.delete(first.term.node_path)
+    ended = await stream.get(5)
+    assert (ended.is_leader, ended.reason) == (False, "deleted")
+    again = await stream.get(5)
+    assert again.is_leader
+    assert again.term is not None
+    assert again.term.fencing_token > first.term.fencing_token
+    await latch.close()
+    left = await stream.get(5)
+    assert (left.is_leader, left.reason) == (False, "left")
+    assert [c async for c in stream] == []  # the stream ended with the latch
+    assert seen == [first, ended, again, left]
+
+
+async def test_latch_rejoins_when_the_whole_path_vanishes(zk_connect: Factory) -> None:
+    a, b, admin = await zk_connect(), await zk_connect(), await zk_connect()
+    latches = [LeaderLatch(a, "/gone/latch", "a"), LeaderLatch(b, "/gone/latch", "b")]
+    for latch in latches:
+        await latch.start()
+    leader = await one_leader(latches)
+    token = leader.fencing_token
+    assert token is not None
+    await admin.delete("/gone", recursive=True)
+
+    async def rejoined() -> bool:
+        names = await children(admin, "/gone/latch")
+        new_leader = [x for x in latches if x.is_leader]
+        return (
+            len(names) == 2
+            and len(new_leader) == 1
+            and ((new_leader[0].fencing_token or 0) > token)
+        )
+
+    await eventually(rejoined)
+    for latch in latches:
+        await latch.close()
+
+
+async def test_claim_checks_the_nodes_ephemeral_owner(zk_connect: Factory) -> None:
+    """A node at the head of the queue that is not owned by this session must not make it
+    leader (for example one left by an earlier session of this client)."""
+    client, other = await zk_connect(), await zk_connect()
+    path, stat = await other.create(
+        "/owner/_c_00000000-0000-0000-0000-000000000000-latch-0000000000",
+        b"x",
+        ephemeral=True,
+        make_parents=True,
+        with_stat=True,
+    )
+    name = path.rsplit("/", 1)[1]
+    # What the queue would hand over if it took the node for ours.
+    node = QueueNode(path, name, 0, stat.czxid, client.session_id, client.session.generation)
+    started: list[Any] = []
+    assert await _hold(client, node, True, started.append, lambda reason: None) is None
+    assert started == []
+    # The same check passes for a node this session owns.
+    mine, my_stat = await client.create(
+        "/owner/_c_00000000-0000-0000-0000-000000000001-latch-0000000001",
+        ephemeral=True,
+        with_stat=True,
+    )
+    node = QueueNode(
+        mine,
+        mine.rsplit("/", 1)[1],
+        1,
+        my_stat.czxid,
+        client.session_id,
+        client.session.generation,
+    )
+    holding = await _hold(client, node, True, started.append, lambda reason: None)
+    assert holding is not None
+    assert started == [holding]
+    holding.end("left")
+    holding.close()
+
+
+async def test_session_policy_keeps_leadership_through_a_dropped_connection(
+    zk_connect: Factory,
+) -> None:
+    client = await zk_connect()
+    async with LeaderLatch(client, "/policy", "me", suspended_is_loss=False) as latch:
+        assert await latch.wait_until_leader(5)
+        token = latch.fencing_token
+        changes = latch.changes()
+        client.session.drop_connection()
+        await client.wait_for(State.RECONNECTED, timeout=10)
+        assert latch.is_leader
+        assert latch.fencing_token == token
+        assert changes.pending == 0
+
+
+async def test_suspension_ends_leadership_under_the_default_policy(zk_connect: Factory) -> None:
+    client, other = await zk_connect(), await zk_connect()
+    async with LeaderLatch(client, "/suspend", "a") as a, LeaderLatch(other, "/suspend", "b") as b:
+        assert await a.wait_until_leader(5)
+        changes = a.changes()
+        client.session.drop_connection()
+        ended = await changes.get(5)
+        assert (ended.is_leader, ended.reason) == (False, "suspended")
+        # The node is deleted once reconnected and `a` queues again behind `b`.
+        assert await b.wait_until_leader(10)
+        assert not a.is_leader
+
+
+# --- Election ---------------------------------------------------------------------------
+
+
+async def test_election_runs_the_body_only_while_leader(zk_connect: Factory) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    first, second = Election(a, "/elect", "first"), Election(b, "/elect", "second")
+    async with first.leadership() as term:
+        assert isinstance(term, LeadershipTerm)
+        assert first.is_leader
+        names = await children(a, "/elect")
+        assert len(names) == 1
+        assert ELECTION_NODE.match(names[0])
+        with pytest.raises(asyncio.TimeoutError):
+            async with second.leadership(timeout=0.2):
+                pytest.fail("two leaders")
+        assert len(await children(a, "/elect")) == 1  # the timed-out contender left no node
+        leader = await second.leader()
+        assert leader is not None
+        assert leader.identifier == "first"
+        waiting = asyncio.ensure_future(second.leadership().__aenter__())
+        await eventually(lambda: _count(a, "/elect", 2))
+        contenders = await first.contenders()
+        assert [(c.identifier, c.is_leader) for c in contenders] == [
+            ("first", True),
+            ("second", False),
+        ]
+        assert not waiting.done()
+    assert not first.is_leader
+    second_term = await asyncio.wait_for(waiting, 5)
+    assert second_term.fencing_token > term.fencing_token
+    assert second.is_leader
+
+
+async def _count(client: Client, path: str, n: int) -> bool:
+    return len(await children(client, path)) == n
+
+
+async def test_session_expiry_cancels_the_body_and_raises_leadership_lost(
+    zk_connect: Factory, zookeeper: Any
+) -> None:
+    client, other = await zk_connect(session_timeout=4), await zk_connect()
+    election = Election(client, "/expiry", "a")
+    successor = Election(other, "/expiry", "b")
+    reached_end = False
+
+    async def lead_until_expired() -> None:
+        nonlocal follower, reached_end
+        async with election.leadership():
+            follower = asyncio.ensure_future(successor.leadership().__aenter__())
+            await eventually(lambda: _count(other, "/expiry", 2))
+            nonlocal expiry
+            # Expired from another task: the body waits in a plain sleep, where the
+            # cancellation lands (asyncio.wait_for in 3.11 may swallow one that races it).
+            expiry = asyncio.ensure_future(
+                expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+            )
+            await asyncio.sleep(30)  # cancelled when the leadership ends
+            reached_end = True
+
+    follower: asyncio.Future[LeadershipTerm] | None = None
+    expiry: asyncio.Future[None] | None = None
+    with pytest.raises(LeadershipLostError):
+        await lead_until_expired()
+    assert expiry is not None
+    await expiry
+    assert follower is not None
+    assert not reached_end
+    assert not election.is_leader
+    await asyncio.wait_for(follower, 10)
+    assert successor.is_leader
+    assert [c.identifier for c in await successor.contenders()] == ["b"]
+
+
+async def test_deleted_node_cancels_the_body(zk_connect: Factory) -> None:
+    client, admin = await zk_connect(), await zk_connect()
+    election = Election(client, "/deleted", "a")
+
+    async def lead_until_deleted() -> None:
+        async with election.leadership() as term:
+            await admin.delete(term.node_path)
+            await asyncio.sleep(30)  # cancelled when the leadership ends
+
+    with pytest.raises(LeadershipLostError, match="deleted"):
+        await lead_until_deleted()
+    assert await children(admin, "/deleted") == []
+
+
+async def test_cancelling_the_body_from_outside_is_not_a_loss(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    election = Election(client, "/outside", "a")
+    entered = asyncio.Event()
+
+    async def body() -> None:
+        async with election.leadership():
+            entered.set()
+            await asyncio.sleep(30)
+
+    task = asyncio.ensure_future(body())
+    await asyncio.wait_for(entered.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await client.wait_background()
+    assert await children(client, "/outside") == []
+
+
+async def test_run_with_requeue_takes_turns_in_queue_order(zk_connect: Factory) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    terms: list[LeadershipTerm] = []
+    both_queued, done = asyncio.Event(), asyncio.Event()
+
+    async def lead(term: LeadershipTerm) -> None:
+        terms.append(term)
+        await both_queued.wait()  # the first term lasts until the other contender queues
+        if len(terms) >= 6:
+            done.set()
+            await asyncio.sleep(30)  # cancelled by close()
+
+    first, second = Election(a, "/turns", "a"), Election(b, "/turns", "b")
+    first.start(lead)
+    await eventually(lambda: _done(terms, 1))
+    second.start(lead)
+    await eventually(lambda: _count(a, "/turns", 2))
+    both_queued.set()
+    await asyncio.wait_for(done.wait(), 10)
+    await first.close()
+    await second.close()
+    who = [t.identifier for t in terms[:6]]
+    assert who == ["a", "b", "a", "b", "a", "b"]
+    tokens = [t.fencing_token for t in terms]
+    assert tokens == sorted(tokens)
+    await a.wait_background()
+    await b.wait_background()
+    assert await children(a, "/turns") == []
+
+
+async def test_without_requeue_one_term_then_requeue_joins_again(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    terms: list[LeadershipTerm] = []
+
+    async def lead(term: LeadershipTerm) -> None:
+        terms.append(term)
+
+    election = Election(client, "/once", "a")
+    election.start(lead, requeue=False)
+    await eventually(lambda: _done(terms, 1))
+    await eventually(lambda: _true(election.requeue))
+    await eventually(lambda: _done(terms, 2))
+    await election.close()
+    assert terms[1].fencing_token > terms[0].fencing_token
+
+
+async def _done(terms: list[LeadershipTerm], n: int) -> bool:
+    return len(terms) >= n
+
+
+async def _true(func: Callable[[], bool]) -> bool:
+    return func()
