@@ -19,10 +19,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiocoord import _protocol as wire
-from aiocoord.errors import ConnectionLossError, ProtocolError
+from aiocoord.errors import ConnectionLossError, DataTooLargeError, ProtocolError
 
 # A frame larger than this is garbage, not a reply: drop the connection instead of allocating.
 MAX_FRAME = 64 * 1024 * 1024
+#: The largest request a default server reads (jute.maxbuffer = 0xfffff); a longer one makes
+#: it close the connection, losing every request in flight with it.
+MAX_REQUEST = 0xFFFFF
+
+
+class NotSentError(ConnectionLossError):
+    """The connection was closed before the request was written: it was never sent."""
 
 
 @dataclass(slots=True)
@@ -193,16 +200,21 @@ class Connection(asyncio.Protocol):
     # --- sending ------------------------------------------------------------------------
 
     def send(self, xid: int, request: Any) -> asyncio.Future[Reply]:
-        """Write one request and return the future its reply will resolve."""
-        fut: asyncio.Future[Reply] = self._loop.create_future()
+        """Write one request and return the future its reply will resolve.
+
+        Raises :class:`NotSentError` when the socket is already closed (nothing was written,
+        so the caller may safely wait for the next connection) and DataTooLargeError when the
+        request is larger than a server reads.
+        """
         if self.closed.done() or self._transport is None:
-            fut.set_exception(
-                ConnectionLossError(f"connection to {self.host}:{self.port} is closed")
-            )
-            return fut
+            raise NotSentError(f"connection to {self.host}:{self.port} is closed")
+        frame = wire.encode(xid, request)
+        if len(frame) - 4 > MAX_REQUEST:
+            raise DataTooLargeError(len(frame) - 4, MAX_REQUEST, getattr(request, "path", None))
+        fut: asyncio.Future[Reply] = self._loop.create_future()
         # Registered before the bytes leave, so even an instant reply finds its future.
         self._pending[xid] = _Pending(request.opcode, fut)
-        self._write(wire.encode(xid, request))
+        self._write(frame)
         return fut
 
     def send_special(self, xid: int, request: Any) -> asyncio.Future[Reply]:

@@ -272,6 +272,12 @@ class WatchTable:
             lists[key].append(path)
         return lists
 
+    def watched(self, server_path: str) -> bool:
+        """True when any watch of this session (one-shot or persistent) is on the exact path."""
+        return any((kind, server_path) in self._one_shot for kind in WatchKind) or any(
+            (rec, server_path) in self._persistent for rec in (False, True)
+        )
+
     @property
     def has_persistent(self) -> bool:
         """True when any persistent watch is held (SetWatches2 then needed)."""

@@ -73,7 +73,11 @@ class InvalidPathError(BadArgumentsError):
 
 
 class DataTooLargeError(BadArgumentsError):
-    """Node data is larger than the server accepts (``jute.maxbuffer``, 1 MiB by default)."""
+    """Node data (or a whole request) is larger than a server accepts (nothing was sent).
+
+    Data is refused above 1 MiB; a request is refused when, with its path, ACL and framing,
+    it exceeds the server's default ``jute.maxbuffer`` of 1 MiB - 1 byte.
+    """
 
     def __init__(self, size: int, limit: int, path: str | None = None) -> None:
         where = f" for {path}" if path else ""

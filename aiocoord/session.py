@@ -28,7 +28,7 @@ from typing import Any
 from aiozk.protocol import AuthRequest, CloseRequest, RemoveWatchesRequest, SetWatchesRequest
 
 from aiocoord import _protocol as wire
-from aiocoord._connection import Connection, Reply
+from aiocoord._connection import Connection, NotSentError, Reply
 from aiocoord._watches import PersistentWatch, Watch, WatchKind, WatchTable
 from aiocoord.errors import (
     AuthFailedError,
@@ -183,9 +183,9 @@ class Session:
         self._closing = True
         conn = self._conn
         if conn is not None and self.state is not None and self.state.is_connected:
-            fut = conn.send(self._next_xid(), CloseRequest())
-            self.sent[wire.OP_CLOSE] += 1
             with contextlib.suppress(Exception):
+                fut = conn.send(self._next_xid(), CloseRequest())
+                self.sent[wire.OP_CLOSE] += 1
                 await asyncio.wait_for(asyncio.shield(fut), max(self.negotiated_timeout / 3, 0.5))
         if conn is not None:
             conn.abort()
@@ -297,7 +297,12 @@ class Session:
             if generation is not None and generation != self.generation:
                 raise SessionExpiredError("the session this request belonged to expired")
             conn = self._conn
-            if conn is not None and self.state is not None and self.state.is_connected:
+            if (
+                conn is not None
+                and not conn.closed.done()
+                and self.state is not None
+                and self.state.is_connected
+            ):
                 return conn
             if self.state is State.LOST and not self.reconnect_after_expiry:
                 raise SessionExpiredError("session expired and reconnect_after_expiry is off")
@@ -317,13 +322,31 @@ class Session:
         request fails before setting a server watch. ``generation`` pins the request to a
         session: if that session is lost first, SessionExpiredError is raised unsent.
         """
-        conn = self._conn
-        if conn is None or self.state is None or not self.state.is_connected or self._closing:
-            conn = await self._ready_connection(generation)
-        elif generation is not None and generation != self.generation:
-            raise SessionExpiredError("the session this request belonged to expired")
-        xid = self._next_xid()
-        fut = conn.send(xid, request)
+        try:
+            while True:
+                conn = self._conn
+                if (
+                    conn is None
+                    or self.state is None
+                    or not self.state.is_connected
+                    or self._closing
+                    or conn.closed.done()
+                ):
+                    conn = await self._ready_connection(generation)
+                elif generation is not None and generation != self.generation:
+                    raise SessionExpiredError("the session this request belonged to expired")
+                xid = self._next_xid()
+                try:
+                    fut = conn.send(xid, request)
+                    break
+                except NotSentError:
+                    continue  # the socket died before the loop noticed: wait for the next one
+        except BaseException:
+            # Nothing was sent, so no server watch was set: the waiter must not linger (a
+            # reconnect would otherwise restore it on the server).
+            if watch is not None:
+                self._watches.unregister(watch)
+            raise
         self.sent[request.opcode] += 1
         try:
             reply = await fut
@@ -368,7 +391,10 @@ class Session:
         wtype = wire.WATCHER_CHILDREN if kind is WatchKind.CHILD else wire.WATCHER_DATA
         # Written now, synchronously, so it reaches the server before any later request
         # that sets the same watch again.
-        fut = conn.send(self._next_xid(), RemoveWatchesRequest(path=server_path, type=wtype))
+        try:
+            fut = conn.send(self._next_xid(), RemoveWatchesRequest(path=server_path, type=wtype))
+        except NotSentError:
+            return
         self.sent[wire.OP_REMOVE_WATCHES] += 1
         fut.add_done_callback(_ignore_result)
 
@@ -389,14 +415,25 @@ class Session:
                 raise
 
     async def remove_persistent(self, watch: PersistentWatch, server_path: str) -> None:
-        """Unsubscribe; removes the server watch when this was the last subscriber."""
-        if self._watches.remove_persistent(watch, server_path):
-            conn = self._conn
-            if conn is None or self.state is None or not self.state.is_connected:
-                return
-            mode = 5 if watch.recursive else 4  # WatcherType.PersistentRecursive / Persistent
-            with contextlib.suppress(CoordinationError):
-                await self.request(RemoveWatchesRequest(path=server_path, type=mode))
+        """Unsubscribe; removes the server watch when this was the last subscriber.
+
+        Servers before 3.9 cannot decode removeWatches of type Persistent (4) or
+        PersistentRecursive (5), so the watch goes with type Any (3) — which would also take
+        this session's one-shot watches on that exact path, so it is sent only when none is
+        left there (else the persistent watch stays until they fire or the session ends).
+        """
+        if not self._watches.remove_persistent(watch, server_path):
+            return
+        if self._watches.watched(server_path):
+            log.debug(
+                "persistent watch on %s left in place: one-shot watches share it", server_path
+            )
+            return
+        conn = self._conn
+        if conn is None or self.state is None or not self.state.is_connected:
+            return  # the server dropped it with the connection; it is not restored
+        with contextlib.suppress(CoordinationError):
+            await self.request(RemoveWatchesRequest(path=server_path, type=wire.WATCHER_ANY))
 
     async def add_auth(self, scheme: str, credential: bytes) -> None:
         """Authenticate this session; replayed automatically on every reconnect."""
@@ -550,15 +587,17 @@ class Session:
             conn.send_special(wire.AUTH_XID, AuthRequest(type=0, scheme=s, auth=c))
             for s, c in self._auth
         ]
-        if not new_session:
-            self._restore_watches(conn)
+        restore_futs = [] if new_session else self._restore_watches(conn)
         self._conn = conn
-        for fut in auth_futs:
+        # RECONNECTED is announced only once the server has the watches back: a change made
+        # by someone else right after could otherwise slip past a persistent watch, which the
+        # server re-arms without replaying what happened in the gap.
+        for fut in [*auth_futs, *restore_futs]:
             try:
                 r = await fut
             except ConnectionLossError:
                 return  # the loop notices the closed connection
-            if r.err:
+            if r.err and fut in auth_futs:
                 exc = AuthFailedError("authentication failed", op="add_auth")
                 if self._first is not None and not self._first.done():
                     self._first.set_exception(exc)
@@ -572,11 +611,12 @@ class Session:
         else:
             self._set_state(State.RECONNECTED, new_session=new_session)
 
-    def _restore_watches(self, conn: Connection) -> None:
+    def _restore_watches(self, conn: Connection) -> list[asyncio.Future[Reply]]:
         lists = self._watches.restore_lists()
         if not any(lists.values()):
-            return
+            return []
         persistent = self._watches.has_persistent
+        futures = []
         for batch in _batches(lists):
             if persistent:
                 req: Any = wire.SetWatches2Request(relative_zxid=self.last_zxid, **batch)
@@ -589,8 +629,9 @@ class Session:
                     child_watches=batch["child_watches"],
                 )
                 opcode = wire.OP_SET_WATCHES
-            conn.send_special(wire.SET_WATCHES_XID, req).add_done_callback(_ignore_result)
+            futures.append(conn.send_special(wire.SET_WATCHES_XID, req))
             self.sent[opcode] += 1
+        return futures
 
     # --- diagnostics --------------------------------------------------------------------
 

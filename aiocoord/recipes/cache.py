@@ -61,9 +61,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
-from aiozk.protocol import RemoveWatchesRequest
-
-from aiocoord._protocol import WATCHER_ANY, Stat
+from aiocoord._protocol import Stat
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._watches import EventType, PersistentWatch, WatchEvent
 from aiocoord.client import ChildData, Client
@@ -322,7 +320,6 @@ class _Cache(Generic[V]):
         if watch is not None:
             with contextlib.suppress(CoordinationError):
                 await watch.aclose()
-                await self._remove_persistent_fallback(watch)
         self._stream.close(self._error)
         error = self._closed_error()
         for _, fut in self._waiters:
@@ -343,22 +340,6 @@ class _Cache(Generic[V]):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.path} {self._status} nodes={len(self._nodes)}>"
-
-    async def _remove_persistent_fallback(self, watch: PersistentWatch) -> None:
-        # FIXME(session): Session.remove_persistent sends removeWatches with watcher type 4/5,
-        # which servers before 3.9 cannot decode (MarshallingError, suppressed there), so the
-        # server keeps the persistent watch. Until the session falls back to type 3 (ANY),
-        # send that here, only when no subscriber or one-shot waiter of this session is left
-        # on the path (ANY would remove their server watches too).
-        session = self._client.session
-        full = self._client._full(watch.path)
-        lists = session.watches.restore_lists()
-        if any(full in paths for paths in lists.values()):
-            return
-        if session.state is None or not session.state.is_connected:
-            return  # the server dropped it with the connection; it is not restored
-        with contextlib.suppress(CoordinationError):
-            await session.request(RemoveWatchesRequest(path=full, type=WATCHER_ANY))
 
     # --- subclass hooks --------------------------------------------------------------------
 
@@ -794,11 +775,8 @@ class _Cache(Generic[V]):
         return NodeEvent(CacheEventType.RESYNCED, self.path)
 
     async def _until_connected(self) -> None:
-        # FIXME(session): Session.request registers a one-shot watch before it waits for a
-        # connection, and does not withdraw it when that wait is cancelled (or fails), so a
-        # watch-setting read cancelled while SUSPENDED (e.g. by close()) leaves a waiter that
-        # the next reconnect restores on the server. Waiting here first, where cancelling
-        # leaves nothing, shrinks that window to a drop between this check and the write.
+        # Not needed for correctness (a read made while suspended waits by itself), but it
+        # keeps a loop from arming a watch it would only withdraw if the cache closes now.
         await self._client.wait_for(State.CONNECTED)
 
     async def _recover(self, exc: BaseException, delay: float) -> float:

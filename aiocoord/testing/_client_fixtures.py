@@ -11,6 +11,7 @@ import pytest
 import pytest_asyncio
 
 from aiocoord.client import Client, open_client
+from aiocoord.testing.server import SUPER_AUTH
 
 #: Every test namespace lives under this node, so a crashed run's leftovers are easy to find.
 NAMESPACE_ROOT = "/aiocoord-test"
@@ -34,12 +35,15 @@ async def zk_connect(zookeeper: Any, zk_namespace: str) -> AsyncIterator[ClientF
     The namespace is created first and removed, with everything under it, afterwards.
     """
     clients: list[Client] = []
-    admin = await open_client(zookeeper.connect_string, session_timeout=10)
+    # The superuser can remove whatever a test left, whatever ACL it set.
+    admin = await open_client(zookeeper.connect_string, session_timeout=10, auth=[SUPER_AUTH])
     await admin.ensure_path(zk_namespace)
 
     async def factory(connect_string: str | None = None, **options: Any) -> Client:
         options.setdefault("session_timeout", 10.0)
-        client = await open_client((connect_string or zookeeper.connect_string) + zk_namespace, **options)
+        client = await open_client(
+            (connect_string or zookeeper.connect_string) + zk_namespace, **options
+        )
         clients.append(client)
         return client
 

@@ -70,5 +70,18 @@ async def zk_fault_proxy(zookeeper: ServerHandle) -> AsyncIterator[FaultProxy]:
 
 
 # --- client fixtures ----------------------------------------------------------------------------
-# TODO(session/client owner): the function-scoped ``zk_client`` fixture (a connected client under
-# a unique chroot) goes here, e.g. re-exported from aiocoord.testing._client_fixtures.
+# Connected clients, each test under a namespace of its own (see _client_fixtures).
+from aiocoord.testing._client_fixtures import (  # noqa: E402
+    zk_client,
+    zk_connect,
+    zk_namespace,
+)
+
+__all__ = [
+    "zk_client",
+    "zk_connect",
+    "zk_fault_proxy",
+    "zk_namespace",
+    "zookeeper",
+    "zookeeper_ensemble",
+]

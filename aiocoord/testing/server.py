@@ -9,7 +9,9 @@ removes; :meth:`~ZooKeeperServer.restart` keeps it, so data survives restarts.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
@@ -32,7 +34,13 @@ from aiocoord.testing._process import (
     spawn_jvm,
 )
 
-__all__ = ["DEFAULT_JVM_OPTIONS", "ZooKeeperEnsemble", "ZooKeeperServer"]
+__all__ = [
+    "DEFAULT_JVM_OPTIONS",
+    "SUPER_AUTH",
+    "TEST_SERVER_PROPERTIES",
+    "ZooKeeperEnsemble",
+    "ZooKeeperServer",
+]
 
 #: Small heap, and a JIT and GC tuned for starting in well under a second rather than for speed.
 DEFAULT_JVM_OPTIONS: tuple[str, ...] = (
@@ -41,6 +49,19 @@ DEFAULT_JVM_OPTIONS: tuple[str, ...] = (
     "-XX:TieredStopAtLevel=1",
     "-Xshare:auto",
     "-XX:-UsePerfData",
+)
+
+#: The superuser every test server knows, so fixtures can clean up nodes whatever their ACL:
+#: ``client.add_auth(*SUPER_AUTH)`` or ``connect(..., auth=[SUPER_AUTH])``.
+SUPER_AUTH = ("digest", "super:aiocoord-test")
+_SUPER_DIGEST = base64.b64encode(hashlib.sha1(SUPER_AUTH[1].encode()).digest()).decode()
+
+#: Server features tests rely on: a superuser, TTL nodes (extended types), and a container
+#: sweep fast enough to observe within a test (the default is once a minute).
+TEST_SERVER_PROPERTIES: tuple[str, ...] = (
+    f"-Dzookeeper.DigestAuthenticationProvider.superDigest=super:{_SUPER_DIGEST}",
+    "-Dzookeeper.extendedTypesEnabled=true",
+    "-Dznode.container.checkIntervalMs=100",
 )
 
 _STANDALONE_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
@@ -207,6 +228,7 @@ class ZooKeeperServer:
             command = [
                 distribution.java,
                 *DEFAULT_JVM_OPTIONS,
+                *TEST_SERVER_PROPERTIES,
                 owner_marker(os.getpid()),
                 "-Dzookeeper.admin.enableServer=false",
                 *distribution.logging_options(workdir),
