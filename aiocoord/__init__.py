@@ -19,12 +19,82 @@ from aiocoord.client import (
 )
 from aiocoord.errors import *  # noqa: F403
 from aiocoord.errors import __all__ as _errors_all
+from aiocoord.recipes.barrier import Barrier, BarrierError, DoubleBarrier
+from aiocoord.recipes.cache import (
+    CacheError,
+    CacheEventType,
+    ChildrenCache,
+    EventSubscription,
+    NodeCache,
+    NodeEvent,
+    TreeCache,
+)
+from aiocoord.recipes.counter import (
+    AtomicCounter,
+    AtomicValue,
+    CorruptedValueError,
+    CountChange,
+    SharedCount,
+    VersionedValue,
+)
+from aiocoord.recipes.election import (
+    Election,
+    LeaderLatch,
+    LeadershipChange,
+    LeadershipLostError,
+    LeadershipTerm,
+    Participant,
+)
+from aiocoord.recipes.lock import Lock, LossEvent, Mutex
+from aiocoord.recipes.multilock import MultiLock
+from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
+from aiocoord.recipes.queue import LockedItem, LockingQueue, PriorityQueue, Queue
+from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
+from aiocoord.recipes.semaphore import Lease, Semaphore
 from aiocoord.retry import ExponentialBackoff, NoRetry, RetryNTimes, RetryPolicy, RetryUntilElapsed
 from aiocoord.session import State, StateChange
 
 __version__ = "0.1.0"
 __all__ = [
     *_errors_all,
+    "AtomicCounter",
+    "AtomicValue",
+    "Barrier",
+    "BarrierError",
+    "CacheError",
+    "CacheEventType",
+    "ChildrenCache",
+    "CorruptedValueError",
+    "CountChange",
+    "CreateMode",
+    "DoubleBarrier",
+    "Election",
+    "EventSubscription",
+    "GroupMember",
+    "LeaderLatch",
+    "LeadershipChange",
+    "LeadershipLostError",
+    "LeadershipTerm",
+    "Lease",
+    "Lock",
+    "LockedItem",
+    "LockingQueue",
+    "LossEvent",
+    "MultiLock",
+    "Mutex",
+    "NodeCache",
+    "NodeEvent",
+    "Participant",
+    "PersistentNode",
+    "PriorityQueue",
+    "Queue",
+    "ReadLock",
+    "ReadWriteLock",
+    "Semaphore",
+    "SharedCount",
+    "TreeCache",
+    "VersionedValue",
+    "WriteLock",
     "ACL",
     "CREATOR_ALL_ACL",
     "ChildData",
