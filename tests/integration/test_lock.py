@@ -1,0 +1,263 @@
+"""Lock and Mutex against a real server: exclusion, fencing, reentrancy, ownership, layout,
+non-blocking and timed-out acquires, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from aiocoord import Client
+from aiocoord.errors import (
+    BadArgumentsError,
+    InvalidPathError,
+    InvalidTypeError,
+    LockNotOwnedError,
+)
+from aiocoord.recipes.lock import Lock, Mutex
+
+Factory = Callable[..., Awaitable[Client]]
+LOCK_NODE = re.compile(
+    r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$"
+)
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
+    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``."""
+
+    async def poll() -> None:
+        while not await check():  # noqa: ASYNC110 - server state has no local event
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+async def children(client: Client, path: str) -> list[str]:
+    return sorted(await client.children(path)) if await client.exists(path) else []
+
+
+async def test_mutual_exclusion_8_clients_100_acquisitions_each(zk_connect: Factory) -> None:
+    clients = [await zk_connect() for _ in range(8)]
+    log: list[tuple[str, int, int]] = []  # (enter|exit, client index, fencing token)
+
+    async def worker(i: int, client: Client) -> None:
+        lock = client.lock("/mutex")
+        for _ in range(100):
+            async with lock:
+                token = lock.fencing_token
+                assert token is not None
+                log.append(("enter", i, token))
+                # A round trip inside the critical section gives an overlap every chance.
+                await client.exists("/mutex")
+                log.append(("exit", i, token))
+
+    await asyncio.wait_for(
+        asyncio.gather(*(worker(i, c) for i, c in enumerate(clients))), timeout=60
+    )
+    enters = [e for e in log if e[0] == "enter"]
+    assert len(enters) == 800
+    for k in range(0, len(log), 2):
+        enter, leave = log[k], log[k + 1]
+        assert (enter[0], leave[0]) == ("enter", "exit"), f"overlap at entry {k}"
+        assert enter[1:] == leave[1:]
+    tokens = [t for _, _, t in enters]
+    assert all(a < b for a, b in itertools.pairwise(tokens)), "tokens not increasing"
+    # Every contender got in: the queue is fair, nobody starved.
+    assert {i for _, i, _ in enters} == set(range(8))
+    assert await children(clients[0], "/mutex") == []
+
+
+async def test_uncontended_acquire_is_one_pipelined_round_trip(zk_client: Client) -> None:
+    lock = Lock(zk_client, "/fast")
+    await lock.acquire()  # first use makes the parent
+    await lock.release()
+    before = dict(zk_client.session.sent)
+    assert await lock.acquire()
+    sent = {op: n - before.get(op, 0) for op, n in zk_client.session.sent.items()}
+    # create2 (15) and getChildren (8) only: no exists, no getData, no second listing.
+    assert {op: n for op, n in sent.items() if n} == {15: 1, 8: 1}
+    await lock.release()
+
+
+async def test_layout_is_curators_and_data_is_the_identifier(zk_client: Client) -> None:
+    lock = Lock(zk_client, "/layout/a", identifier="svc-1")
+    async with lock:
+        (name,) = await zk_client.children("/layout/a")
+        assert LOCK_NODE.match(name), name
+        assert lock.node_path == f"/layout/a/{name}"
+        data, stat = await zk_client.get(f"/layout/a/{name}")
+        assert data == b"svc-1"
+        assert stat.ephemeral_owner == zk_client.session_id
+        assert lock.fencing_token == stat.czxid
+        assert await lock.contenders() == ["svc-1"]
+    # The parent is a container (ZooKeeper removes it once empty); the node is gone at once.
+    assert await zk_client.children("/layout/a") == []
+
+
+async def test_contenders_in_queue_order_with_default_identifiers(zk_connect: Factory) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    holder = Lock(a, "/order")
+    await holder.acquire()
+    waiter = Lock(b, "/order", identifier="second")
+
+    async def wait_turn() -> list[str]:
+        async with waiter:
+            return await waiter.contenders()
+
+    task = asyncio.create_task(wait_turn())
+    await eventually(lambda: _count(a, "/order", 2))
+    who = await holder.contenders()
+    assert who[1] == "second"
+    assert who[0].endswith(f":{asyncio.current_task().get_name()}")  # type: ignore[union-attr]
+    await holder.release()
+    assert await asyncio.wait_for(task, 10) == ["second"]
+
+
+async def _count(client: Client, path: str, n: int) -> bool:
+    return len(await children(client, path)) == n
+
+
+async def test_reentrant_per_task(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    lock = Lock(client, "/re")
+    assert await lock.acquire()
+    assert await lock.acquire()  # same task: counts up, no second node
+    assert len(await client.children("/re")) == 1
+
+    async def other_task() -> bool:
+        return await lock.acquire(blocking=False)
+
+    # Another task of this process is just another contender.
+    assert not await asyncio.create_task(other_task())
+    await lock.release()
+    assert lock.is_held
+    assert lock.held_by_current_task
+    assert not await asyncio.create_task(other_task())
+    await lock.release()
+    assert not lock.is_held
+    assert await children(client, "/re") == []
+
+    async def take_and_give() -> None:
+        assert await lock.acquire(timeout=5)
+        assert lock.held_by_current_task
+        await lock.release()
+
+    await asyncio.create_task(take_and_give())
+
+
+async def test_release_by_a_task_that_does_not_hold_it_raises(zk_client: Client) -> None:
+    lock = Lock(zk_client, "/owner")
+    with pytest.raises(LockNotOwnedError):
+        await lock.release()
+    await lock.acquire()
+
+    async def intruder() -> None:
+        await lock.release()
+
+    with pytest.raises(LockNotOwnedError):
+        await asyncio.create_task(intruder())
+    assert lock.is_held
+    assert len(await zk_client.children("/owner")) == 1
+    await lock.release()
+
+
+async def test_mutex_is_not_reentrant(zk_client: Client) -> None:
+    mutex = Mutex(zk_client, "/mutex-nr")
+    assert await mutex.acquire()
+    # The same task asking again waits like anybody else.
+    assert not await mutex.acquire(blocking=False)
+    assert not await mutex.acquire(timeout=0.3)
+    assert len(await zk_client.children("/mutex-nr")) == 1
+
+    second = asyncio.create_task(mutex.acquire())
+    await eventually(lambda: _count(zk_client, "/mutex-nr", 2))
+
+    async def releaser() -> None:
+        await mutex.release()  # any task may release a Mutex
+
+    await asyncio.create_task(releaser())
+    assert await asyncio.wait_for(second, 10)
+    assert mutex.is_held
+    await mutex.release()
+    with pytest.raises(LockNotOwnedError):
+        await mutex.release()
+    assert await children(zk_client, "/mutex-nr") == []
+
+
+async def test_mutex_and_lock_on_one_path_exclude_each_other(zk_connect: Factory) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    async with Mutex(a, "/shared"):
+        assert not await Lock(b, "/shared").acquire(blocking=False)
+    lock = Lock(b, "/shared")
+    async with lock:
+        assert not await Mutex(a, "/shared").acquire(blocking=False)
+
+
+async def test_failed_non_blocking_acquire_leaves_no_node(zk_connect: Factory) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    holder = Lock(a, "/nb")
+    await holder.acquire()
+    other = Lock(b, "/nb")
+    before = dict(b.session.sent)
+    assert not await other.acquire(blocking=False)
+    assert not await other.acquire(timeout=0)
+    assert not other.is_held
+    assert len(await a.children("/nb")) == 1
+    sent = {op: n - before.get(op, 0) for op, n in b.session.sent.items()}
+    assert sent.get(15) == 2
+    assert sent.get(2) == 2
+    await holder.release()
+    assert await other.acquire(blocking=False)
+    await other.release()
+
+
+async def test_timed_out_acquire_returns_false_and_leaves_no_node(zk_connect: Factory) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    holder = Lock(a, "/to")
+    await holder.acquire()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    assert not await Lock(b, "/to").acquire(timeout=0.5)
+    assert 0.45 <= loop.time() - started < 5
+    assert len(await a.children("/to")) == 1
+    assert b.session.watches.counts()["waiters"] == 0
+    await holder.release()
+
+
+async def test_bad_input_is_refused_before_anything_is_sent(zk_client: Client) -> None:
+    before = dict(zk_client.session.sent)
+    with pytest.raises(InvalidPathError):
+        Lock(zk_client, "no-slash")
+    with pytest.raises(InvalidPathError):
+        Lock(zk_client, "/trailing/")
+    with pytest.raises(InvalidTypeError):
+        Lock(zk_client, 42)  # type: ignore[arg-type]
+    with pytest.raises(InvalidTypeError):
+        Lock("not a client", "/x")  # type: ignore[arg-type]
+    with pytest.raises(InvalidTypeError):
+        Lock(zk_client, "/x", identifier=b"bytes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidTypeError):
+        Mutex(zk_client, "/x", cancel_on_loss="yes")  # type: ignore[arg-type]
+    lock = Lock(zk_client, "/x")
+    with pytest.raises(BadArgumentsError):
+        await lock.acquire(timeout=-1)
+    with pytest.raises(InvalidTypeError):
+        await lock.acquire(timeout="soon")  # type: ignore[arg-type]
+    with pytest.raises(InvalidTypeError):
+        await lock.acquire(blocking=1)  # type: ignore[arg-type]
+    with pytest.raises(BadArgumentsError):
+        await Mutex(zk_client, "/x").acquire(timeout=-0.1)
+    assert dict(zk_client.session.sent) == before
+    assert not await zk_client.exists("/x")
+
+
+async def test_client_lock_takes_the_options(zk_client: Client) -> None:
+    lock = zk_client.lock("/opts", identifier="me", cancel_on_loss=True, suspended_is_loss=True)
+    assert isinstance(lock, Lock)
+    assert lock.cancel_on_loss
+    assert lock.suspended_is_loss
+    async with lock:
+        assert await lock.contenders() == ["me"]

@@ -1,0 +1,195 @@
+"""The lock queue at scale against a real server: no herd on release, and hundreds of waiters
+that give up (timeout, cancellation, cancellation racing the create) leave nothing behind."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiocoord import Client
+from aiocoord.recipes.lock import Lock, Mutex
+
+Factory = Callable[..., Awaitable[Client]]
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
+    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``."""
+
+    async def poll() -> None:
+        while not await check():  # noqa: ASYNC110 - server state has no local event
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+async def count_children(client: Client, path: str) -> int:
+    return len(await client.children(path)) if await client.exists(path) else 0
+
+
+def server_watches(wchc: str, session_id: int) -> list[str]:
+    """The watched paths of one session in the output of ``wchc``."""
+    out: dict[int, list[str]] = {}
+    current: list[str] | None = None
+    for line in wchc.splitlines():
+        if line.startswith("0x"):
+            current = out.setdefault(int(line.strip(), 16), [])
+        elif line.strip() and current is not None:
+            current.append(line.strip())
+    return out.get(session_id, [])
+
+
+def count_dispatches(client: Client) -> Counter[int]:
+    """Count the watch notifications the client's session receives, by event type."""
+    table = client.session.watches
+    seen: Counter[int] = Counter()
+    original = table.dispatch
+
+    def counting(etype: int, server_path: str, user_path: str) -> None:
+        seen[etype] += 1
+        original(etype, server_path, user_path)
+
+    table.dispatch = counting  # type: ignore[method-assign]
+    return seen
+
+
+async def test_one_release_wakes_exactly_one_of_100_waiters(
+    zk_connect: Factory, zookeeper: Any
+) -> None:
+    holder_client, waiters_client = await zk_connect(), await zk_connect()
+    holder = Lock(holder_client, "/herd")
+    await holder.acquire()
+    order: list[int] = []
+    gates = [asyncio.Event() for _ in range(100)]
+
+    async def waiter(i: int) -> None:
+        lock = Lock(waiters_client, "/herd")
+        async with lock:
+            order.append(i)
+            await gates[i].wait()
+
+    tasks = []
+    for i in range(100):
+        tasks.append(asyncio.create_task(waiter(i)))
+        # Queue them one after the other, so the expected order is known.
+        await eventually(lambda n=i + 2: _has(holder_client, "/herd", n))
+    await eventually(lambda: _watching(waiters_client, 100))
+    # The server agrees: one watch per waiter, each on a different node.
+    watched = server_watches(zookeeper.four_letter("wchc"), waiters_client.session_id)
+    assert len(watched) == 100
+    assert len(set(watched)) == 100
+    seen = count_dispatches(waiters_client)
+
+    await holder.release()
+    await eventually(lambda: _done(order, 1))
+    assert order == [0]
+    assert sum(seen.values()) == 1  # one notification for one release: no herd
+
+    for k in range(1, 100):
+        gates[k - 1].set()
+        await eventually(lambda k=k: _done(order, k + 1))
+        # Each hand-over wakes one waiter with one notification, and the woken waiter
+        # already knew every node ahead of it was gone: no listing, no probe.
+        assert sum(seen.values()) == k + 1
+    assert order == list(range(100))
+    gates[99].set()
+    await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    assert await count_children(holder_client, "/herd") == 0
+
+
+async def _has(client: Client, path: str, n: int) -> bool:
+    return await count_children(client, path) == n
+
+
+async def _watching(client: Client, n: int) -> bool:
+    return client.session.watches.counts()["server_watches"] == n
+
+
+async def _done(order: list[int], n: int) -> bool:
+    return len(order) >= n
+
+
+async def test_woken_waiter_in_another_process_checks_known_nodes_without_listing(
+    zk_connect: Factory,
+) -> None:
+    # Three sessions, so the last waiter cannot know from its own client that the nodes
+    # ahead of it went: it must check them, and it does so without listing the children.
+    a, b, c = await zk_connect(), await zk_connect(), await zk_connect()
+    # Mutexes (same queue as Lock), so that this task may release what other tasks took.
+    first, second, third = Mutex(a, "/known"), Mutex(b, "/known"), Mutex(c, "/known")
+    await first.acquire()
+    second_task = asyncio.create_task(second.acquire())
+    await eventually(lambda: _has(a, "/known", 2))
+    third_task = asyncio.create_task(third.acquire())
+    await eventually(lambda: _has(a, "/known", 3))
+    await eventually(lambda: _watching(c, 1))
+    before = dict(c.session.sent)
+    await first.release()
+    assert await asyncio.wait_for(second_task, 10)
+    await second.release()
+    assert await asyncio.wait_for(third_task, 10)
+    sent = {op: n - before.get(op, 0) for op, n in c.session.sent.items()}
+    # One getData (op 4) on the first node it knew of, which answers NoNode; no listing (8).
+    assert {op: n for op, n in sent.items() if n} == {4: 1}
+    await third.release()
+
+
+async def test_500_waiters_that_give_up_leave_no_node_and_the_next_one_gets_it(
+    zk_connect: Factory,
+) -> None:
+    holder_client, waiters_client, last_client = (
+        await zk_connect(),
+        await zk_connect(),
+        await zk_connect(),
+    )
+    holder = Lock(holder_client, "/crowd")
+    await holder.acquire()
+    loop = asyncio.get_running_loop()
+    # Half time out on their own, half are cancelled; all are queued before either happens.
+    timed = [
+        asyncio.create_task(Lock(waiters_client, "/crowd").acquire(timeout=4.0)) for _ in range(250)
+    ]
+    cancelled = [asyncio.create_task(Lock(waiters_client, "/crowd").acquire()) for _ in range(250)]
+    await eventually(lambda: _has(holder_client, "/crowd", 501))
+    last = Mutex(last_client, "/crowd")  # released below by this task
+    last_task = asyncio.create_task(last.acquire())
+    await eventually(lambda: _has(holder_client, "/crowd", 502))
+    for t in cancelled:
+        t.cancel()
+    started = loop.time()
+    results = await asyncio.wait_for(asyncio.gather(*timed, return_exceptions=True), 15)
+    assert results == [False] * 250
+    assert loop.time() - started < 10
+    await asyncio.gather(*cancelled, return_exceptions=True)
+    assert all(t.cancelled() for t in cancelled)
+    await waiters_client.wait_background()
+    assert await count_children(holder_client, "/crowd") == 2  # the holder and the last one
+    assert waiters_client.session.watches.counts()["waiters"] == 0
+    await holder.release()
+    assert await asyncio.wait_for(last_task, 10)
+    await last.release()
+    assert await count_children(holder_client, "/crowd") == 0
+
+
+async def test_cancelling_while_the_create_is_in_flight_leaves_no_node(zk_connect: Factory) -> None:
+    holder_client, client = await zk_connect(), await zk_connect()
+    holder = Lock(holder_client, "/race")
+    await holder.acquire()
+
+    async def give_up_after(yields: int) -> None:
+        task = asyncio.create_task(Lock(client, "/race").acquire())
+        for _ in range(yields):
+            await asyncio.sleep(0)  # cancel at every step of the acquire in turn
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    await asyncio.gather(*(give_up_after(k % 12) for k in range(240)))
+    await client.wait_background()
+    assert await count_children(holder_client, "/race") == 1
+    await holder.release()
+    lock = Lock(client, "/race")
+    assert await lock.acquire(timeout=5)
+    await lock.release()

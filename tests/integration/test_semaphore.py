@@ -1,0 +1,165 @@
+"""Semaphore against a real server: the bound holds under contention, several leases at once,
+timeouts and cancellation leave no node, Curator's InterProcessSemaphoreV2 layout."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from aiocoord import Client
+from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError
+from aiocoord.recipes.semaphore import Semaphore
+
+Factory = Callable[..., Awaitable[Client]]
+LEASE_NODE = re.compile(
+    r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lease-\d{10}$"
+)
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
+    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``."""
+
+    async def poll() -> None:
+        while not await check():  # noqa: ASYNC110 - server state has no local event
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+async def nodes(client: Client, path: str) -> list[str]:
+    return sorted(await client.children(path)) if await client.exists(path) else []
+
+
+async def test_never_more_than_max_leases_under_20_contenders(zk_connect: Factory) -> None:
+    clients = [await zk_connect() for _ in range(20)]
+    holding = 0
+    most = 0
+    total = 0
+
+    async def worker(client: Client) -> None:
+        nonlocal holding, most, total
+        sem = Semaphore(client, "/sem", 3)
+        for _ in range(5):
+            async with sem.lease():
+                holding += 1
+                most = max(most, holding)
+                # Work while holding (a round trip and some time), so that holders overlap
+                # as much as they may.
+                await client.exists("/sem")
+                await asyncio.sleep(0.02)
+                holding -= 1
+                total += 1
+
+    await asyncio.wait_for(asyncio.gather(*(worker(c) for c in clients)), 60)
+    assert total == 100
+    assert most == 3  # reached, never exceeded
+    assert await nodes(clients[0], "/sem/leases") == []
+    assert await nodes(clients[0], "/sem/locks") == []
+
+
+async def test_several_leases_at_once_and_the_layout(zk_connect: Factory) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    sem = Semaphore(a, "/sem-n", 3, identifier="a")
+    leases = await sem.acquire(2)
+    assert len(leases) == 2
+    assert all(lease.is_held for lease in leases)
+    names = await nodes(a, "/sem-n/leases")
+    assert len(names) == 2
+    assert all(LEASE_NODE.match(n) for n in names)
+    assert sorted(lease.path.rsplit("/", 1)[1] for lease in leases) == names
+    assert await nodes(a, "/sem-n/locks") == []  # the lock is only held while acquiring
+    assert await sem.participants() == ["a", "a"]
+    other = Semaphore(b, "/sem-n", 3)
+    # One lease left: asking for two waits (and times out), asking for one works.
+    assert await other.acquire(2, timeout=0.5) == []
+    assert len(await nodes(a, "/sem-n/leases")) == 2
+    (one,) = await other.acquire(1, timeout=5)
+    await one.release()
+    for lease in leases:
+        await lease.release()
+    await leases[0].release()  # releasing again does nothing
+    assert not leases[0].is_held
+    assert await nodes(a, "/sem-n/leases") == []
+
+
+async def test_timed_out_and_cancelled_acquires_leave_no_node(zk_connect: Factory) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    full = await Semaphore(a, "/sem-gone", 2).acquire(2)
+    sem = Semaphore(b, "/sem-gone", 2)
+    assert await sem.acquire(1, timeout=0.3) == []
+    waiting = asyncio.create_task(sem.acquire(1))
+    # The waiter holds <path>/locks and has made its lease node: 3 leases, 1 lock node.
+    await eventually(lambda: _n(a, "/sem-gone/leases", 3))
+    queued = asyncio.create_task(sem.acquire(1))  # a second waiter queues on the lock
+    await eventually(lambda: _n(a, "/sem-gone/locks", 2))
+    waiting.cancel()
+    queued.cancel()
+    await asyncio.gather(waiting, queued, return_exceptions=True)
+    await b.wait_background()
+    assert len(await nodes(a, "/sem-gone/leases")) == 2
+    assert await nodes(a, "/sem-gone/locks") == []
+    for lease in full:
+        await lease.release()
+    (lease,) = await sem.acquire(1, timeout=5)
+    await lease.release()
+
+
+async def _n(client: Client, path: str, n: int) -> bool:
+    return len(await nodes(client, path)) == n
+
+
+async def test_a_returned_lease_lets_the_next_waiter_in(zk_connect: Factory) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    (held,) = await Semaphore(a, "/sem-next", 1).acquire()
+    waiter = Semaphore(b, "/sem-next", 1)
+    entered = asyncio.Event()
+
+    async def wait_for_lease() -> None:
+        async with waiter.lease(timeout=10) as lease:
+            assert lease.is_held
+            entered.set()
+
+    task = asyncio.create_task(wait_for_lease())
+    await eventually(lambda: _n(a, "/sem-next/leases", 2))
+    assert not entered.is_set()
+    await held.release()
+    await asyncio.wait_for(task, 10)
+    assert entered.is_set()
+
+
+async def test_lease_context_times_out(zk_connect: Factory) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    (held,) = await Semaphore(a, "/sem-to", 1).acquire()
+    with pytest.raises(asyncio.TimeoutError):
+        async with Semaphore(b, "/sem-to", 1).lease(timeout=0.3):
+            pytest.fail("entered without a lease")
+    assert len(await nodes(a, "/sem-to/leases")) == 1
+    await held.release()
+
+
+async def test_bad_input_is_refused_before_anything_is_sent(zk_client: Client) -> None:
+    before = dict(zk_client.session.sent)
+    with pytest.raises(BadArgumentsError):
+        Semaphore(zk_client, "/s", 0)
+    with pytest.raises(BadArgumentsError):
+        Semaphore(zk_client, "/s", -3)
+    with pytest.raises(InvalidTypeError):
+        Semaphore(zk_client, "/s", 2.5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidTypeError):
+        Semaphore(zk_client, "/s", True)
+    with pytest.raises(InvalidPathError):
+        Semaphore(zk_client, "s", 1)
+    sem = Semaphore(zk_client, "/s", 2)
+    with pytest.raises(BadArgumentsError):
+        await sem.acquire(0)
+    with pytest.raises(BadArgumentsError):
+        await sem.acquire(3)  # more than can ever be had
+    with pytest.raises(BadArgumentsError):
+        await sem.acquire(1, timeout=-1)
+    with pytest.raises(BadArgumentsError):
+        sem.lease(timeout=-1)
+    assert dict(zk_client.session.sent) == before
+    assert not await zk_client.exists("/s")
