@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import struct
 from typing import NamedTuple
 
@@ -58,8 +59,15 @@ def _frame(payload: bytes) -> bytes:
 
 
 async def _handshake(
-    host: str, port: int, session_id: int, password: bytes, timeout_ms: int, deadline: float
+    host: str,
+    port: int,
+    session_id: int,
+    password: bytes,
+    timeout_ms: int,
+    deadline: float,
+    then: bytes = b"",
 ) -> RawSession:
+    """Connect and send a ConnectRequest, followed at once by ``then`` (already framed)."""
     loop = asyncio.get_running_loop()
     reader, writer = await asyncio.wait_for(
         asyncio.open_connection(host, port), max(0.0, deadline - loop.time())
@@ -73,15 +81,19 @@ async def _handshake(
             password=password,
             read_only=False,
         )
-        writer.write(_frame(request.serialize()))
+        writer.write(_frame(request.serialize()) + then)
         payload = await asyncio.wait_for(_read_frame(reader), max(0.0, deadline - loop.time()))
         response = ConnectResponse.deserialize(payload)
     except BaseException:
-        writer.close()
-        with contextlib.suppress(Exception):
-            await writer.wait_closed()
+        await _close(writer)
         raise
     return RawSession(int(response.session_id), bytes(response.password), reader, writer)
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    writer.close()
+    with contextlib.suppress(Exception):
+        await writer.wait_closed()
 
 
 async def raw_session(
@@ -111,41 +123,71 @@ async def raw_session(
 async def expire_session(
     session_id: int, password: bytes, connect_string: str, *, timeout: float = 10.0
 ) -> None:
-    """Expire session ``session_id`` on the server, for real.
+    """Expire session ``session_id`` on the server, for real, and return once it has.
 
     Attaches to the session over a new connection (to the first server of ``connect_string``
-    that accepts), sends closeSession and waits for the server's answer or for it to close the
-    connection. Returns at once if the session had already expired. Raises
-    :class:`~aiocoord.errors.NoServersError` when no server could be reached within
-    ``timeout`` seconds.
+    that accepts) and sends closeSession. Attaching takes the session away from the client's
+    connection, and a client that re-attaches at once takes it back and can beat the close;
+    so the close goes out in the same write as the handshake, and the whole is repeated until
+    the server either answers the close or answers a handshake with "expired". Returns at
+    once if the session had expired already.
+
+    Raises :class:`~aiocoord.errors.NoServersError` when no server could be reached, and
+    ``asyncio.TimeoutError`` when the session could not be closed within ``timeout`` seconds.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+    close = _frame(CloseRequest().serialize(_CLOSE_XID))
+    reached = False
     last: BaseException | None = None
-    for host, port in _servers(connect_string):
-        try:
-            session = await _handshake(host, port, session_id, password, 10000, deadline)
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
-            last = exc
-            continue
-        try:
-            if session.session_id == 0:
-                return  # the server says it has expired already
-            session.writer.write(_frame(CloseRequest().serialize(_CLOSE_XID)))
-            # Replies come in order: the close reply (xid 1) or EOF means the session is gone.
-            while True:
-                remaining = max(0.0, deadline - loop.time())
-                try:
-                    reply = await asyncio.wait_for(_read_frame(session.reader), remaining)
-                except (asyncio.IncompleteReadError, ConnectionError):
+    attempt = 0
+    while loop.time() < deadline:
+        if attempt:
+            # Two parties attaching in turn can take the session from each other forever;
+            # a growing random pause breaks the tie.
+            await asyncio.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))
+        attempt += 1
+        for host, port in _servers(connect_string):
+            try:
+                session = await _handshake(
+                    host, port, session_id, password, 10000, deadline, then=close
+                )
+            except asyncio.IncompleteReadError:
+                # Closed before the handshake's answer: the client took the session back.
+                reached = True
+                break
+            except (OSError, asyncio.TimeoutError) as exc:
+                last = exc
+                continue
+            reached = True
+            try:
+                if session.session_id == 0:
+                    return  # the server says the session has expired
+                if await _close_answered(session.reader, deadline):
                     return
-                if _LENGTH.unpack_from(reply, 0)[0] == _CLOSE_XID:
-                    return
-        finally:
-            session.writer.close()
-            with contextlib.suppress(Exception):
-                await session.writer.wait_closed()
-    raise NoServersError(
-        f"could not reach any server of {connect_string} to expire session "
-        f"0x{session_id:x}: {last!r}"
+            finally:
+                await _close(session.writer)
+            break  # the session was taken back before the close: attach again
+        else:
+            if not reached:
+                raise NoServersError(
+                    f"could not reach any server of {connect_string} to expire session "
+                    f"0x{session_id:x}: {last!r}"
+                )
+    raise asyncio.TimeoutError(
+        f"session 0x{session_id:x} could not be expired within {timeout} s ({connect_string})"
     )
+
+
+async def _close_answered(reader: asyncio.StreamReader, deadline: float) -> bool:
+    """Whether the server answered the close (xid 1) before closing the connection."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            reply = await asyncio.wait_for(_read_frame(reader), max(0.0, deadline - loop.time()))
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.TimeoutError):
+            return False
+        if len(reply) >= 16:
+            xid, _zxid, err = struct.unpack_from(">iqi", reply)
+            if xid == _CLOSE_XID:
+                return bool(err == 0)

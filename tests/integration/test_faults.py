@@ -230,3 +230,46 @@ async def test_expire_session_tries_each_server(zookeeper: ServerHandle) -> None
         await expire_session(victim.session_id, victim.password, "127.0.0.1:1", timeout=2)
     await close(victim)
     await close(again)
+
+
+async def test_expire_session_wins_against_a_client_that_reattaches_at_once(
+    zookeeper: ServerHandle,
+) -> None:
+    first = await raw_session(zookeeper.connect_string)
+
+    async def eager_client() -> None:
+        """Re-attach the moment the server takes the session away, as real clients do."""
+        session = first
+        try:
+            while session.session_id != 0:
+                with contextlib.suppress(*EOF_ERRORS):
+                    await session.reader.read()  # until the server closes this connection
+                await close(session)
+                with contextlib.suppress(NoServersError):  # taken again during the handshake
+                    session = await raw_session(
+                        zookeeper.connect_string,
+                        session_id=first.session_id,
+                        password=first.password,
+                    )
+        finally:
+            await close(session)
+
+    client = asyncio.ensure_future(eager_client())
+    try:
+        await expire_session(first.session_id, first.password, zookeeper.connect_string)
+        again = await asyncio.wait_for(reattach(zookeeper, first), 10)
+        assert again.session_id == 0  # expired for good, whatever the client did meanwhile
+        await close(again)
+    finally:
+        client.cancel()
+        await asyncio.gather(client, return_exceptions=True)
+
+
+async def reattach(zookeeper: ServerHandle, session: RawSession) -> RawSession:
+    """Attach to ``session``; any attach (even to an expired session) cuts the other
+    connections of that session short, so retry those."""
+    while True:
+        with contextlib.suppress(NoServersError):
+            return await raw_session(
+                zookeeper.connect_string, session_id=session.session_id, password=session.password
+            )
