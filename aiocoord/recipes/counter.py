@@ -12,8 +12,9 @@ first write). Each change reads the value and writes the new one on the version 
 another client wrote first, it reads again and retries, as the retry policy allows. The
 result says whether it succeeded and gives the value before and after.
 
-Unlike Curator's, an add is never applied twice nor lost when its reply is lost to a
-connection loss: each write goes in a transaction with an ephemeral marker child
+Unlike Curator's, an add (or a ``try_set``) is never applied twice, nor reported failed
+after it was applied, when its reply is lost to a connection loss: each write goes in a
+transaction with an ephemeral marker child
 (``<path>/_c_<uuid>-op``, see :mod:`aiocoord.recipes._marker`) that tells, after the
 reconnect, whether it was applied. Markers are deleted by the next write, by :meth:`close`,
 or with the session.
@@ -229,9 +230,12 @@ class SharedCount:
     def changes(self, *, buffer_size: int | None = None) -> _CountChanges:
         """A stream of :class:`CountChange`: ``async for change in count.changes():``.
 
-        Subscribe before ``start()`` to see the initial value. A reader that falls more
-        than ``buffer_size`` changes behind gets one ``resynced`` change with the current
-        value instead of those it missed. The stream ends when the count is closed.
+        Values come in the order they were written; writes closer together than one read
+        may come out as one change with the latest value (as with any ZooKeeper watch, and
+        Curator's listener). Subscribe before ``start()`` to see the initial value. A
+        reader that falls more than ``buffer_size`` changes behind gets one ``resynced``
+        change with the current value instead of those it missed. The stream ends when the
+        count is closed.
         """
         return _CountChanges(self, self._cache.events(buffer_size=buffer_size))
 
