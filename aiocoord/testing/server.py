@@ -101,7 +101,6 @@ class ZooKeeperServer:
         stop_grace: float = 10.0,
         die_with_parent: bool = True,
         distribution: Distribution | None = None,
-        _myid: int | None = None,
     ) -> None:
         self._auto_port = port is None
         self.port: int = free_ports(1, self.host)[0] if port is None else port
@@ -124,7 +123,7 @@ class ZooKeeperServer:
         self.stop_grace = stop_grace
         self.die_with_parent = die_with_parent
         self._distribution = distribution
-        self._myid = _myid
+        self._myid: int | None = None  # set on ensemble members: run as a quorum peer
         self._workdir: Path | None = None
         self._process: JvmProcess | None = None
         self._lock = threading.RLock()
@@ -408,10 +407,11 @@ class ZooKeeperEnsemble:
                 stop_grace=stop_grace,
                 die_with_parent=die_with_parent,
                 distribution=distribution,
-                _myid=i + 1,
             )
             for i in range(n)
         ]
+        for i, member in enumerate(self._members):
+            member._myid = i + 1
         self._lock = threading.RLock()
 
     @property

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -88,6 +89,23 @@ async def test_data_survives_kill_and_restart() -> None:
         zk.restart()
         assert zk.port == port
         assert await read(zk.connect_string, "/kept") == b"v1"
+
+
+def test_server_started_from_a_passing_thread_outlives_it() -> None:
+    # PR_SET_PDEATHSIG fires when the *thread* that forked the JVM exits; spawning happens on
+    # a thread that lives as long as the process, so worker threads may start servers.
+    server = ZooKeeperServer()
+    try:
+        worker = threading.Thread(target=server.start)
+        worker.start()
+        worker.join()
+        process = server._process
+        assert process is not None
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.popen.wait(timeout=1)  # still running a second after the thread ended
+        assert server.mode() == "standalone"
+    finally:
+        server.close()
 
 
 def test_four_letter_words_are_all_allowed(zookeeper: ServerHandle) -> None:
