@@ -1,0 +1,431 @@
+"""``python -m benchmarks``: start ZooKeeper, run every workload for every peer, write results.
+
+Each (workload, case, peer, repeat) runs in a fresh worker subprocess with a deadline; the
+repeats of the peers are interleaved (aiocoord, kazoo, aiozk, aiocoord, ...) so that a drift
+of the machine during the run spreads over all of them. The median of the repeats is
+reported. Nodes of a run are deleted by the parent after the run, whatever became of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from benchmarks import machine, report
+from benchmarks.common import (
+    ROOT,
+    make_children,
+    quantiles,
+    remove_tree,
+    run_path,
+    warm_up,
+)
+from benchmarks.settings import FULL, PEERS, QUICK, WORKLOADS, Settings
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+#: The bench server is tuned for throughput, not for starting fast as the test servers are:
+#: the full JIT (the test default stops at C1) and a larger heap for 10,000 waiters.
+SERVER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=4", "-Xmx1g")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="Benchmark aiocoord against kazoo and aiozk on a local ZooKeeper.",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="one repeat, about a second per workload, small N"
+    )
+    parser.add_argument(
+        "--only", default="", help="comma-separated workloads to run, e.g. W1,W2 (default: all)"
+    )
+    parser.add_argument(
+        "--peers", default=",".join(PEERS), help=f"comma-separated peers (default: {PEERS})"
+    )
+    parser.add_argument(
+        "--connect",
+        default=None,
+        metavar="HOST:PORT",
+        help="use this ZooKeeper for W0-W4 instead of starting one (W5 always starts an ensemble)",
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="output directory (default: benchmarks/results, or benchmarks/results/quick)",
+    )
+    parser.add_argument("--repeats", type=int, default=None, help="override the repeat count")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    only = [w.strip().upper() for w in args.only.split(",") if w.strip()]
+    unknown = [w for w in only if w not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workloads {unknown}; choose from {list(WORKLOADS)}")
+    peers = [p.strip().lower() for p in args.peers.split(",") if p.strip()]
+    bad = [p for p in peers if p not in PEERS]
+    if bad or not peers:
+        parser.error(f"unknown peers {bad}; choose from {list(PEERS)}")
+    args.only = only or list(WORKLOADS)
+    args.peers = [p for p in PEERS if p in peers]
+    return args
+
+
+def log(message: str) -> None:
+    """Progress on standard error."""
+    print(message, file=sys.stderr, flush=True)
+
+
+class Runner:
+    """Runs workers and gathers their results into the JSON document."""
+
+    def __init__(self, settings: Settings, peers: list[str]) -> None:
+        self.settings = settings
+        self.peers = peers
+        self.workloads: dict[str, Any] = {}
+        #: peers that timed out in a case; W3 carries them on to larger N
+        self.timed_out: dict[str, set[str]] = {}
+
+    # --- one run ----------------------------------------------------------------------------
+
+    def run_worker(
+        self, key: str, peer: str, connect: str, params: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        """Run one worker; a worker that outlives ``timeout`` is killed ("timeout")."""
+        spec = {"key": key, "peer": peer, "connect": connect, "params": params}
+        with tempfile.TemporaryDirectory(prefix="aiocoord-bench-") as tmp:
+            out = Path(tmp) / "result.json"
+            began = time.monotonic()
+            try:
+                proc = subprocess.run(
+                    [sys.executable, "-m", "benchmarks.worker", json.dumps(spec), str(out)],
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                return {"status": "timeout", "timeout_s": timeout, "metrics": {}}
+            took = time.monotonic() - began
+            if not out.exists():
+                tail = " | ".join((proc.stderr or "").strip().splitlines()[-5:])
+                return {
+                    "status": "error",
+                    "reason": f"worker exited with status {proc.returncode}: {tail}",
+                    "metrics": {},
+                }
+            result: dict[str, Any] = json.loads(out.read_text())
+        result["worker_s"] = round(took, 2)
+        return result
+
+    # --- bookkeeping --------------------------------------------------------------------------
+
+    def case(self, workload: str, case: str) -> dict[str, Any]:
+        """The JSON entry of one case of a workload (created empty)."""
+        entry = self.workloads.setdefault(workload, {"title": WORKLOADS[workload], "cases": {}})
+        cases: dict[str, Any] = entry["cases"]
+        return cases.setdefault(case, {"params": {}, "peers": {}})
+
+    def slot(self, workload: str, case: str, peer: str) -> dict[str, Any]:
+        """The JSON entry of one peer in one case."""
+        peers: dict[str, Any] = self.case(workload, case)["peers"]
+        return peers.setdefault(peer, {"runs": [], "samples": {}})
+
+    def record(self, workload: str, case: str, peer: str, result: dict[str, Any]) -> None:
+        """Add one run's result (its samples are pooled over the repeats)."""
+        slot = self.slot(workload, case, peer)
+        samples = result.pop("samples", None) or {}
+        result.setdefault("metrics", {})
+        slot["runs"].append(result)
+        if result.get("status") == "ok":
+            for name, values in samples.items():
+                slot["samples"].setdefault(name, []).extend(values)
+
+    def finish(self, workload: str, case: str) -> None:
+        """Summarise the runs of every peer of a case (medians, status, distributions)."""
+        for slot in self.case(workload, case)["peers"].values():
+            samples = slot.pop("samples", {})
+            slot.update(report.aggregate(slot["runs"]))
+            if samples:
+                slot["distribution"] = {name: quantiles(v) for name, v in samples.items()}
+                slot["samples_n"] = {name: len(v) for name, v in samples.items()}
+
+    @staticmethod
+    def describe(result: dict[str, Any]) -> str:
+        """One line about a run, for the progress log."""
+        status = result.get("status")
+        if status == "ok":
+            shown = [
+                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                for k, v in result.get("metrics", {}).items()
+                if not k.endswith(("p90_ms", "max_ms", "mean_ms"))
+            ]
+            return " ".join(shown[:7])
+        if status == "timeout":
+            return f"timeout >{result['timeout_s']:.0f}s"
+        return f"{status}: {result.get('reason', '')}"
+
+    def run_case(
+        self,
+        workload: str,
+        case: str,
+        key: str,
+        params: Callable[[int], tuple[str, dict[str, Any]]],
+        timeout: float,
+        *,
+        after: Callable[[str, dict[str, Any]], None] | None = None,
+        reported_cap: float | None = None,
+        skip: set[str] | None = None,
+    ) -> None:
+        """Every repeat of every peer of one case, interleaved.
+
+        ``params(repeat)`` gives the connect string and the worker's parameters; ``after``
+        cleans up after each run. A peer that times out (reported as "timeout >cap s") or
+        is unavailable is not run again in this case; peers in ``skip`` are not run at all.
+        """
+        timed_out = self.timed_out.setdefault(f"{workload}/{case}", set())
+        given_up: set[str] = set()
+        for peer in sorted(skip or ()):
+            if peer in self.peers:
+                self.record(
+                    workload,
+                    case,
+                    peer,
+                    {
+                        "status": "timeout",
+                        "timeout_s": reported_cap or timeout,
+                        "reason": "not run: it timed out at a smaller size",
+                    },
+                )
+                timed_out.add(peer)
+        for repeat in range(self.settings.repeats):
+            for peer in self.peers:
+                if peer in given_up or peer in timed_out:
+                    continue
+                connect, p = params(repeat)
+                shown = {k: v for k, v in p.items() if k not in ("path", "members", "seed")}
+                self.case(workload, case)["params"] = shown
+                began = time.monotonic()
+                result = self.run_worker(key, peer, connect, p, timeout)
+                if after is not None:
+                    after(connect, p)
+                if result["status"] == "timeout":
+                    result["timeout_s"] = reported_cap or timeout
+                    timed_out.add(peer)
+                elif result["status"] == "unavailable":
+                    given_up.add(peer)
+                self.record(workload, case, peer, result)
+                log(
+                    f"  {workload} {case:<10} {peer:<8} #{repeat + 1} "
+                    f"({time.monotonic() - began:5.1f}s) {self.describe(result)}"
+                )
+        self.finish(workload, case)
+
+
+@contextmanager
+def standalone_server(connect: str | None) -> Iterator[tuple[str, Any]]:
+    """The server for W0-W4: the given one, or a fresh local one for this run."""
+    if connect:
+        yield connect, None
+        return
+    from aiocoord.testing import ZooKeeperServer
+
+    with ZooKeeperServer(jvm_options=SERVER_JVM_OPTIONS) as server:
+        yield server.connect_string, server
+
+
+def run_all(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the selected workloads and return the results document."""
+    settings = QUICK if args.quick else FULL
+    if args.repeats is not None:
+        settings = Settings(**{**settings.as_dict(), "repeats": max(1, args.repeats)})
+    runner = Runner(settings, args.peers)
+    began = time.monotonic()
+    doc: dict[str, Any] = {
+        "schema": 1,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "mode": settings.mode,
+        "command": " ".join(["python -m benchmarks", *(args.argv or [])]),
+        "machine": machine.describe(),
+        "peers": machine.peer_versions(args.peers),
+        "settings": settings.as_dict(),
+        "workloads": runner.workloads,
+    }
+    if any(w in args.only for w in ("W0", "W1", "W2", "W3", "W4")):
+        with standalone_server(args.connect) as (connect, server):
+            doc["server"] = machine.describe_server(connect, server)
+            log(f"ZooKeeper {doc['server'].get('version')} at {connect}")
+            rounds = warm_up(connect, settings.server_warmup_s)
+            log(f"  server warmed up for {settings.server_warmup_s:.0f}s ({rounds} rounds)")
+            _run_standalone_workloads(runner, args.only, connect)
+            remove_tree(connect, ROOT)
+    if "W5" in args.only:
+        doc["ensemble"] = _run_w5(runner)
+    doc["elapsed_s"] = round(time.monotonic() - began, 1)
+    doc["machine"]["load_average_end"] = machine.load_average()
+    doc["targets"] = report.targets(doc)
+    return doc
+
+
+def _cleanup(connect: str, params: dict[str, Any]) -> None:
+    remove_tree(connect, params["path"])
+
+
+def _run_standalone_workloads(runner: Runner, only: list[str], connect: str) -> None:
+    s = runner.settings
+    base = {"session_timeout": s.session_timeout}
+
+    def fresh(workload: str, **extra: Any) -> Callable[[int], tuple[str, dict[str, Any]]]:
+        return lambda repeat: (connect, {**base, "path": run_path(workload), **extra})
+
+    slack = s.worker_slack_s
+    if "W0" in only:
+        log("W0: " + WORKLOADS["W0"])
+        cycle = fresh("W0", duration=s.w0_cycle_s, warmup=s.warmup_cycles)
+        runner.run_case("W0", "cycle", "W0/cycle", cycle, s.w0_cycle_s + slack, after=_cleanup)
+        pipelined = fresh("W0", count=s.w0_pipeline_creates, window=s.w0_pipeline_window)
+        runner.run_case("W0", "pipelined", "W0/pipelined", pipelined, slack, after=_cleanup)
+    if "W1" in only:
+        log("W1: " + WORKLOADS["W1"])
+        w1 = fresh("W1", duration=s.w1_s, warmup=s.warmup_cycles)
+        runner.run_case("W1", "lock", "W1/lock", w1, s.w1_s + slack, after=_cleanup)
+    if "W2" in only:
+        log("W2: " + WORKLOADS["W2"])
+        w2 = fresh("W2", duration=s.w2_s, clients=s.w2_clients)
+        runner.run_case("W2", "handoff", "W2/handoff", w2, s.w2_s + slack, after=_cleanup)
+    if "W3" in only:
+        log("W3: " + WORKLOADS["W3"])
+        timed_out: set[str] = set()
+        for n in s.w3_ns:
+            case = f"N={n}"
+            # Worker start-up and connecting come on top of the wall time the cap is about.
+            runner.run_case(
+                "W3",
+                case,
+                "W3/waiters",
+                fresh("W3", n=n),
+                s.w3_timeout_s + 10.0,
+                after=_cleanup,
+                reported_cap=s.w3_timeout_s,
+                skip=set(timed_out),
+            )
+            # A peer that timed out at this N would at a larger one.
+            timed_out |= runner.timed_out["W3/" + case]
+    if "W4" in only:
+        log("W4: " + WORKLOADS["W4"])
+        path = run_path("W4")
+        make_children(
+            connect, path, [f"c{i:05d}" for i in range(s.w4_children)], b"x" * s.w4_data_size
+        )
+        load_timeout = 120.0
+        try:
+            runner.run_case(
+                "W4",
+                "cache",
+                "W4/cache",
+                lambda repeat: (
+                    connect,
+                    {
+                        **base,
+                        "path": path,
+                        "children": s.w4_children,
+                        "data_size": s.w4_data_size,
+                        "updates": s.w4_updates,
+                        "seed": repeat,
+                        "load_timeout": load_timeout,
+                    },
+                ),
+                load_timeout + slack,
+            )
+        finally:
+            remove_tree(connect, path)
+
+
+def _run_w5(runner: Runner) -> dict[str, Any]:
+    s = runner.settings
+    log("W5: " + WORKLOADS["W5"])
+    try:
+        from aiocoord.testing import ZooKeeperEnsemble
+
+        ensemble = ZooKeeperEnsemble(3, jvm_options=SERVER_JVM_OPTIONS)
+        ensemble.start()
+    except Exception as exc:  # no JVM, no ZooKeeper here: W5 cannot run
+        reason = f"cannot start a 3-member ensemble: {exc}"
+        for case in s.w5_cases:
+            for peer in runner.peers:
+                runner.record("W5", case, peer, {"status": "unavailable", "reason": reason})
+            runner.finish("W5", case)
+        return {"error": reason}
+    try:
+
+        def members() -> list[dict[str, Any]]:
+            modes = ensemble.modes()
+            return [
+                {"index": i, "port": m.port, "pid": m.pid, "mode": modes[i]}
+                for i, m in enumerate(ensemble.members)
+            ]
+
+        def restore(connect: str, params: dict[str, Any]) -> None:
+            # The worker SIGKILLed one member: reap it and start it again with its data.
+            for i, member in enumerate(ensemble.members):
+                if not member.is_running:
+                    ensemble.kill(i)
+                    ensemble.start(i)
+            ensemble.wait_for_quorum(60.0)
+            remove_tree(connect, params["path"])
+
+        for case in s.w5_cases:
+            runner.run_case(
+                "W5",
+                case,
+                "W5/failover",
+                lambda repeat, case=case: (
+                    ensemble.connect_string,
+                    {
+                        "session_timeout": s.w5_session_timeout,
+                        "path": run_path("W5"),
+                        "case": case,
+                        "members": members(),
+                        "attempts": 30,
+                        "reconnect_timeout": s.w5_reconnect_timeout_s,
+                    },
+                ),
+                s.w5_reconnect_timeout_s + s.worker_slack_s,
+                after=restore,
+            )
+        return {"members": 3, "start_s": ensemble.last_start_seconds}
+    finally:
+        ensemble.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmarks and write ``latest.json``, ``latest.md`` and the plots."""
+    args = parse_args(argv)
+    out = Path(args.out) if args.out else RESULTS_DIR / ("quick" if args.quick else "")
+    out.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
+    doc = run_all(args)
+    if args.no_plots:
+        doc["plots"] = []
+    else:
+        from benchmarks import plots
+
+        doc["plots"], reason = plots.write_all(doc, out)
+        if reason:
+            doc["plots_unavailable"] = reason
+    doc["total_s"] = round(time.monotonic() - began, 1)
+    (out / "latest.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (out / "latest.md").write_text(report.markdown(doc))
+    log(report.markdown(doc))
+    log(f"wrote {out / 'latest.json'}, {out / 'latest.md'} and {len(doc['plots'])} plots")
+    log(f"total {doc['total_s']:.1f}s")
+    return 0

@@ -1,0 +1,432 @@
+"""Medians of the repeats, the issue's targets, and the markdown table."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from typing import Any
+
+from benchmarks.settings import PEERS, WORKLOADS
+
+#: Rows of the table: (workload, case or "*", metric, label, higher is better).
+ROWS: list[tuple[str, str, str, str, bool]] = [
+    ("W0", "cycle", "ops_per_s", "sequential create+getChildren+delete, cycles/s", True),
+    ("W0", "cycle", "p50_ms", "cycle p50, ms", False),
+    ("W0", "pipelined", "creates_per_s", "pipelined creates/s", True),
+    ("W1", "lock", "ops_per_s", "acquire+release/s", True),
+    ("W1", "lock", "p50_ms", "acquire+release p50, ms", False),
+    ("W1", "lock", "p99_ms", "acquire+release p99, ms", False),
+    ("W2", "handoff", "acq_per_s", "acquisitions/s", True),
+    ("W2", "handoff", "handoff_p50_ms", "handoff p50, ms", False),
+    ("W2", "handoff", "handoff_p99_ms", "handoff p99, ms", False),
+    ("W3", "*", "wall_s", "wall time, s", False),
+    ("W3", "*", "peak_rss_mb", "peak RSS, MB", False),
+    ("W4", "cache", "load_s", "initial load, s", False),
+    ("W4", "cache", "update_p50_ms", "setData-to-event p50, ms", False),
+    ("W4", "cache", "update_p99_ms", "setData-to-event p99, ms", False),
+    ("W5", "*", "reconnect_s", "kill to reconnected, s", False),
+    ("W5", "*", "same_session", "same session", True),
+    ("W5", "*", "lock_held", "lock still held", True),
+]
+
+
+# --- medians ------------------------------------------------------------------------------
+
+
+def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The status and median metrics of a peer's repeats of one case.
+
+    Numbers: the median of the successful runs. Booleans: the share of runs where true.
+    When no run succeeded, the status of the first run that timed out, else was unavailable,
+    else failed, with its reason.
+    """
+    ok = [r for r in runs if r.get("status") == "ok"]
+    if not ok:
+        for status in ("timeout", "unavailable", "error"):
+            bad = [r for r in runs if r.get("status") == status]
+            if bad:
+                out: dict[str, Any] = {"status": status, "metrics": {}, "runs_ok": 0}
+                if "reason" in bad[0]:
+                    out["reason"] = bad[0]["reason"]
+                if status == "timeout":
+                    out["timeout_s"] = max(r.get("timeout_s", 0) for r in bad)
+                return out
+        return {"status": "error", "metrics": {}, "runs_ok": 0, "reason": "no runs"}
+    names: list[str] = []
+    for r in ok:
+        names += [n for n in r.get("metrics", {}) if n not in names]
+    metrics: dict[str, Any] = {}
+    for name in names:
+        values = [r["metrics"][name] for r in ok if r["metrics"].get(name) is not None]
+        if not values:
+            metrics[name] = None
+        elif all(isinstance(v, bool) for v in values):
+            metrics[name] = sum(values) / len(values)
+        elif all(isinstance(v, (int, float)) for v in values):
+            metrics[name] = statistics.median(values)
+        else:
+            metrics[name] = Counter(map(str, values)).most_common(1)[0][0]
+    out = {"status": "ok", "metrics": metrics, "runs_ok": len(ok)}
+    failed = [r for r in runs if r.get("status") != "ok"]
+    if failed:
+        out["failed_runs"] = len(failed)
+        out["reason"] = failed[0].get("reason") or failed[0].get("status")
+    return out
+
+
+def _slot(doc: dict[str, Any], workload: str, case: str, peer: str) -> dict[str, Any] | None:
+    try:
+        slot: dict[str, Any] = doc["workloads"][workload]["cases"][case]["peers"][peer]
+    except KeyError:
+        return None
+    return slot
+
+
+def metric(doc: dict[str, Any], workload: str, case: str, peer: str, name: str) -> Any:
+    """The median ``name`` of ``peer`` in a case, or None if it did not run successfully."""
+    slot = _slot(doc, workload, case, peer)
+    if slot is None or slot.get("status") != "ok":
+        return None
+    return slot["metrics"].get(name)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if math.isnan(value):
+        return None
+    return float(value)
+
+
+def best_peer(
+    doc: dict[str, Any], workload: str, case: str, name: str, higher: bool
+) -> tuple[str, float] | None:
+    """The better of kazoo and aiozk on a metric, as ``(peer, value)``; None if neither ran."""
+    found = []
+    for peer in PEERS[1:]:
+        v = _number(metric(doc, workload, case, peer, name))
+        if v is not None:
+            found.append((peer, v))
+    if not found:
+        return None
+    return max(found, key=lambda pv: pv[1]) if higher else min(found, key=lambda pv: pv[1])
+
+
+def advantage(doc: dict[str, Any], workload: str, case: str, name: str, higher: bool) -> str:
+    """aiocoord against the better peer: "2.1x" means aiocoord is 2.1 times better."""
+    ours = _number(metric(doc, workload, case, "aiocoord", name))
+    best = best_peer(doc, workload, case, name, higher)
+    if ours is None:
+        return ""
+    if best is None:
+        caps = [_slot(doc, workload, case, p) for p in PEERS[1:] if _slot(doc, workload, case, p)]
+        timeouts = [s.get("timeout_s") for s in caps if s and s.get("status") == "timeout"]
+        if timeouts and not higher and ours > 0:
+            return f">{min(timeouts) / ours:.1f}x (peers timed out)"
+        return ""
+    peer, theirs = best
+    if ours == 0 or theirs == 0:
+        return ""
+    ratio = ours / theirs if higher else theirs / ours
+    return f"{ratio:.2f}x vs {peer}"
+
+
+# --- targets ------------------------------------------------------------------------------
+
+
+def _target(
+    tid: str, text: str, required: str, measured: str, met: bool | None, note: str = ""
+) -> dict[str, Any]:
+    return {
+        "id": tid,
+        "text": text,
+        "required": required,
+        "measured": measured,
+        "met": met,
+        "note": note,
+    }
+
+
+def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets for aiocoord, each with what was measured and whether it is met."""
+    out: list[dict[str, Any]] = []
+
+    def m(w: str, c: str, name: str, peer: str = "aiocoord") -> float | None:
+        return _number(metric(doc, w, c, peer, name))
+
+    def versus(tid: str, text: str, w: str, c: str, name: str, higher: bool, factor: float) -> None:
+        ours = m(w, c, name)
+        best = best_peer(doc, w, c, name, higher)
+        if ours is None or best is None:
+            out.append(_target(tid, text, "", "not measured", None))
+            return
+        peer, theirs = best
+        if higher:
+            need = factor * theirs
+            ratio = ours / theirs if theirs else math.inf
+            met = ours >= need
+            required = f">= {need:.4g} ({factor}x {peer}'s {theirs:.4g})"
+        else:
+            need = factor * theirs
+            ratio = theirs / ours if ours else math.inf
+            met = ours <= need
+            required = f"<= {need:.4g} ({factor}x {peer}'s {theirs:.4g})"
+        measured = f"{ours:.4g} ({ratio:.2f}x better than {peer})"
+        note = "" if met else f"short by {abs(ours - need) / need:.0%} of the target"
+        out.append(_target(tid, text, required, measured, met, note))
+
+    versus("W1-peers", "W1 ops/s >= 1.5x the faster peer", "W1", "lock", "ops_per_s", True, 1.5)
+    w1 = m("W1", "lock", "ops_per_s")
+    w0 = m("W0", "cycle", "ops_per_s")
+    if w1 is not None and w0 is not None:
+        share = w1 / w0
+        out.append(
+            _target(
+                "W1-ceiling",
+                "W1 ops/s >= 90% of aiocoord's W0 sequential cycle rate",
+                f">= {0.9 * w0:.4g} (90% of {w0:.4g})",
+                f"{w1:.4g} ({share:.0%} of W0)",
+                share >= 0.9,
+                "" if share >= 0.9 else f"short by {0.9 - share:.0%} points",
+            )
+        )
+    else:
+        out.append(_target("W1-ceiling", "W1 >= 90% of W0 cycle rate", "", "not measured", None))
+    versus("W2-rate", "W2 acquisitions/s >= 1.3x the faster peer", "W2", "handoff", "acq_per_s",
+           True, 1.3)  # fmt: skip
+    versus("W2-handoff", "W2 handoff p50 <= 0.7x the faster peer's", "W2", "handoff",
+           "handoff_p50_ms", False, 0.7)  # fmt: skip
+    w3_cases = sorted(
+        doc.get("workloads", {}).get("W3", {}).get("cases", {}),
+        key=lambda c: int(c.split("=")[1]),
+    )
+    mid = "N=2000" if "N=2000" in w3_cases else (w3_cases[-1] if w3_cases else "N=2000")
+    ours = m("W3", mid, "wall_s")
+    best = best_peer(doc, "W3", mid, "wall_s", False)
+    text = f"W3 {mid} wall time <= 1/8 of the faster peer's"
+    if ours is not None and best is not None:
+        peer, theirs = best
+        met = ours <= theirs / 8
+        out.append(
+            _target(
+                "W3-time",
+                text,
+                f"<= {theirs / 8:.4g} s (1/8 of {peer}'s {theirs:.4g} s)",
+                f"{ours:.4g} s ({theirs / ours:.1f}x faster than {peer})",
+                met,
+                "" if met else f"{ours / (theirs / 8):.1f}x too slow",
+            )
+        )
+    elif ours is not None:
+        caps = [
+            s.get("timeout_s")
+            for p in PEERS[1:]
+            if (s := _slot(doc, "W3", mid, p)) and s.get("status") == "timeout"
+        ]
+        if caps:
+            cap = min(c for c in caps if c)
+            out.append(
+                _target(
+                    "W3-time",
+                    text,
+                    f"<= 1/8 of the peers' (which timed out at {cap:.0f} s)",
+                    f"{ours:.4g} s (>{cap / ours:.1f}x faster)",
+                    ours <= cap / 8,
+                )
+            )
+        else:
+            out.append(_target("W3-time", text, "", "not measured", None))
+    else:
+        out.append(_target("W3-time", text, "", "not measured", None))
+    big = w3_cases[-1] if w3_cases else "N=10000"
+    slot = _slot(doc, "W3", big, "aiocoord")
+    rss = m("W3", big, "peak_rss_mb")
+    if slot is not None and slot.get("status") == "ok" and rss is not None:
+        out.append(
+            _target(
+                "W3-memory",
+                f"W3 {big} completes with peak RSS under 300 MB",
+                "< 300 MB",
+                f"{rss:.0f} MB in {m('W3', big, 'wall_s') or 0:.3g} s",
+                rss < 300,
+            )
+        )
+    else:
+        status = slot.get("status") if slot else "not measured"
+        out.append(_target("W3-memory", f"W3 {big} completes under 300 MB", "< 300 MB",
+                           str(status), False if slot else None))  # fmt: skip
+    versus("W4-load", "W4 initial load >= 3x faster than the faster peer", "W4", "cache",
+           "load_s", False, 1 / 3)  # fmt: skip
+    versus("W4-update", "W4 update p50 no worse than the peers'", "W4", "cache",
+           "update_p50_ms", False, 1.0)  # fmt: skip
+    sec = m("W5", "follower", "reconnect_s")
+    same = m("W5", "follower", "same_session")
+    held = m("W5", "follower", "lock_held")
+    if sec is not None:
+        met = sec <= 0.5 and same == 1.0 and held == 1.0
+        out.append(
+            _target(
+                "W5-follower",
+                "W5 follower kill: reconnected within 0.5 s, same session, lock held",
+                "<= 0.5 s, same session, lock held",
+                f"{sec:.3f} s, same session {_share(same)}, lock held {_share(held)}",
+                met,
+                "" if sec <= 0.5 else f"{sec - 0.5:.3f} s over",
+            )
+        )
+    else:
+        out.append(_target("W5-follower", "W5 follower kill", "", "not measured", None))
+    sec = m("W5", "leader", "reconnect_s")
+    if sec is not None:
+        same = m("W5", "leader", "same_session")
+        held = m("W5", "leader", "lock_held")
+        out.append(
+            _target(
+                "W5-leader",
+                "W5 leader kill (reported, no target)",
+                "report",
+                f"{sec:.3f} s, same session {_share(same)}, lock held {_share(held)}",
+                None,
+            )
+        )
+    return out
+
+
+def _share(value: Any) -> str:
+    if value is None:
+        return "?"
+    return f"{value:.0%}"
+
+
+# --- markdown -----------------------------------------------------------------------------
+
+
+def _format(value: Any, name: str) -> str:
+    if value is None:
+        return "-"
+    if name in ("same_session", "lock_held"):
+        return _share(value)
+    v = _number(value)
+    if v is None:
+        return str(value)
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3g}" if abs(v) >= 0.01 else f"{v:.2g}"
+
+
+def _cell(doc: dict[str, Any], workload: str, case: str, peer: str, name: str) -> str:
+    slot = _slot(doc, workload, case, peer)
+    if slot is None:
+        return "-"
+    status = slot.get("status")
+    if status == "ok":
+        text = _format(slot["metrics"].get(name), name)
+        if slot.get("failed_runs"):
+            text += f" ({slot['runs_ok']}/{slot['runs_ok'] + slot['failed_runs']} ok)"
+        return text
+    if status == "timeout":
+        return f"timeout >{slot.get('timeout_s', 0):.0f}s"
+    return status or "-"
+
+
+def _rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
+    rows = []
+    for workload, case, name, label, higher in ROWS:
+        cases = doc.get("workloads", {}).get(workload, {}).get("cases", {})
+        chosen = list(cases) if case == "*" else [case] if case in cases else []
+        rows += [(workload, c, name, label, higher) for c in chosen]
+    return rows
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The results as markdown: context, the table with ratios, the targets, the notes."""
+    peers = [p for p in PEERS if p in doc.get("peers", {})]
+    mach = doc.get("machine", {})
+    server = doc.get("server", {})
+    versions = ", ".join(
+        f"{p} {doc['peers'][p].get('version') or '(not installed)'} ({doc['peers'][p]['model']})"
+        for p in peers
+    )
+    lines = [
+        f"# aiocoord benchmarks ({doc.get('mode')} run, {doc.get('date')})",
+        "",
+        f"- Machine: {mach.get('nproc')} CPUs ({mach.get('cpu_model')}), "
+        f"{mach.get('memory_gb')} GB, {mach.get('os')}, {mach.get('python')}",
+        f"- ZooKeeper {server.get('version', '?')} on loopback ({server.get('config', '')}); "
+        "W5 on a local 3-member ensemble",
+        f"- Peers: {versions}",
+        f"- Repeats: {doc.get('settings', {}).get('repeats')} per workload and peer, "
+        "interleaved, each in a fresh process; the median is shown",
+        f"- Reproduce: `make bench` (or `{doc.get('command')}`); "
+        f"this run took {doc.get('elapsed_s', 0):.0f} s",
+        "",
+        "Ratio: aiocoord against the better of kazoo and aiozk on that row "
+        "(above 1x: aiocoord is better, whether the metric is a rate or a time).",
+        "",
+        "| workload | metric | " + " | ".join(peers) + " | aiocoord vs best peer |",
+        "|---|---|" + "---:|" * len(peers) + "---:|",
+    ]
+    for workload, case, name, label, higher in _rows(doc):
+        where = (
+            workload
+            if case in ("cycle", "pipelined", "lock", "handoff", "cache")
+            else (f"{workload} {case}")
+        )
+        cells = [_cell(doc, workload, case, p, name) for p in peers]
+        ratio = advantage(doc, workload, case, name, higher) if name not in (
+            "same_session", "lock_held") else ""  # fmt: skip
+        lines.append(f"| {where} | {label} | " + " | ".join(cells) + f" | {ratio} |")
+    lines += ["", "## Targets (issue 9)", ""]
+    lines += ["| target | required | measured | met |", "|---|---|---|---|"]
+    for t in doc.get("targets", []):
+        met = {True: "yes", False: "**no**", None: "-"}[t["met"]]
+        if t.get("note"):
+            met += f" ({t['note']})"
+        lines.append(f"| {t['text']} | {t['required']} | {t['measured']} | {met} |")
+    lines += ["", "## Workloads", ""]
+    for workload, title in WORKLOADS.items():
+        if workload in doc.get("workloads", {}):
+            lines.append(f"- **{workload}** {title}.")
+    lines += ["", *NOTES]
+    problems = _problems(doc)
+    if problems:
+        lines += ["", "## Runs that did not succeed", "", *problems]
+    if doc.get("plots"):
+        lines += ["", "## Plots", ""]
+        lines += [f"![{name}]({name})" for name in doc["plots"]]
+    if doc.get("plots_unavailable"):
+        lines += ["", f"Plots not drawn: {doc['plots_unavailable']}"]
+    return "\n".join(lines) + "\n"
+
+
+NOTES = [
+    "Recipes used: aiocoord `Lock` and `ChildrenCache`; kazoo `Lock` and `TreeCache` (kazoo's "
+    "only cache recipe); aiozk `Lock` and `TreeCache` (built on its DataWatcher and "
+    "ChildrenWatcher; it emits no events, so an update is timed when its DataWatcher has "
+    "fetched the new data, and its load counts until every watch loop has set its watch).",
+    "Handoff latency: from the holder's call to release until the acquire of the next "
+    "holder returns, all 8 clients (own sessions) in one process (kazoo: one thread each).",
+    "W3 runs every peer and N in a fresh process (peak RSS is that process's). A run over "
+    "the cap is killed and shown as a timeout; a peer that timed out is not run at larger N.",
+    "W5: the worker SIGKILLs the member its client is connected to (a follower, then the "
+    "leader) while holding a lock; session timeout 10 s for every peer.",
+]
+
+
+def _problems(doc: dict[str, Any]) -> list[str]:
+    out = []
+    for workload, entry in doc.get("workloads", {}).items():
+        for case, c in entry.get("cases", {}).items():
+            for peer, slot in c.get("peers", {}).items():
+                for i, run in enumerate(slot.get("runs", [])):
+                    if run.get("status") in ("error", "unavailable"):
+                        out.append(
+                            f"- {workload} {case} {peer} run {i + 1}: {run['status']}: "
+                            f"{run.get('reason', '')}"
+                        )
+    return out

@@ -1,0 +1,103 @@
+"""How long and how large each workload runs: the full run (issue 9) and the ``--quick`` run."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+#: The peers, in table order. aiocoord first: every ratio is aiocoord against the others.
+PEERS: tuple[str, ...] = ("aiocoord", "kazoo", "aiozk")
+
+#: Workload ids and one-line titles (the issue's wording).
+WORKLOADS: dict[str, str] = {
+    "W0": "raw client ceiling: sequential create+getChildren+delete, pipelined creates",
+    "W1": "uncontended lock: one client, acquire+release on one path",
+    "W2": "contended handoff: 8 clients (own sessions) hammer one lock",
+    "W3": "many waiters: N contenders in one process, each acquires once and releases",
+    "W4": "cache: children of 100 bytes, initial load and setData-to-event latency",
+    "W5": "failover: 3-member ensemble, kill the member the client is connected to",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Sizes and durations of one benchmark run."""
+
+    mode: str
+    repeats: int
+    session_timeout: float
+    warmup_cycles: int
+    #: Seconds of load on a fresh server before the first measurement (JIT warm-up).
+    server_warmup_s: float
+    w0_cycle_s: float
+    w0_pipeline_creates: int
+    w0_pipeline_window: int
+    w1_s: float
+    w2_s: float
+    w2_clients: int
+    w3_ns: tuple[int, ...]
+    #: A W3 run that takes longer is cut off and reported as "timeout >X s".
+    w3_timeout_s: float
+    w4_children: int
+    w4_data_size: int
+    w4_updates: int
+    w5_cases: tuple[str, ...]
+    #: The session timeout of the W5 clients: a client that only notices a dead server by a
+    #: missed ping (aiozk) takes about this long to fail over.
+    w5_session_timeout: float
+    #: How long a W5 client may take to reconnect before the run is reported as failed.
+    w5_reconnect_timeout_s: float
+    #: Added to a worker's expected duration before it is killed as hung.
+    worker_slack_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as plain JSON data."""
+        return dataclasses.asdict(self)
+
+
+FULL = Settings(
+    mode="full",
+    repeats=3,
+    session_timeout=10.0,
+    warmup_cycles=50,
+    server_warmup_s=8.0,
+    w0_cycle_s=5.0,
+    w0_pipeline_creates=20_000,
+    w0_pipeline_window=1_000,
+    w1_s=10.0,
+    w2_s=10.0,
+    w2_clients=8,
+    w3_ns=(200, 2_000, 10_000),
+    w3_timeout_s=60.0,
+    w4_children=10_000,
+    w4_data_size=100,
+    w4_updates=500,
+    w5_cases=("follower", "leader"),
+    w5_session_timeout=10.0,
+    w5_reconnect_timeout_s=30.0,
+    worker_slack_s=90.0,
+)
+
+QUICK = Settings(
+    mode="quick",
+    repeats=1,
+    session_timeout=10.0,
+    warmup_cycles=5,
+    server_warmup_s=1.0,
+    w0_cycle_s=1.0,
+    w0_pipeline_creates=1_000,
+    w0_pipeline_window=250,
+    w1_s=1.0,
+    w2_s=1.0,
+    w2_clients=8,
+    w3_ns=(50, 200),
+    w3_timeout_s=30.0,
+    w4_children=300,
+    w4_data_size=100,
+    w4_updates=30,
+    w5_cases=("follower", "leader"),
+    w5_session_timeout=4.0,
+    w5_reconnect_timeout_s=30.0,
+    worker_slack_s=60.0,
+)
