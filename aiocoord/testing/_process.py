@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import signal
 import socket
 import subprocess
@@ -46,6 +47,8 @@ __all__ = [
 
 #: The system property that marks our JVMs; ``pgrep -f aiocoord.owner`` finds them.
 OWNER_PROPERTY = "aiocoord.owner"
+#: Servers' temporary directories are named so (in the system temp dir).
+WORKDIR_PREFIX = "aiocoord-zk-"
 
 
 def pid_dir() -> Path:
@@ -289,9 +292,19 @@ def sweep_orphans() -> list[int]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
                 killed.append(pid)
+        _remove_workdir(record.get("cwd"))
         with contextlib.suppress(FileNotFoundError):
             pid_file.unlink()
     return killed
+
+
+def _remove_workdir(path: object) -> None:
+    """Remove a dead server's temporary directory, if it is one the launcher made."""
+    if not isinstance(path, str):
+        return
+    workdir = Path(path)
+    if workdir.name.startswith(WORKDIR_PREFIX) and workdir.parent == Path(tempfile.gettempdir()):
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 # --- ports and four-letter words --------------------------------------------------------------

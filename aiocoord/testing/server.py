@@ -25,6 +25,7 @@ from typing import TypeVar
 from aiocoord.errors import PortInUseError, ServerNotReadyError, ServerSetupError
 from aiocoord.testing._distribution import Distribution, find_distribution
 from aiocoord.testing._process import (
+    WORKDIR_PREFIX,
     JvmProcess,
     four_letter,
     free_ports,
@@ -340,7 +341,7 @@ class ZooKeeperServer:
 
     def _ensure_workdir(self) -> Path:
         if self._workdir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="aiocoord-zk-"))
+            self._workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
         return self._workdir
 
     def _render_config(self, data_dir: Path) -> str:

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import aiozk
 import pytest
@@ -150,13 +151,14 @@ import sys, time
 from aiocoord.testing import ZooKeeperServer
 server = ZooKeeperServer(die_with_parent={die_with_parent})
 server.start()
-print(server.pid, flush=True)
+print(server.pid, server.workdir, flush=True)
 time.sleep(600)
 """
 
 
-def orphan_a_jvm(die_with_parent: bool) -> tuple[int, int]:
-    """Start a server from a child Python, SIGKILL that child; return (jvm pid, child pid)."""
+def orphan_a_jvm(die_with_parent: bool) -> tuple[int, int, Path]:
+    """Start a server from a child Python, SIGKILL that child; return the JVM's pid, the
+    child's pid and the server's directory."""
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD.format(die_with_parent=die_with_parent)],
         stdout=subprocess.PIPE,
@@ -164,22 +166,24 @@ def orphan_a_jvm(die_with_parent: bool) -> tuple[int, int]:
     )
     try:
         assert child.stdout is not None
-        jvm = int(child.stdout.readline())
+        pid, workdir = child.stdout.readline().split()
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
         if child.stdout is not None:
             child.stdout.close()
-    return jvm, child.pid
+    return int(pid), child.pid, Path(workdir)
 
 
 def test_sweep_kills_the_jvm_of_a_dead_test_run() -> None:
-    jvm, owner = orphan_a_jvm(die_with_parent=False)
+    jvm, owner, workdir = orphan_a_jvm(die_with_parent=False)
     try:
         assert is_our_jvm(jvm, owner)  # orphaned, still running
+        assert workdir.is_dir()
         assert jvm in sweep_orphans()
         wait_until(lambda: gone(jvm) or not is_our_jvm(jvm, owner), 10, "orphan killed")
         assert not (pid_dir() / f"{jvm}.json").exists()
+        assert not workdir.exists()
     finally:
         if is_our_jvm(jvm, owner):
             os.killpg(jvm, signal.SIGKILL)
@@ -187,11 +191,12 @@ def test_sweep_kills_the_jvm_of_a_dead_test_run() -> None:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
 def test_jvm_dies_with_the_process_that_started_it() -> None:
-    jvm, owner = orphan_a_jvm(die_with_parent=True)
+    jvm, owner, workdir = orphan_a_jvm(die_with_parent=True)
     try:
         wait_until(lambda: gone(jvm) or not is_our_jvm(jvm, owner), 10, "JVM died with parent")
     finally:
         if is_our_jvm(jvm, owner):
             os.killpg(jvm, signal.SIGKILL)
-    sweep_orphans()  # its pid file is left; the sweep removes it
+    sweep_orphans()  # its pid file and directory are left; the sweep removes them
     assert not (pid_dir() / f"{jvm}.json").exists()
+    assert not workdir.exists()
