@@ -193,16 +193,19 @@ class ZooKeeperServer:
                 return
             began = time.monotonic()
             for attempt in range(3):
-                self.spawn()
+                # A picked port can be taken between picking and binding: then pick another.
                 try:
+                    self.spawn()
                     self.wait_ready(began + self.startup_timeout)
                     break
+                except PortInUseError:
+                    if not (self._auto_port and attempt < 2):
+                        raise
                 except ServerNotReadyError:
-                    # A picked port can be taken between picking and binding: pick another.
                     collided = "Address already in use" in self.log_tail()
                     if not (self._auto_port and collided and attempt < 2):
                         raise
-                    self.port = free_ports(1, self.host)[0]
+                self.port = free_ports(1, self.host)[0]
             self.last_start_seconds = time.monotonic() - began
 
     def spawn(self) -> None:
