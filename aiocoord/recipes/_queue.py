@@ -268,7 +268,9 @@ class ProtectedNode:
         try:
             result = await self._create_once()
         except asyncio.CancelledError:
-            reply.cancel()
+            # Only the client cancels the tasks it owns, and only when it is closed.
+            if not reply.done():
+                reply.set_exception(ClientClosedError("client closed while creating a node"))
             raise
         except BaseException as exc:
             if self._abandoned:

@@ -365,6 +365,11 @@ class Lock(_QueueLock):
     another, waits its turn. :attr:`is_held` is true while some task holds it through this
     object; :attr:`held_by_current_task` asks for the calling task. See the module docstring
     for the layout, loss policies (``suspended_is_loss``, ``cancel_on_loss``) and fencing.
+
+    Ownership follows the task, so bound waits with ``acquire(timeout=...)`` rather than
+    ``asyncio.wait_for(lock.acquire(), t)``: before Python 3.12, ``wait_for`` runs the
+    coroutine in a task of its own, which would then own the lock.
+
     Bad arguments raise InvalidPathError/BadArgumentsError/InvalidTypeError before anything
     is sent.
     """
