@@ -13,7 +13,9 @@ each and no herd: the lowest node (by name) waits for the highest to go; every o
 deletes itself and waits for the lowest. When the last node is gone, everybody is out, and
 ``ready`` is deleted so the barrier can be used again.
 
-**Cancellation and timeouts** leave nothing behind on entering: the participant node is
+**Timeouts** bound the waiting for the other participants; a request that has to wait for a
+reconnect meanwhile may take longer. **Cancellation and timeouts** leave nothing behind on
+entering: the participant node is
 deleted (now, or once reconnected). A cancelled or timed-out leave keeps its place: the
 node, if still there, is deleted by the next ``leave()`` or with the session.
 """
@@ -39,6 +41,7 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._queue import delete_node
+from aiocoord.recipes._waiting import call_with_watch, deadline_after, wait_watches
 from aiocoord.session import State
 
 __all__ = ["READY_NODE", "Barrier", "BarrierError", "DoubleBarrier"]
@@ -58,25 +61,13 @@ def _check_client(client: Any) -> Client:
     return client
 
 
-def _deadline(timeout: float | None) -> float | None:
-    return None if timeout is None else asyncio.get_running_loop().time() + timeout
-
-
-def _left(deadline: float | None) -> float | None:
-    if deadline is None:
-        return None
-    return max(deadline - asyncio.get_running_loop().time(), 0.0)
-
-
 async def _await_watch(watch: Watch, deadline: float | None) -> bool:
     """Wait for ``watch`` until ``deadline``: True if it fired, False on timeout. The
     watch is cancelled either way (a no-op once fired)."""
     try:
-        await watch.wait(_left(deadline))
+        await wait_watches([watch], deadline)
     except asyncio.TimeoutError:
         return False
-    finally:
-        watch.cancel()
     return True
 
 
@@ -113,13 +104,11 @@ class Barrier:
 
         Cancelling leaves nothing behind (the watch is withdrawn).
         """
-        deadline = _deadline(validate_timeout(timeout))
+        deadline = deadline_after(validate_timeout(timeout))
         client = self.client
         while True:
             try:
-                stat, watch = await asyncio.wait_for(
-                    client.exists(self.path, watch=True), _left(deadline)
-                )
+                stat, watch = await call_with_watch(client.exists(self.path, watch=True), deadline)
             except asyncio.TimeoutError:
                 return False
             except SessionExpiredError:
@@ -209,7 +198,7 @@ class DoubleBarrier:
 
         If the session expires while waiting, the node is made again on the new session.
         """
-        deadline = _deadline(validate_timeout(timeout))
+        deadline = deadline_after(validate_timeout(timeout))
         if self._entered:
             raise BarrierError(f"this participant already entered {self.path}; leave first")
         client = self.client
@@ -217,7 +206,12 @@ class DoubleBarrier:
         try:
             while True:
                 try:
-                    ready, watch = await client.exists(self.ready_path, watch=True)
+                    try:
+                        ready, watch = await call_with_watch(
+                            client.exists(self.ready_path, watch=True), deadline
+                        )
+                    except asyncio.TimeoutError:
+                        return False
                     await self._create_node()
                     if ready is None and await self._count() >= self.n:
                         with contextlib.suppress(NodeExistsError):
@@ -244,7 +238,7 @@ class DoubleBarrier:
     async def leave(self, timeout: float | None = None) -> bool:
         """Leave and wait until every participant has left: True, or False after
         ``timeout`` seconds (call again to keep waiting)."""
-        deadline = _deadline(validate_timeout(timeout))
+        deadline = deadline_after(validate_timeout(timeout))
         if not self._entered:
             raise BarrierError(f"this participant has not entered {self.path}")
         client = self.client

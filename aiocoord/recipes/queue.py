@@ -40,7 +40,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiocoord._validation import validate_data, validate_path, validate_timeout
-from aiocoord._watches import Watch
 from aiocoord.client import Client
 from aiocoord.errors import (
     BadArgumentsError,
@@ -55,6 +54,7 @@ from aiocoord.errors import (
 )
 from aiocoord.recipes._marker import MarkedCommit, in_session
 from aiocoord.recipes._queue import delete_node
+from aiocoord.recipes._waiting import call_with_watch, deadline_after, remaining, wait_watches
 from aiocoord.session import State
 
 __all__ = [
@@ -131,38 +131,6 @@ def _check_items(items: Any, path: str) -> list[bytes]:
     return [validate_data(item, path) for item in items]
 
 
-def _deadline(timeout: float | None) -> float | None:
-    return None if timeout is None else asyncio.get_running_loop().time() + timeout
-
-
-def _left(deadline: float | None) -> float | None:
-    if deadline is None:
-        return None
-    left = deadline - asyncio.get_running_loop().time()
-    if left <= 0:
-        raise asyncio.TimeoutError()
-    return left
-
-
-async def _wait_any(watches: Sequence[Watch], deadline: float | None) -> None:
-    """Wait until one of ``watches`` fires (TimeoutError after ``deadline``); cancel all."""
-    waiters = [asyncio.ensure_future(w.wait()) for w in watches]
-    try:
-        done, _ = await asyncio.wait(
-            waiters, timeout=_left(deadline), return_when=asyncio.FIRST_COMPLETED
-        )
-        if not done:
-            raise asyncio.TimeoutError()
-        for fut in done:
-            fut.result()  # a SessionExpiredError or ClientClosedError surfaces here
-    finally:
-        for fut in waiters:
-            fut.cancel()
-        for w in watches:
-            w.cancel()
-        await asyncio.gather(*waiters, return_exceptions=True)
-
-
 class Queue:
     """A FIFO queue of byte strings shared by any number of producers and consumers
     (Curator's ``DistributedQueue``); see the module docstring.
@@ -230,7 +198,7 @@ class Queue:
 
         Raises TimeoutError after ``timeout`` seconds with nothing taken.
         """
-        deadline = _deadline(validate_timeout(timeout))
+        deadline = deadline_after(validate_timeout(timeout))
         client = self.client
         while True:
             if self._ready:
@@ -241,14 +209,18 @@ class Queue:
                 if items:
                     self._ready.extend(items[1:])
                     return items[0]
+            if self._claims:
+                # Claims of cancelled getters may still bring items (kept in _ready).
+                await asyncio.wait(list(self._claims), timeout=remaining(deadline))
+                continue
             try:
-                names, watch = await asyncio.wait_for(
-                    client.children(self.path, watch=True), _left(deadline)
+                names, watch = await call_with_watch(
+                    client.children(self.path, watch=True), deadline
                 )
             except NoNodeError:
-                stat, watch = await client.exists(self.path, watch=True)
+                stat, watch = await call_with_watch(client.exists(self.path, watch=True), deadline)
                 if stat is None:
-                    await _wait_any([watch], deadline)
+                    await wait_watches([watch], deadline)
                 else:
                     watch.cancel()
                 continue
@@ -260,7 +232,7 @@ class Queue:
                 self._candidates.extend(items_now)
                 continue
             try:
-                await _wait_any([watch], deadline)
+                await wait_watches([watch], deadline)
             except SessionExpiredError:
                 continue
 
@@ -554,16 +526,16 @@ class LockingQueue:
         Raises TimeoutError after ``timeout`` seconds with nothing taken. Cancelling leaves
         no lock behind.
         """
-        deadline = _deadline(validate_timeout(timeout))
+        deadline = deadline_after(validate_timeout(timeout))
         client = self.client
         while True:
             try:
-                entries, w_entries = await asyncio.wait_for(
-                    client.children(self.entries_path, watch=True), _left(deadline)
+                entries, w_entries = await call_with_watch(
+                    client.children(self.entries_path, watch=True), deadline
                 )
                 try:
-                    taken, w_taken = await asyncio.wait_for(
-                        client.children(self.taken_path, watch=True), _left(deadline)
+                    taken, w_taken = await call_with_watch(
+                        client.children(self.taken_path, watch=True), deadline
                     )
                 except BaseException:
                     w_entries.cancel()
@@ -587,7 +559,7 @@ class LockingQueue:
                     w_taken.cancel()
                     return item
             try:
-                await _wait_any([w_entries, w_taken], deadline)
+                await wait_watches([w_entries, w_taken], deadline)
             except SessionExpiredError:
                 continue
 

@@ -1,0 +1,93 @@
+"""Deadlines for recipes that wait on watches: bounded watch-setting calls, and waiting for
+the first of several watches, without leaking a watch when the deadline passes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+
+from aiocoord._watches import Watch
+
+__all__ = ["call_with_watch", "deadline_after", "remaining", "wait_watches"]
+
+T = TypeVar("T")
+
+
+def deadline_after(timeout: float | None) -> float | None:
+    """The loop time ``timeout`` seconds from now (None: no deadline)."""
+    return None if timeout is None else asyncio.get_running_loop().time() + timeout
+
+
+def remaining(deadline: float | None) -> float | None:
+    """Seconds left before ``deadline``; TimeoutError if it has passed."""
+    if deadline is None:
+        return None
+    left = deadline - asyncio.get_running_loop().time()
+    if left <= 0:
+        raise asyncio.TimeoutError()
+    return left
+
+
+def _watches_in(result: Any) -> list[Watch]:
+    if isinstance(result, Watch):
+        return [result]
+    if isinstance(result, tuple):
+        return [item for item in result if isinstance(item, Watch)]
+    return []
+
+
+async def call_with_watch(coro: Coroutine[Any, Any, T], deadline: float | None) -> T:
+    """Await a client call that sets a watch, at most until ``deadline`` (TimeoutError).
+
+    A call can take long when it waits for a reconnect. Unlike ``asyncio.wait_for``, this
+    never drops a result that races the deadline with its watch still armed: a call that
+    completes anyway has its watch cancelled before TimeoutError is raised.
+    """
+    if deadline is None:
+        return await coro
+    try:
+        left = remaining(deadline)
+    except asyncio.TimeoutError:
+        coro.close()
+        raise
+    task = asyncio.ensure_future(coro)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=left)
+    except BaseException:
+        await _discard(task)
+        raise
+    if not done:
+        await _discard(task)
+        raise asyncio.TimeoutError()
+    return task.result()
+
+
+async def _discard(task: asyncio.Future[Any]) -> None:
+    """Cancel a call that is no longer wanted; if it completed anyway, cancel its watch."""
+    task.cancel()
+    await asyncio.wait((task,))
+    if not task.cancelled() and task.exception() is None:
+        for watch in _watches_in(task.result()):
+            watch.cancel()
+
+
+async def wait_watches(watches: Sequence[Watch], deadline: float | None) -> None:
+    """Wait until one of ``watches`` fires (TimeoutError after ``deadline``); every one is
+    cancelled afterwards (a no-op for those that fired). A watch that failed (session
+    expired, client closed) raises its error."""
+    waiters = [asyncio.ensure_future(w.wait()) for w in watches]
+    try:
+        done, _ = await asyncio.wait(
+            waiters, timeout=remaining(deadline), return_when=asyncio.FIRST_COMPLETED
+        )
+        if not done:
+            raise asyncio.TimeoutError()
+        for fut in done:
+            fut.result()
+    finally:
+        for fut in waiters:
+            fut.cancel()
+        for w in watches:
+            w.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)

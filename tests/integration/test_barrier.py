@@ -1,0 +1,138 @@
+"""Barrier and DoubleBarrier against a real server: waiting until removed (also across a
+dropped connection), five participants on separate clients entering and leaving together,
+Curator's layout, timeouts leaving nothing behind."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from aiocoord import Client, State
+from aiocoord.recipes.barrier import Barrier, BarrierError, DoubleBarrier
+
+Factory = Callable[..., Awaitable[Client]]
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
+    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``."""
+
+    async def poll() -> None:
+        while not await check():  # noqa: ASYNC110 - server state has no local event
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+async def test_barrier_holds_waiters_until_removed(zk_connect: Factory) -> None:
+    waiter_client, owner_client = await zk_connect(), await zk_connect()
+    waiter, owner = Barrier(waiter_client, "/gate/a"), Barrier(owner_client, "/gate/a")
+    assert await waiter.wait(0.1)  # not up: passes at once
+    await owner.set()
+    await owner.set()  # idempotent
+    assert await waiter.is_set()
+    assert await owner_client.exists("/gate/a") is not None
+    assert not await waiter.wait(0.1)
+    waiting = [asyncio.ensure_future(waiter.wait()) for _ in range(3)]
+    await eventually(lambda: _waiters(waiter_client, 3))
+    assert not any(w.done() for w in waiting)
+    await owner.remove()
+    await owner.remove()  # idempotent
+    assert await asyncio.wait_for(asyncio.gather(*waiting), 5) == [True, True, True]
+    assert waiter_client.session.watches.counts()["waiters"] == 0
+
+
+async def _waiters(client: Client, n: int) -> bool:
+    return client.session.watches.counts()["waiters"] >= n
+
+
+async def test_barrier_removed_while_the_waiter_is_disconnected(zk_connect: Factory) -> None:
+    waiter_client, owner_client = await zk_connect(), await zk_connect()
+    owner = Barrier(owner_client, "/gate/b")
+    await owner.set()
+    waiting = asyncio.ensure_future(Barrier(waiter_client, "/gate/b").wait(15))
+    await eventually(lambda: _waiters(waiter_client, 1))
+    waiter_client.session.drop_connection()
+    await owner.remove()
+    await waiter_client.wait_for(State.RECONNECTED, timeout=10)
+    assert await asyncio.wait_for(waiting, 10)
+
+
+async def test_five_participants_enter_together_and_leave_together(zk_connect: Factory) -> None:
+    n = 5
+    clients = [await zk_connect() for _ in range(n)]
+    barriers = [DoubleBarrier(c, "/double", n) for c in clients]
+    loop = asyncio.get_running_loop()
+    arrived: list[float] = []
+    entered: list[float] = []
+    leaving: list[float] = []
+    left: list[float] = []
+    may_leave = [asyncio.Event() for _ in range(n)]
+
+    async def participant(i: int) -> None:
+        arrived.append(loop.time())
+        async with barriers[i]:
+            entered.append(loop.time())
+            await may_leave[i].wait()
+            leaving.append(loop.time())
+        left.append(loop.time())
+
+    tasks: list[asyncio.Task[None]] = []
+    for i in range(n):
+        tasks.append(asyncio.ensure_future(participant(i)))
+        # One at a time: each is inside the barrier's node set before the next arrives.
+        await eventually(lambda i=i: _nodes(clients[0], i + 1))
+        if i < n - 1:
+            assert entered == []
+    await eventually(lambda: _true(len(entered) == n))
+    assert min(entered) >= max(arrived)
+    names = await clients[0].children("/double")
+    assert "ready" in names
+    assert sorted(x for x in names if x != "ready") == sorted(b.node_name for b in barriers)
+    assert all(UUID.match(b.node_name) for b in barriers)
+    assert all(b.entered for b in barriers)
+
+    # They leave one at a time; nobody is out before the last one started leaving.
+    for i in range(n):
+        may_leave[i].set()
+        await eventually(lambda i=i: _true(len(leaving) == i + 1))
+        if i < n - 1:
+            assert left == []
+    await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    assert min(left) >= max(leaving)
+    assert await clients[0].children("/double") == []
+    assert not any(b.entered for b in barriers)
+
+
+async def _nodes(client: Client, n: int) -> bool:
+    try:
+        names = await client.children("/double")
+    except Exception:
+        return False
+    return len([x for x in names if x != "ready"]) == n
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def test_enter_times_out_and_leaves_no_node(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    barrier = DoubleBarrier(client, "/lonely", 2)
+    assert not await barrier.enter(timeout=0.2)
+    assert not barrier.entered
+    await client.wait_background()
+    assert await client.children("/lonely") == []
+    with pytest.raises(BarrierError):
+        await barrier.leave()
+
+
+async def test_a_single_participant_barrier_opens_at_once(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    async with DoubleBarrier(client, "/solo", 1) as barrier:
+        assert barrier.entered
+        assert sorted(await client.children("/solo")) == sorted([barrier.node_name, "ready"])
+    assert await client.children("/solo") == []

@@ -1,0 +1,243 @@
+"""Queue, PriorityQueue and LockingQueue against a real server: every item to exactly one
+consumer in FIFO order per producer, Curator's and kazoo's layouts, waiting on a children
+watch, lost replies on put and claim, redelivery after a consumer's session expired."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import struct
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from aiocoord import Client
+from aiocoord._protocol import OP_MULTI
+from aiocoord.errors import LockLostError
+from aiocoord.recipes.queue import LockingQueue, PriorityQueue, Queue, frame, unframe
+from aiocoord.testing import FaultProxy, expire_session
+
+Factory = Callable[..., Awaitable[Client]]
+PRODUCERS, CONSUMERS, ITEMS = 3, 3, 500
+
+
+async def test_every_item_goes_to_one_consumer_in_fifo_order_per_producer(
+    zk_connect: Factory,
+) -> None:
+    producers = [Queue(await zk_connect(), "/jobs") for _ in range(PRODUCERS)]
+    consumers = [Queue(await zk_connect(), "/jobs") for _ in range(CONSUMERS)]
+    total = PRODUCERS * ITEMS
+    received: list[list[tuple[int, int]]] = [[] for _ in consumers]
+    all_done = asyncio.Event()
+
+    async def produce(p: int) -> None:
+        for i in range(ITEMS):
+            await producers[p].put(b"%d:%d" % (p, i))
+
+    async def consume(c: int) -> None:
+        while not all_done.is_set():
+            try:
+                item = await consumers[c].get(timeout=0.2)
+            except asyncio.TimeoutError:
+                continue
+            p, i = map(int, item.split(b":"))
+            received[c].append((p, i))
+            if sum(map(len, received)) == total:
+                all_done.set()
+
+    workers = [*(produce(p) for p in range(PRODUCERS)), *(consume(c) for c in range(CONSUMERS))]
+    await asyncio.wait_for(asyncio.gather(*workers), 50)
+
+    flat = [x for r in received for x in r]
+    assert len(flat) == total
+    assert sorted(flat) == [(p, i) for p in range(PRODUCERS) for i in range(ITEMS)]
+    for r in received:
+        # Each consumer got each producer's items in the order they were put.
+        by_producer: dict[int, list[int]] = defaultdict(list)
+        for p, i in r:
+            by_producer[p].append(i)
+        for items in by_producer.values():
+            assert items == sorted(items)
+    assert all(r for r in received)  # the work was shared
+    for q in [*producers, *consumers]:
+        await q.close()
+    assert await producers[0].client.children("/jobs") == []
+
+
+async def test_queue_layout_and_framing_are_curators(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    queue = Queue(client, "/curator")
+    await queue.put(b"one")
+    await queue.put_all([b"two", b"three"])
+    await queue.close()
+    names = sorted(await client.children("/curator"))
+    assert len(names) == 2
+    assert all(re.fullmatch(r"queue-\d{10}", n) for n in names)
+    data, _ = await client.get("/curator/" + names[0])
+    assert data == struct.pack(">i", 0x00010001) + b"\x01" + struct.pack(">i", 3) + b"one\x02"
+    assert unframe(frame([b"a", b""])) == [b"a", b""]
+    # A node a Curator producer wrote comes out too; put_all's items come out in order.
+    await client.create("/curator/queue-9999999999", frame([b"four"]))
+    assert [await queue.get(1) for _ in range(4)] == [b"one", b"two", b"three", b"four"]
+    await queue.close()
+    assert await client.children("/curator") == []
+
+
+async def test_priority_queue_orders_by_priority_then_arrival(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    queue = PriorityQueue(client, "/prio")
+    for data, priority in [(b"a", 5), (b"b", -1), (b"c", 5), (b"d", 0), (b"e", -(2**31))]:
+        await queue.put(data, priority)
+    names = sorted(await client.children("/prio"))
+    assert [n[len("queue-") : len("queue-") + 9] for n in names if n.startswith("queue-")] == [
+        "080000000",
+        "0FFFFFFFF",
+        "100000000",
+        "100000005",
+        "100000005",
+    ]
+    assert [await queue.get(1) for _ in range(5)] == [b"e", b"b", b"d", b"a", b"c"]
+    await queue.close()
+
+
+async def test_get_waits_for_a_put_and_times_out_empty(zk_connect: Factory) -> None:
+    consumer_client, producer_client = await zk_connect(), await zk_connect()
+    consumer, producer = Queue(consumer_client, "/wait"), Queue(producer_client, "/wait")
+    with pytest.raises(asyncio.TimeoutError):
+        await consumer.get(timeout=0.1)
+    waiting = asyncio.ensure_future(consumer.get(timeout=10))
+    await _eventually(lambda: _watched(consumer_client))
+    await producer.put(b"late")
+    assert await waiting == b"late"
+    assert consumer_client.session.watches.counts()["waiters"] == 0
+
+
+async def _watched(client: Client) -> bool:
+    return client.session.watches.counts()["waiters"] > 0
+
+
+async def test_put_and_claim_whose_replies_are_lost_happen_exactly_once(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=10)
+    observer = await zk_connect()
+    queue = Queue(client, "/lossy")
+    lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == OP_MULTI)
+    await queue.put(b"once")
+    await lost.wait(5)
+    assert len([n for n in await observer.children("/lossy") if n.startswith("queue-")]) == 1
+    lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == OP_MULTI)
+    assert await queue.get(5) == b"once"  # claimed, reply lost, still delivered
+    await lost.wait(5)
+    await queue.close()
+    assert await observer.children("/lossy") == []
+    await client.close()
+
+
+async def test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=10)
+    observer = await zk_connect()
+    await Queue(observer, "/cancelled").put(b"precious")
+    queue = Queue(client, "/cancelled")
+    zk_fault_proxy.latency(0.3)
+    multis = client.session.sent[OP_MULTI]
+    getter = asyncio.ensure_future(queue.get(10))
+    await _eventually(lambda: _true(client.session.sent[OP_MULTI] > multis))
+    getter.cancel()  # the claim is on its way to the server
+    with pytest.raises(asyncio.CancelledError):
+        await getter
+    zk_fault_proxy.heal()
+    assert await queue.get(5) == b"precious"
+    assert [n for n in await observer.children("/cancelled") if n.startswith("queue-")] == []
+    await queue.close()
+    await client.close()
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
+    async def poll() -> None:
+        while not await check():  # noqa: ASYNC110 - server state has no local event
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+# --- LockingQueue ------------------------------------------------------------------------
+
+
+async def test_locking_queue_layout_take_release_consume(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    queue = LockingQueue(client, "/locking")
+    await queue.put(b"low", priority=500)
+    await queue.put_all([b"high-1", b"high-2"], priority=1)
+    entries = sorted(await client.children("/locking/entries"))
+    assert [re.sub(r"\d{10}$", "N", n) for n in entries] == [
+        "entry-001-N",
+        "entry-001-N",
+        "entry-500-N",
+    ]
+    item = await queue.take(1)
+    assert item.data == b"high-1"
+    lock_data, lock_stat = await client.get(item.lock_path)
+    assert lock_data == queue.id
+    assert lock_stat.ephemeral_owner == client.session_id
+    assert await item.holds_lock()
+    await item.release()
+    assert await client.children("/locking/taken") == []
+    again = await queue.take(1)
+    assert again.data == b"high-1"
+    second = await queue.take(1)  # the locked head is skipped
+    assert second.data == b"high-2"
+    await again.consume()
+    await second.consume()
+    assert (await queue.take(1)).data == b"low"
+    with pytest.raises(asyncio.TimeoutError):
+        await queue.take(0.1)
+    assert await queue.size() == 1
+
+
+async def test_item_is_redelivered_when_its_consumers_session_expires_before_consume(
+    zk_connect: Factory, zookeeper: Any
+) -> None:
+    a, b = await zk_connect(session_timeout=4), await zk_connect()
+    first, second = LockingQueue(a, "/redeliver"), LockingQueue(b, "/redeliver")
+    await first.put(b"job")
+    taken = await first.take(5)
+    assert taken.data == b"job"
+    waiting = asyncio.ensure_future(second.take(15))
+    await _eventually(lambda: _watched(b))
+    assert not waiting.done()
+    await expire_session(a.session_id, a.session.password, zookeeper.connect_string)
+    redelivered = await waiting
+    assert redelivered.data == b"job"
+    with pytest.raises(LockLostError):
+        await taken.consume()
+    await redelivered.consume()
+    assert await second.size() == 0
+    assert await b.children("/redeliver/taken") == []
+
+
+async def test_consume_whose_reply_is_lost_happens_once(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=10)
+    observer = await zk_connect()
+    queue = LockingQueue(client, "/lossy-lock")
+    await queue.put(b"a")
+    await queue.put(b"b")
+    item = await queue.take(5)
+    lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == OP_MULTI)
+    await item.consume()
+    await lost.wait(5)
+    assert len(await observer.children("/lossy-lock/entries")) == 1
+    assert await observer.children("/lossy-lock/taken") == []
+    assert (await queue.take(5)).data == b"b"
+    await queue.close()
+    await client.close()
