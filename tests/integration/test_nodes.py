@@ -1,0 +1,161 @@
+"""PersistentNode and GroupMember against a real server: nodes come back after deletion and
+after a forced session expiry, another session's node is waited out, and the membership view
+converges."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiocoord import Client
+from aiocoord.recipes.cache import CacheEventType
+from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
+from aiocoord.testing import expire_session
+
+Factory = Callable[..., Awaitable[Client]]
+PROTECTED_SEQUENTIAL = re.compile(
+    r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-member-\d{10}$"
+)
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
+    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``."""
+
+    async def poll() -> None:
+        while not await check():  # noqa: ASYNC110 - server state has no local event
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+async def owned_by(client: Client, path: str, session_id: int) -> bool:
+    stat = await client.exists(path)
+    return stat is not None and stat.ephemeral_owner == session_id
+
+
+async def test_ephemeral_node_comes_back_after_deletion_and_session_expiry(
+    zk_connect: Factory, zookeeper: Any
+) -> None:
+    client, admin = await zk_connect(session_timeout=4), await zk_connect()
+    async with PersistentNode(client, "/svc/a", b"10.0.0.1") as node:
+        assert await node.wait_for_initial_create(5)
+        assert node.actual_path == "/svc/a"
+        data, stat = await admin.get("/svc/a")
+        assert (data, stat.ephemeral_owner) == (b"10.0.0.1", client.session_id)
+
+        await admin.delete("/svc/a")
+        await eventually(lambda: owned_by(admin, "/svc/a", client.session_id))
+
+        old_session = client.session_id
+        await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+        await eventually(
+            lambda: _true(client.session_id not in (0, old_session) and client.connected)
+        )
+        await eventually(lambda: owned_by(admin, "/svc/a", client.session_id))
+        assert node.creations == 3
+        await node.set_data(b"10.0.0.2")
+        assert (await admin.get("/svc/a"))[0] == b"10.0.0.2"
+    await client.wait_background()
+    assert await admin.exists("/svc/a") is None
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def test_protected_sequential_node_gets_a_new_name_after_expiry(
+    zk_connect: Factory, zookeeper: Any
+) -> None:
+    client, admin = await zk_connect(session_timeout=4), await zk_connect()
+    node = PersistentNode(client, "/members/member-", b"x", mode=CreateMode.EPHEMERAL_SEQUENTIAL)
+    async with node:
+        assert await node.wait_for_initial_create(5)
+        first = node.actual_path
+        assert first is not None
+        assert PROTECTED_SEQUENTIAL.match(first.rsplit("/", 1)[1])
+        await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+
+        async def renamed() -> bool:
+            path = node.actual_path
+            return (
+                path is not None
+                and path != first
+                and await owned_by(admin, path, client.session_id)
+                and await admin.children("/members") == [path.rsplit("/", 1)[1]]
+            )
+
+        await eventually(renamed)
+    assert await admin.children("/members") == []
+
+
+async def test_persistent_node_is_recreated_with_its_latest_data(zk_connect: Factory) -> None:
+    client, admin = await zk_connect(), await zk_connect()
+    async with PersistentNode(client, "/config/flag", b"on", mode=CreateMode.PERSISTENT) as node:
+        assert await node.wait_for_initial_create(5)
+        stat = await admin.exists("/config/flag")
+        assert stat is not None
+        assert stat.ephemeral_owner == 0
+        await node.set_data(b"off")
+        await admin.delete("/config/flag")
+
+        async def back_with_new_data() -> bool:
+            try:
+                return (await admin.get("/config/flag"))[0] == b"off"
+            except Exception:
+                return False
+
+        await eventually(back_with_new_data)
+    assert await admin.exists("/config/flag") is None  # Curator deletes on close, as here
+
+
+async def test_another_sessions_node_is_waited_out(zk_connect: Factory) -> None:
+    client, squatter = await zk_connect(), await zk_connect()
+    await squatter.create("/lead/name", b"theirs", ephemeral=True, make_parents=True)
+    async with PersistentNode(client, "/lead/name", b"mine") as node:
+        assert not await node.wait_for_initial_create(0.3)
+        assert (await client.get("/lead/name"))[0] == b"theirs"
+        await squatter.close()
+        assert await node.wait_for_initial_create(5)
+        data, stat = await client.get("/lead/name")
+        assert (data, stat.ephemeral_owner) == (b"mine", client.session_id)
+
+
+async def test_group_membership_converges_after_a_members_session_expires(
+    zk_connect: Factory, zookeeper: Any
+) -> None:
+    clients = [await zk_connect(session_timeout=4) for _ in range(3)]
+    members = [GroupMember(c, "/group", f"m{i}", b"d%d" % i) for i, c in enumerate(clients)]
+    everyone = {"m0": b"d0", "m1": b"d1", "m2": b"d2"}
+    for member in members:
+        await member.start()
+    for member in members:
+        assert await member.wait_for(lambda m: m == everyone, timeout=5) == everyone
+        assert member.members() == everyone
+
+    events = members[0].events()
+    expired = clients[1]
+    old_session = expired.session_id
+    await expire_session(expired.session_id, expired.session.password, zookeeper.connect_string)
+    # Seen from m0: m1 goes with its session, then comes back on the new one.
+    seen = []
+    while [e.type for e in seen][-2:] != [CacheEventType.CHILD_REMOVED, CacheEventType.CHILD_ADDED]:
+        event = await events.get(10)
+        if event.name == "m1":
+            seen.append(event)
+    added = seen[-1].data
+    assert added is not None
+    assert added.stat.ephemeral_owner not in (0, old_session)
+    for member in members:
+        assert await member.wait_for(lambda m: m == everyone, timeout=10) == everyone
+
+    await members[2].set_data(b"new")
+    changed = {**everyone, "m2": b"new"}
+    assert await members[0].wait_for(lambda m: m == changed, timeout=5) == changed
+    await members[2].close()
+    gone = {"m0": b"d0", "m1": b"d1"}
+    assert await members[1].wait_for(lambda m: m == gone, timeout=5) == gone
+    for member in members[:2]:
+        await member.close()
+    assert await clients[0].children("/group") == []
