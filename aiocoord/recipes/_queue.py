@@ -385,6 +385,18 @@ class ProtectedNode:
 # --- per-client knowledge of a queue ------------------------------------------------------
 
 
+class _Listing:
+    """A listing of one queue path that several waiters of one client may share."""
+
+    __slots__ = ("future", "sent")
+
+    def __init__(self) -> None:
+        self.future: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
+        self.future.add_done_callback(_retrieve)
+        #: when the request was handed to the session; None while it waits to be sent
+        self.sent: int | None = None
+
+
 class _PathState:
     """What one client knows about one queue path: names seen gone, and a shared listing."""
 
@@ -393,24 +405,36 @@ class _PathState:
     def __init__(self) -> None:
         self.gone: dict[str, None] = {}  # an ordered set: the oldest is forgotten first
         self.users = 0
-        self._listing: tuple[int, asyncio.Future[list[str]]] | None = None
+        self._listing: _Listing | None = None
 
     def mark_gone(self, name: str) -> None:
         self.gone[name] = None
         if len(self.gone) > _GONE_LIMIT:
             del self.gone[next(iter(self.gone))]
 
-    async def children(self, client: Client, path: str, after: int) -> list[str]:
-        """The children of ``path`` from a listing sent after stamp ``after``."""
+    async def children(
+        self, client: Client, path: str, after: int, *, gather: bool = False
+    ) -> list[str]:
+        """The children of ``path`` from a listing sent after stamp ``after``.
+
+        A listing in flight serves if it was sent after ``after``, or is still to be sent.
+        With ``gather``, a new listing waits one loop iteration before it is sent, so that
+        contenders entering in the same burst (their creates written meanwhile) share it.
+        """
         current = self._listing
-        if current is not None and current[0] > after and not current[1].done():
+        if (
+            current is not None
+            and not current.future.done()
+            and (current.sent is None or current.sent > after)
+        ):
             with contextlib.suppress(_LeaderGone):
-                return await asyncio.shield(current[1])
-        stamp = next(_STAMPS)
-        fut: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
-        fut.add_done_callback(_retrieve)
-        self._listing = (stamp, fut)
+                return await asyncio.shield(current.future)
+        listing = self._listing = _Listing()
+        fut = listing.future
         try:
+            if gather:
+                await asyncio.sleep(0)
+            listing.sent = next(_STAMPS)
             names = await client.children(path)
         except asyncio.CancelledError:
             fut.set_exception(_LeaderGone())  # the joiners list for themselves
@@ -419,7 +443,7 @@ class _PathState:
             fut.set_exception(exc)
             raise
         finally:
-            if self._listing is not None and self._listing[1] is fut:
+            if self._listing is listing:
                 self._listing = None
         fut.set_result(names)
         return names
@@ -709,7 +733,7 @@ class SequentialQueue:
         after = entry.sent_stamp if entry.sent_stamp is not None else next(_STAMPS)
         try:
             names: list[str] | None = await _bounded(
-                state.children(client, self.path, after), deadline
+                state.children(client, self.path, after, gather=True), deadline
             )
         except NoNodeError:
             names = None  # the parents were missing; the create makes them

@@ -149,7 +149,7 @@ async def test_500_waiters_that_give_up_leave_no_node_and_the_next_one_gets_it(
     loop = asyncio.get_running_loop()
     # Half time out on their own, half are cancelled; all are queued before either happens.
     timed = [
-        asyncio.create_task(Lock(waiters_client, "/crowd").acquire(timeout=4.0)) for _ in range(250)
+        asyncio.create_task(Lock(waiters_client, "/crowd").acquire(timeout=2.5)) for _ in range(250)
     ]
     cancelled = [asyncio.create_task(Lock(waiters_client, "/crowd").acquire()) for _ in range(250)]
     await eventually(lambda: _has(holder_client, "/crowd", 501))
@@ -193,3 +193,24 @@ async def test_cancelling_while_the_create_is_in_flight_leaves_no_node(zk_connec
     lock = Lock(client, "/race")
     assert await lock.acquire(timeout=5)
     await lock.release()
+
+
+async def test_contenders_entering_together_share_one_listing(zk_connect: Factory) -> None:
+    holder_client, client = await zk_connect(), await zk_connect()
+    holder = Lock(holder_client, "/burst")
+    await holder.acquire()
+    done: list[int] = []
+
+    async def contender(i: int) -> None:
+        async with Lock(client, "/burst"):
+            done.append(i)
+
+    before = client.session.sent[8]
+    tasks = [asyncio.create_task(contender(i)) for i in range(50)]
+    await eventually(lambda: _has(holder_client, "/burst", 51))
+    # Fifty creates, one getChildren (op 8) that saw them all.
+    assert client.session.sent[8] - before == 1
+    await holder.release()
+    await asyncio.wait_for(asyncio.gather(*tasks), 20)
+    assert sorted(done) == list(range(50))
+    assert client.session.sent[8] - before == 1  # and no listing on any hand-over
