@@ -130,12 +130,12 @@ class MarkedCommit:
                 except _Unapplied:
                     self._give_back(stale, generation)
                     continue
-                self._pending.append(marker)
+                self._give_back([marker], generation)
                 return None
             except BaseException:
                 # Cancelled or closed: the markers taken are left to their session.
                 raise
-            self._pending.append(marker)
+            self._give_back([marker], generation)
             return results[:n_ops]
 
     async def _check(self, marker: str, generation: int) -> None:

@@ -427,6 +427,9 @@ class LeaderLatch:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._stream.close()
+        # Wakes wait_until_leader(), which then finds no term: nobody leads through a
+        # closed latch again.
+        self._leading.set()
         for fut in self._waiters:
             if not fut.done():
                 fut.set_exception(CoordinationError(f"the LeaderLatch on {self.path} closed"))
@@ -470,6 +473,8 @@ class LeaderLatch:
                 holding = await _hold(client, node, self.suspended_is_loss, self._begin, self._end)
                 if holding is not None:
                     await holding.wait()
+            except ClientClosedError:
+                return
             finally:
                 if holding is not None:
                     holding.end("left")
@@ -481,7 +486,8 @@ class LeaderLatch:
     # --- waiting -------------------------------------------------------------------------
 
     async def wait_until_leader(self, timeout: float | None = None) -> bool:
-        """Wait until this contender leads: True, or False after ``timeout`` seconds."""
+        """Wait until this contender leads: True, or False after ``timeout`` seconds (or
+        once the latch is closed)."""
         timeout = validate_timeout(timeout)
         if self._term is not None:
             return True
