@@ -137,7 +137,8 @@ class Queue:
 
     ``await queue.put(b"job")``; ``data = await queue.get(timeout)``. Each item goes to
     exactly one consumer. ``close()`` (or leaving ``async with``) waits for this object's
-    claims in flight and deletes its marker nodes.
+    claims in flight, puts back what it claimed and did not hand out, and deletes its
+    marker nodes.
 
     **Cancellation.** A cancelled ``get()`` never loses an item: if its claim already went
     out, the item is kept in this object and returned by the next ``get()``. Items are
@@ -290,10 +291,14 @@ class Queue:
         return sum(1 for n in names if self._is_item(n))
 
     async def close(self) -> None:
-        """Wait for claims in flight (their items stay in this object) and delete this
-        object's marker nodes."""
+        """Wait for the claims in flight, put the items claimed but never handed out back
+        at the tail of the queue (the rest of a multi-item node, or what a cancelled
+        ``get()`` claimed), and delete this object's marker nodes."""
         if self._claims:
             await asyncio.gather(*list(self._claims), return_exceptions=True)
+        while self._ready:
+            await self._put([self._ready[0]], self._item_prefix())
+            self._ready.popleft()
         await self._marked.close()
 
     async def __aenter__(self) -> Queue:

@@ -85,6 +85,16 @@ async def test_queue_layout_and_framing_are_curators(zk_connect: Factory) -> Non
     assert await client.children("/curator") == []
 
 
+async def test_close_puts_back_what_was_claimed_and_not_handed_out(zk_connect: Factory) -> None:
+    first_client, second_client = await zk_connect(), await zk_connect()
+    first, second = Queue(first_client, "/putback"), Queue(second_client, "/putback")
+    await first.put_all([b"a", b"b", b"c"])
+    assert await first.get(1) == b"a"  # b and c were claimed with it, as one node
+    await first.close()
+    assert [await second.get(1) for _ in range(2)] == [b"b", b"c"]
+    await second.close()
+
+
 async def test_priority_queue_orders_by_priority_then_arrival(zk_connect: Factory) -> None:
     client = await zk_connect()
     queue = PriorityQueue(client, "/prio")
