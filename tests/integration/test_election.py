@@ -222,8 +222,11 @@ async def test_session_policy_keeps_leadership_through_a_dropped_connection(
 
 async def test_suspension_ends_leadership_under_the_default_policy(zk_connect: Factory) -> None:
     client, other = await zk_connect(), await zk_connect()
-    async with LeaderLatch(client, "/suspend", "a") as a, LeaderLatch(other, "/suspend", "b") as b:
+    async with LeaderLatch(client, "/suspend", "a") as a:
         assert await a.wait_until_leader(5)
+        b = LeaderLatch(other, "/suspend", "b")
+        await b.start()
+        await eventually(lambda: _count(other, "/suspend", 2))
         changes = a.changes()
         client.session.drop_connection()
         ended = await changes.get(5)
@@ -231,6 +234,7 @@ async def test_suspension_ends_leadership_under_the_default_policy(zk_connect: F
         # The node is deleted once reconnected and `a` queues again behind `b`.
         assert await b.wait_until_leader(10)
         assert not a.is_leader
+        await b.close()
 
 
 # --- Election ---------------------------------------------------------------------------
