@@ -10,15 +10,17 @@ the node goes: there is no herd.
 
 **Waking costs O(1).** Sequence numbers only grow, so nothing can enter the queue ahead of a
 node that already exists: the first listing is a superset of every node that can ever be ahead
-of ours. A woken waiter therefore never re-lists. It drops the deleted node and any node this
-client already knows to be gone (its own deletions, and the deletion events and NoNode answers
-of its other waiters on the same path), and is through at once, without a round trip, when
-nothing ahead is left. Otherwise it re-arms its watch on the next node the driver names and,
-in the same round trip, checks with pipelined ``exists`` the rest of the nodes it knows, which
-may have gone unseen. Every driver decision is monotone (a node fewer ahead never blocks), so
-deciding on a superset of the live nodes is always safe. The one exception to "nothing is
-inserted ahead" is Curator's read-lock downgrade node, which reuses its write node's sequence
-number; the write-lock driver asks for a fresh listing whenever a writer ahead of it goes.
+of ours. A woken waiter drops the deleted node and any node this client already knows to be
+gone (its own deletions, and the deletion events and NoNode answers of its other waiters on the
+same path), and is through at once, without a round trip, when nothing ahead is left.
+Otherwise it re-arms its watch on the next node the driver names and, in the same round trip,
+checks the few other nodes it knows of that may have gone unseen (pipelined ``exists``); only
+when more than a couple are unverified is one listing the cheaper way to learn the same, and it
+is sent along with the watch. Every driver decision is monotone (a node fewer ahead never
+blocks), so deciding on a superset of the live nodes is always safe. The one exception to
+"nothing is inserted ahead" is Curator's read-lock downgrade node, which reuses its write
+node's sequence number; the write-lock driver asks for a fresh listing whenever a writer ahead
+of it goes.
 
 **Round trips.** The create and the first listing are pipelined (ZooKeeper answers one
 session's requests in order, so a listing written after the create sees it): an uncontended
@@ -84,8 +86,10 @@ __all__ = [
 
 #: Width of the counter ZooKeeper appends to sequential nodes.
 SEQUENCE_DIGITS = 10
-#: Above this many unverified nodes ahead, one listing is cheaper than probing each of them.
-_PROBE_LIMIT = 32
+#: Above this many unverified nodes ahead (besides the one to watch), one listing is cheaper
+#: than checking each of them: one request instead of several, each costing the client and
+#: the server more than a name in a listing does.
+_PROBE_LIMIT = 2
 #: How many gone node names each (client, path) remembers; forgetting one only costs a probe.
 _GONE_LIMIT = 4096
 
@@ -750,31 +754,37 @@ class SequentialQueue:
                     if n in state.gone and driver.needs_listing_after(n):
                         need_listing = True
                 ahead = [n for n in ahead if n not in state.gone]
-            if need_listing:
-                names = await self._listing(node, state, deadline)
-                ahead = self._ahead(names, node, state)
-                stale = need_listing = False
-                continue
             blocker = driver.blocker(ahead)
-            if blocker is None:
+            if blocker is None and not need_listing:
                 if not node.alive_in(client):
                     raise _Restart()
                 return node
-            if not blocking:
+            if not blocking:  # decided on the first, fresh listing
                 return None
             others = [n for n in ahead if n != blocker] if stale else []
-            if len(others) > _PROBE_LIMIT:
-                need_listing = True
-                continue
-            watch, gone = await self._probe(blocker, others, deadline)
+            # A few unverified nodes are checked one by one; past that, one listing (sent
+            # with the watch, in the same round trip) is the cheaper way to learn the same.
+            relist = need_listing or len(others) > _PROBE_LIMIT
+            watch, gone, fresh = await self._probe(
+                blocker, [] if relist else others, deadline, node if relist else None, state
+            )
             stale = False
-            if gone:
-                for n in gone:
-                    state.mark_gone(n)
-                    need_listing = need_listing or driver.needs_listing_after(n)
+            if fresh is not None:
+                gone.update(set(ahead) - set(fresh))
+                ahead = self._ahead(fresh, node, state)
+                need_listing = False
+                if watch is not None and driver.blocker(ahead) != blocker:
+                    watch.cancel()
+                    watch = None
+            for n in gone:
+                state.mark_gone(n)
+                if fresh is None and driver.needs_listing_after(n):
+                    need_listing = True
+            if gone and fresh is None:
                 ahead = [n for n in ahead if n not in gone]
             if watch is None:
                 continue
+            assert blocker is not None  # a watch is only armed on a blocker
             try:
                 event = await self._wait_watch(watch, deadline)
             except SessionExpiredError:
@@ -818,27 +828,47 @@ class SequentialQueue:
         return names
 
     async def _probe(
-        self, blocker: str, others: Sequence[str], deadline: float | None
-    ) -> tuple[Watch | None, set[str]]:
-        """Arm a getData watch on ``blocker`` and check ``others`` exist, in one round trip.
+        self,
+        blocker: str | None,
+        others: Sequence[str],
+        deadline: float | None,
+        list_for: QueueNode | None,
+        state: _PathState,
+    ) -> tuple[Watch | None, set[str], list[str] | None]:
+        """In one round trip: arm a getData watch on ``blocker``, check that ``others``
+        exist, and (with ``list_for``, our node) list the children afresh.
 
-        Returns the watch (None if ``blocker`` is gone) and the names found gone.
+        Returns the watch (None if ``blocker`` is gone), the names found gone, and the
+        listing (None unless asked for). Raises _Restart if our node is gone.
         """
         client = self.client
         gone: set[str] = set()
         try:
-            if not others:
+            if blocker is not None and not others and list_for is None:
                 try:
                     _, _, watch = await _bounded(
                         client.get(join(self.path, blocker), watch=True), deadline
                     )
                 except NoNodeError:
                     gone.add(blocker)
-                    return None, gone
-                return watch, gone
-            get_task = asyncio.ensure_future(client.get(join(self.path, blocker), watch=True))
+                    return None, gone, None
+                return watch, gone, None
+            # Created in this order, the tasks write their requests in this order: the
+            # listing, last, shows the state after the watch was armed.
+            get_task = (
+                asyncio.ensure_future(client.get(join(self.path, blocker), watch=True))
+                if blocker is not None
+                else None
+            )
             exist_tasks = [asyncio.ensure_future(client.exists(join(self.path, n))) for n in others]
-            tasks: list[asyncio.Future[Any]] = [get_task, *exist_tasks]
+            list_task = (
+                asyncio.ensure_future(state.children(client, self.path, next(_STAMPS)))
+                if list_for is not None
+                else None
+            )
+            tasks: list[asyncio.Future[Any]] = [
+                t for t in (get_task, *exist_tasks, list_task) if t is not None
+            ]
             finished = False
             try:
                 await _bounded(asyncio.wait(tasks), deadline)
@@ -848,7 +878,11 @@ class SequentialQueue:
                     for t in tasks:
                         t.cancel()
                     await asyncio.wait(tasks)
-                    if not get_task.cancelled() and get_task.exception() is None:
+                    if (
+                        get_task is not None
+                        and not get_task.cancelled()
+                        and get_task.exception() is None
+                    ):
                         get_task.result()[2].cancel()  # nobody will wait on it
         except SessionExpiredError:
             if client.session.reconnect_after_expiry:
@@ -862,20 +896,37 @@ class SequentialQueue:
                 first_error = first_error or exc
             elif t.result() is None:
                 gone.add(name)
-        exc = get_task.exception()
-        if exc is None:
-            armed = get_task.result()[2]
-        elif isinstance(exc, NoNodeError):
-            gone.add(blocker)
-        else:
-            first_error = first_error or exc
+        if get_task is not None:
+            assert blocker is not None
+            exc = get_task.exception()
+            if exc is None:
+                armed = get_task.result()[2]
+            elif isinstance(exc, NoNodeError):
+                gone.add(blocker)
+            else:
+                first_error = first_error or exc
+        names: list[str] | None = None
+        if list_task is not None:
+            assert list_for is not None
+            exc = list_task.exception()
+            if exc is None:
+                names = list_task.result()
+                if list_for.name not in names:
+                    first_error = first_error or _Restart()
+            elif isinstance(exc, NoNodeError):
+                first_error = first_error or _Restart()
+            else:
+                first_error = first_error or exc
         if first_error is not None:
             if armed is not None:
                 armed.cancel()
-            if isinstance(first_error, SessionExpiredError):
+            if (
+                isinstance(first_error, SessionExpiredError)
+                and client.session.reconnect_after_expiry
+            ):
                 raise _Restart() from first_error
             raise first_error
-        return armed, gone
+        return armed, gone, names
 
     async def _wait_watch(self, watch: Watch, deadline: float | None) -> Any:
         try:

@@ -9,6 +9,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
+
 from aiocoord import Client
 from aiocoord.recipes.lock import Lock, Mutex
 
@@ -111,29 +113,38 @@ async def _done(order: list[int], n: int) -> bool:
     return len(order) >= n
 
 
-async def test_woken_waiter_in_another_process_checks_known_nodes_without_listing(
-    zk_connect: Factory,
+@pytest.mark.parametrize(
+    ("ahead", "expected"),
+    [
+        (2, {4: 1}),  # one getData: the one other node it knew of is gone
+        (3, {4: 1, 3: 1}),  # getData on the nearest, exists on the other, one round trip
+        (6, {4: 1, 8: 1}),  # too many to check one by one: one listing with the getData
+    ],
+)
+async def test_woken_waiter_in_another_session_checks_what_it_knows(
+    zk_connect: Factory, ahead: int, expected: dict[int, int]
 ) -> None:
-    # Three sessions, so the last waiter cannot know from its own client that the nodes
-    # ahead of it went: it must check them, and it does so without listing the children.
-    a, b, c = await zk_connect(), await zk_connect(), await zk_connect()
+    # Every contender has its own session, so the last one cannot learn from its own client
+    # that the nodes ahead of it went: it has to ask, and asks as little as it can.
+    clients = [await zk_connect() for _ in range(ahead + 1)]
     # Mutexes (same queue as Lock), so that this task may release what other tasks took.
-    first, second, third = Mutex(a, "/known"), Mutex(b, "/known"), Mutex(c, "/known")
-    await first.acquire()
-    second_task = asyncio.create_task(second.acquire())
-    await eventually(lambda: _has(a, "/known", 2))
-    third_task = asyncio.create_task(third.acquire())
-    await eventually(lambda: _has(a, "/known", 3))
-    await eventually(lambda: _watching(c, 1))
-    before = dict(c.session.sent)
-    await first.release()
-    assert await asyncio.wait_for(second_task, 10)
-    await second.release()
-    assert await asyncio.wait_for(third_task, 10)
-    sent = {op: n - before.get(op, 0) for op, n in c.session.sent.items()}
-    # One getData (op 4) on the first node it knew of, which answers NoNode; no listing (8).
-    assert {op: n for op, n in sent.items() if n} == {4: 1}
-    await third.release()
+    locks = [Mutex(c, "/known") for c in clients]
+    await locks[0].acquire()
+    tasks = []
+    for i in range(1, ahead + 1):
+        tasks.append(asyncio.create_task(locks[i].acquire()))
+        await eventually(lambda n=i + 1: _has(clients[0], "/known", n))
+    last = clients[-1]
+    await eventually(lambda: _watching(last, 1))
+    before = dict(last.session.sent)
+    await locks[0].release()
+    for i in range(1, ahead):
+        assert await asyncio.wait_for(tasks[i - 1], 10)
+        await locks[i].release()
+    assert await asyncio.wait_for(tasks[-1], 10)
+    sent = {op: n - before.get(op, 0) for op, n in last.session.sent.items()}
+    assert {op: n for op, n in sent.items() if n} == expected
+    await locks[-1].release()
 
 
 async def test_500_waiters_that_give_up_leave_no_node_and_the_next_one_gets_it(
