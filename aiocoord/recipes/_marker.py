@@ -25,7 +25,6 @@ the marker is gone with the session either way. That is reported as ConnectionLo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -33,7 +32,6 @@ from typing import TypeVar
 
 from aiocoord.client import PROTECTED_PREFIX, Client, OpResult, Transaction
 from aiocoord.errors import (
-    ClientClosedError,
     ConnectionLossError,
     CoordinationError,
     NoNodeError,
@@ -51,11 +49,6 @@ T = TypeVar("T")
 _PIGGYBACK = 8
 #: The name of a marker after its protected prefix.
 MARKER_NAME = "op"
-
-
-def is_marker(name: str) -> bool:
-    """True for the name of a marker node (recipes skip them when listing)."""
-    return name.startswith(PROTECTED_PREFIX) and name.endswith("-" + MARKER_NAME)
 
 
 class _Unapplied(Exception):
@@ -168,12 +161,14 @@ class MarkedCommit:
         pending, self._pending = self._pending, []
         if self._generation != self.client.session.generation or self.client.closed:
             return
-        for path in pending:
-            with contextlib.suppress(NoNodeError, ClientClosedError, SessionExpiredError):
-                try:
-                    await self.client.delete(path)
-                except CoordinationError as exc:
-                    log.debug("could not delete marker %s: %r", path, exc)
+        results = await asyncio.gather(
+            *(self.client.delete(path) for path in pending), return_exceptions=True
+        )
+        for path, result in zip(pending, results, strict=True):
+            if isinstance(result, BaseException) and not isinstance(result, CoordinationError):
+                raise result  # cancelled, or a bug
+            if isinstance(result, CoordinationError) and not isinstance(result, NoNodeError):
+                log.debug("could not delete marker %s: %r", path, result)
 
 
 async def in_session(client: Client, generation: int, send: Callable[[], Awaitable[T]]) -> T:
@@ -192,9 +187,3 @@ async def in_session(client: Client, generation: int, send: Callable[[], Awaitab
         if client.connected:
             return await send()
         await client.wait_for(State.CONNECTED)
-
-
-async def sleep_backoff(delay: float) -> float:
-    """Sleep ``delay`` seconds and return the next delay (doubling, at most 1 s)."""
-    await asyncio.sleep(delay)
-    return min(delay * 2, 1.0)
