@@ -133,10 +133,15 @@ def spawn(client: Client, coro: Coroutine[Any, Any, Any], name: str) -> None:
 
 
 async def delete_node(client: Client, path: str) -> None:
-    """Delete ``path`` for sure: now if connected, else in the background once reconnected.
+    """Delete a node of ours for sure: now if connected, else in the background once
+    reconnected. Cancelling the caller does not stop the deletion: it is finished in the
+    background.
 
-    Cancelling the caller does not stop the deletion: it is finished in the background.
+    The node counts as gone for this client's waiters at once: it is ours and no longer held
+    (released, given up or lost), so a waiter of ours right behind it may go ahead while the
+    delete is on its way. Waiters elsewhere see the node until the server has deleted it.
     """
+    _forget_node(client, path)
     try:
         await client.delete(path, guaranteed=True)
     except NoNodeError:
@@ -150,13 +155,11 @@ async def delete_node(client: Client, path: str) -> None:
         pass  # the session, and with it every ephemeral node of ours, is gone
     except CoordinationError as exc:
         log.warning("could not delete %s: %r", path, exc)
-    _forget_node(client, path)
 
 
 async def _delete_quietly(client: Client, path: str) -> None:
     with contextlib.suppress(CoordinationError):
         await client.delete(path, guaranteed=True)
-    _forget_node(client, path)
 
 
 # --- nodes ------------------------------------------------------------------------------
@@ -404,17 +407,38 @@ class _Listing:
 class _PathState:
     """What one client knows about one queue path: names seen gone, and a shared listing."""
 
-    __slots__ = ("_listing", "gone", "users")
+    __slots__ = ("_listing", "_waiting", "gone", "users")
 
     def __init__(self) -> None:
         self.gone: dict[str, None] = {}  # an ordered set: the oldest is forgotten first
         self.users = 0
         self._listing: _Listing | None = None
+        self._waiting: dict[str, list[asyncio.Future[None]]] = {}
 
     def mark_gone(self, name: str) -> None:
         self.gone[name] = None
         if len(self.gone) > _GONE_LIMIT:
             del self.gone[next(iter(self.gone))]
+        for fut in self._waiting.pop(name, ()):
+            if not fut.done():
+                fut.set_result(None)
+
+    def when_gone(self, name: str) -> asyncio.Future[None]:
+        """A future resolved when this client learns ``name`` is gone (see mark_gone)."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if name in self.gone:
+            fut.set_result(None)
+        else:
+            self._waiting.setdefault(name, []).append(fut)
+        return fut
+
+    def stop_waiting(self, name: str, fut: asyncio.Future[None]) -> None:
+        """Withdraw a future of :meth:`when_gone` that is no longer awaited."""
+        futures = self._waiting.get(name)
+        if futures is not None and fut in futures:
+            futures.remove(fut)
+            if not futures:
+                del self._waiting[name]
 
     async def children(
         self, client: Client, path: str, after: int, *, gather: bool = False
@@ -786,10 +810,10 @@ class SequentialQueue:
                 continue
             assert blocker is not None  # a watch is only armed on a blocker
             try:
-                event = await self._wait_watch(watch, deadline)
+                deleted = await self._wait_gone(watch, blocker, state, deadline)
             except SessionExpiredError:
                 raise _Restart() from None
-            if event.type is EventType.DELETED:
+            if deleted:
                 state.mark_gone(blocker)
                 need_listing = need_listing or driver.needs_listing_after(blocker)
                 ahead = [n for n in ahead if n != blocker]
@@ -928,13 +952,38 @@ class SequentialQueue:
             raise first_error
         return armed, gone, names
 
-    async def _wait_watch(self, watch: Watch, deadline: float | None) -> Any:
+    async def _wait_gone(
+        self, watch: Watch, blocker: str, state: _PathState, deadline: float | None
+    ) -> bool:
+        """Wait until ``blocker`` goes: True once it has (its deletion event came, or this
+        client released it), False on another event (a data change: the node is still there).
+
+        A node released by this client wakes its waiter here at once, before the server has
+        deleted it: the hand-over inside one client costs no round trip. The watch is then
+        left armed (the deletion on its way fires and clears it, sparing a request to remove
+        it); in every other case it is fired or removed before returning.
+        """
+        local = state.when_gone(blocker)
+        fired: asyncio.Future[Any] | None = None
         try:
-            if deadline is None:
-                return await watch
-            try:
-                return await watch.wait(_remaining(deadline))
-            except asyncio.TimeoutError:
-                raise _TimedOut() from None
+            if local.done():
+                return True
+            # watch.wait() shields the watch: cancelling `fired` leaves the watch armed.
+            fired = asyncio.ensure_future(watch.wait())
+            done, _ = await asyncio.wait(
+                (fired, local), timeout=_remaining(deadline), return_when=asyncio.FIRST_COMPLETED
+            )
+            if not done:
+                watch.cancel()
+                raise _TimedOut()
+            if fired in done:
+                event = fired.result()
+                return bool(event.type is EventType.DELETED)
+            return True
+        except BaseException:
+            watch.cancel()  # cancelled, timed out or failed: remove the server watch
+            raise
         finally:
-            watch.cancel()  # a no-op once fired; removes the server watch otherwise
+            state.stop_waiting(blocker, local)
+            if fired is not None and not fired.done():
+                fired.cancel()
