@@ -25,8 +25,11 @@ of it goes.
 **Round trips.** The create and the first listing are pipelined (ZooKeeper answers one
 session's requests in order, so a listing written after the create sees it): an uncontended
 acquire costs one round trip and a release one more. Listings of the same path by the same
-client are shared when they were sent after the caller's create had been sent; a listing that
-does not contain the caller's node is never trusted.
+client are shared when they were sent after the caller's create had been sent (contenders
+entering in one burst share one); a listing that does not contain the caller's node is never
+trusted. A release lets the next waiter *of the same client* in at once, without waiting for
+the server: the node is ours and no longer held, and everyone else still sees it until the
+delete lands, so nobody else can get ahead meanwhile.
 
 **Cancellation and timeouts leave no node.** The create runs in a task owned by the client. A
 contender that gives up deletes its node (a guaranteed delete, which finishes in the background
@@ -721,8 +724,8 @@ class SequentialQueue:
                 raise
 
     async def release(self, node: QueueNode) -> None:
-        """Delete ``node`` for sure (in the background once reconnected, if need be)."""
-        _forget_node(self.client, node.path)
+        """Delete ``node`` for sure (in the background once reconnected, if need be); a
+        waiter of this client right behind it goes ahead at once (see :func:`delete_node`)."""
         await delete_node(self.client, node.path)
 
     async def participants(self, name_filter: str | None = None) -> list[tuple[str, bytes]]:

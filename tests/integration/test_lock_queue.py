@@ -83,6 +83,7 @@ async def test_one_release_wakes_exactly_one_of_100_waiters(
     assert len(watched) == 100
     assert len(set(watched)) == 100
     seen = count_dispatches(waiters_client)
+    before = dict(waiters_client.session.sent)
 
     await holder.release()
     await eventually(lambda: _done(order, 1))
@@ -99,6 +100,10 @@ async def test_one_release_wakes_exactly_one_of_100_waiters(
     assert order == list(range(100))
     gates[99].set()
     await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    # From the first release on, the waiters sent nothing but their own deletes: no listing,
+    # no probe, no watch to re-arm or remove.
+    sent = {op: n - before.get(op, 0) for op, n in waiters_client.session.sent.items()}
+    assert {op: n for op, n in sent.items() if n} == {2: 100}
     assert await count_children(holder_client, "/herd") == 0
 
 
