@@ -100,24 +100,38 @@ class Runner:
     def run_worker(
         self, key: str, peer: str, connect: str, params: dict[str, Any], timeout: float
     ) -> dict[str, Any]:
-        """Run one worker; a worker that outlives ``timeout`` is killed ("timeout")."""
+        """Run one worker. One that outlives ``timeout`` is killed ("timeout"); one whose
+        resident memory passes the cap is killed too ("killed"), before it can starve the
+        machine (an O(N^2) recipe at N=10,000 can want many GB)."""
         spec = {"key": key, "peer": peer, "connect": connect, "params": params}
+        cap_mb = self.settings.worker_rss_cap_mb
         with tempfile.TemporaryDirectory(prefix="aiocoord-bench-") as tmp:
             out = Path(tmp) / "result.json"
+            err_path = Path(tmp) / "stderr.txt"
             began = time.monotonic()
-            try:
-                proc = subprocess.run(
+            with open(err_path, "w") as err:
+                proc = subprocess.Popen(
                     [sys.executable, "-m", "benchmarks.worker", json.dumps(spec), str(out)],
-                    capture_output=True,
-                    text=True,
-                    timeout=timeout,
-                    check=False,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
                 )
-            except subprocess.TimeoutExpired:
-                return {"status": "timeout", "timeout_s": timeout, "metrics": {}}
+                try:
+                    verdict = _watch(proc, began + timeout, cap_mb)
+                finally:
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
             took = time.monotonic() - began
+            if verdict == "timeout":
+                return {"status": "timeout", "timeout_s": timeout, "metrics": {}}
+            if verdict == "memory":
+                return {
+                    "status": "killed",
+                    "reason": f"resident memory over {cap_mb:.0f} MB after {took:.0f} s",
+                    "metrics": {},
+                }
             if not out.exists():
-                tail = " | ".join((proc.stderr or "").strip().splitlines()[-5:])
+                tail = " | ".join(err_path.read_text().strip().splitlines()[-5:])
                 return {
                     "status": "error",
                     "reason": f"worker exited with status {proc.returncode}: {tail}",
@@ -203,7 +217,7 @@ class Runner:
                     {
                         "status": "timeout",
                         "timeout_s": reported_cap or timeout,
-                        "reason": "not run: it timed out at a smaller size",
+                        "reason": "not run: it timed out or was killed at a smaller size",
                     },
                 )
                 timed_out.add(peer)
@@ -221,6 +235,8 @@ class Runner:
                 if result["status"] == "timeout":
                     result["timeout_s"] = reported_cap or timeout
                     timed_out.add(peer)
+                elif result["status"] == "killed":
+                    timed_out.add(peer)
                 elif result["status"] == "unavailable":
                     given_up.add(peer)
                 self.record(workload, case, peer, result)
@@ -229,6 +245,31 @@ class Runner:
                     f"({time.monotonic() - began:5.1f}s) {self.describe(result)}"
                 )
         self.finish(workload, case)
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+def _watch(proc: subprocess.Popen[bytes], deadline: float, cap_mb: float) -> str:
+    """Wait for ``proc``: "done", or "timeout" / "memory" when it must be killed."""
+    while True:
+        try:
+            proc.wait(timeout=0.25)
+            return "done"
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() >= deadline:
+            return "timeout"
+        if _rss_mb(proc.pid) > cap_mb:
+            return "memory"
 
 
 @contextmanager

@@ -43,7 +43,7 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """
     ok = [r for r in runs if r.get("status") == "ok"]
     if not ok:
-        for status in ("timeout", "unavailable", "error"):
+        for status in ("timeout", "killed", "unavailable", "error"):
             bad = [r for r in runs if r.get("status") == status]
             if bad:
                 out: dict[str, Any] = {"status": status, "metrics": {}, "runs_ok": 0}
@@ -331,6 +331,8 @@ def _cell(doc: dict[str, Any], workload: str, case: str, peer: str, name: str) -
         return text
     if status == "timeout":
         return f"timeout >{slot.get('timeout_s', 0):.0f}s"
+    if status == "killed":
+        return "killed (memory)"
     return status or "-"
 
 
@@ -424,7 +426,7 @@ def _problems(doc: dict[str, Any]) -> list[str]:
         for case, c in entry.get("cases", {}).items():
             for peer, slot in c.get("peers", {}).items():
                 for i, run in enumerate(slot.get("runs", [])):
-                    if run.get("status") in ("error", "unavailable"):
+                    if run.get("status") in ("error", "unavailable", "killed"):
                         out.append(
                             f"- {workload} {case} {peer} run {i + 1}: {run['status']}: "
                             f"{run.get('reason', '')}"

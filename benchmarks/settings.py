@@ -50,6 +50,8 @@ class Settings:
     w5_reconnect_timeout_s: float
     #: Added to a worker's expected duration before it is killed as hung.
     worker_slack_s: float
+    #: A worker whose resident memory passes this is killed (reported, not waited for).
+    worker_rss_cap_mb: float = 4096.0
 
     def as_dict(self) -> dict[str, Any]:
         """The settings as plain JSON data."""

@@ -1,0 +1,250 @@
+"""The benchmark harness keeps working: ``python -m benchmarks --quick`` end to end against a
+real server, and the pure parts (medians, targets, table) on made-up results.
+
+No timing is asserted: CI machines are too noisy for that. Figures are for ``make bench``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aiocoord.testing import ServerHandle
+from benchmarks import cli, report
+from benchmarks.common import HandoffTracker, percentile, quantiles, summary
+from benchmarks.settings import PEERS, WORKLOADS
+
+REPO = Path(__file__).resolve().parents[2]
+STATUSES = {"ok", "unavailable", "timeout", "killed", "error"}
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+# --- end to end -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def quick_run(zookeeper: ServerHandle, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bench")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "--quick",
+            "--connect",
+            zookeeper.connect_string,
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+def test_quick_run_writes_every_workload_for_every_peer(quick_run: Path) -> None:
+    doc = json.loads((quick_run / "latest.json").read_text())
+    assert doc["schema"] == 1
+    assert doc["mode"] == "quick"
+    assert set(doc["peers"]) == set(PEERS)
+    for key in ("nproc", "cpu_model", "python"):
+        assert doc["machine"][key]
+    assert doc["server"]["version"].startswith("3.")
+    assert set(doc["workloads"]) == set(WORKLOADS)
+    for workload, entry in doc["workloads"].items():
+        assert entry["title"] == WORKLOADS[workload]
+        assert entry["cases"], workload
+        for case, c in entry["cases"].items():
+            assert set(c["peers"]) == set(PEERS), (workload, case)
+            for peer, slot in c["peers"].items():
+                where = (workload, case, peer)
+                assert slot["status"] in STATUSES, where
+                assert slot["runs"], where
+                assert all(r["status"] in STATUSES for r in slot["runs"]), where
+                if slot["status"] == "ok":
+                    assert slot["metrics"], where
+                    assert slot["runs_ok"] >= 1, where
+                else:
+                    assert slot.get("reason") or slot["status"] == "timeout", where
+
+
+def test_quick_run_measures_aiocoord_everywhere(quick_run: Path) -> None:
+    doc = json.loads((quick_run / "latest.json").read_text())
+    expected = {
+        ("W0", "cycle"): ["ops_per_s", "p50_ms", "p99_ms"],
+        ("W0", "pipelined"): ["creates_per_s"],
+        ("W1", "lock"): ["ops_per_s", "p50_ms", "p99_ms"],
+        ("W2", "handoff"): ["acq_per_s", "handoff_p50_ms", "handoff_p99_ms", "violations"],
+        ("W4", "cache"): ["load_s", "update_p50_ms", "update_p99_ms"],
+    }
+    for (workload, case), names in expected.items():
+        slot = doc["workloads"][workload]["cases"][case]["peers"]["aiocoord"]
+        assert slot["status"] == "ok", (workload, slot.get("reason"))
+        for name in names:
+            value = slot["metrics"][name]
+            assert isinstance(value, (int, float)), (workload, name)
+            assert not math.isnan(value), (workload, name)
+    assert (
+        doc["workloads"]["W2"]["cases"]["handoff"]["peers"]["aiocoord"]["metrics"]["violations"]
+        == 0
+    )
+    for case, c in doc["workloads"]["W3"]["cases"].items():
+        slot = c["peers"]["aiocoord"]
+        assert slot["status"] == "ok", (case, slot.get("reason"))
+        assert slot["metrics"]["acquisitions"] == int(case.split("=")[1])
+        assert slot["metrics"]["peak_rss_mb"] > 0
+    for case, c in doc["workloads"]["W5"]["cases"].items():
+        slot = c["peers"]["aiocoord"]
+        if slot["status"] == "unavailable":  # no local JVM for an ensemble on this runner
+            continue
+        assert slot["status"] == "ok", (case, slot.get("reason"))
+        assert slot["metrics"]["killed_mode"] == case
+        assert 0 <= slot["metrics"]["same_session"] <= 1
+
+
+def test_quick_run_writes_distributions_targets_table_and_plots(quick_run: Path) -> None:
+    doc = json.loads((quick_run / "latest.json").read_text())
+    dist = doc["workloads"]["W1"]["cases"]["lock"]["peers"]["aiocoord"]["distribution"]["cycle_ms"]
+    assert len(dist) == 101
+    assert dist == sorted(dist)
+    ids = {t["id"] for t in doc["targets"]}
+    assert {"W1-peers", "W1-ceiling", "W2-rate", "W2-handoff", "W3-time", "W3-memory"} <= ids
+    assert {"W4-load", "W4-update", "W5-follower"} <= ids
+    for t in doc["targets"]:
+        assert t["met"] in (True, False, None)
+    table = (quick_run / "latest.md").read_text()
+    assert "| workload | metric | aiocoord | kazoo | aiozk | aiocoord vs best peer |" in table
+    assert "## Targets (issue 9)" in table
+    if doc.get("plots_unavailable"):
+        assert doc["plots"] == []
+    else:
+        assert set(doc["plots"]) >= {"latency.png", "throughput.png", "w3_scaling.png"}
+        for name in doc["plots"]:
+            assert (quick_run / name).read_bytes()[:8] == PNG_MAGIC
+
+
+def test_quick_run_does_not_touch_the_committed_results(quick_run: Path) -> None:
+    # The run wrote to --out; benchmarks/results/ holds the full run's figures.
+    assert (quick_run / "latest.json").exists()
+    committed = REPO / "benchmarks" / "results" / "latest.json"
+    if committed.exists():
+        assert json.loads(committed.read_text()).get("mode") != "quick"
+
+
+# --- pure parts -------------------------------------------------------------------------------
+
+
+def test_percentiles_interpolate_and_summaries_name_their_keys() -> None:
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+    assert percentile([5.0], 99) == 5.0
+    assert math.isnan(percentile([], 50))
+    s = summary([float(i) for i in range(1, 101)], "handoff_")
+    assert s["handoff_p50_ms"] == pytest.approx(50.5)
+    assert s["handoff_p99_ms"] == pytest.approx(99.01)
+    assert s["handoff_max_ms"] == 100.0
+    assert quantiles([3.0, 1.0, 2.0], 3) == [1.0, 2.0, 3.0]
+    assert summary([]) == {}
+
+
+def test_handoff_tracker_counts_only_handoffs_between_contenders() -> None:
+    tracker = HandoffTracker()
+    a, b = object(), object()
+    tracker.acquired(a)
+    tracker.releasing(a)
+    tracker.acquired(a)  # the same holder again: not a handoff
+    tracker.releasing(a)
+    tracker.acquired(b)  # a -> b: one handoff
+    assert tracker.acquisitions == 3
+    assert len(tracker.handoffs_ms) == 1
+    tracker.acquired(a)  # while b holds it: mutual exclusion broken
+    assert tracker.violations == 1
+
+
+def _run(status: str, **metrics: Any) -> dict[str, Any]:
+    return {"status": status, "metrics": metrics}
+
+
+def test_aggregate_takes_medians_shares_and_the_reason_of_failures() -> None:
+    runs = [
+        _run("ok", ops_per_s=300.0, same_session=True, killed_mode="leader"),
+        _run("ok", ops_per_s=100.0, same_session=False, killed_mode="leader"),
+        _run("ok", ops_per_s=200.0, same_session=True, killed_mode="leader"),
+        {"status": "error", "reason": "boom", "metrics": {}},
+    ]
+    out = report.aggregate(runs)
+    assert out["status"] == "ok"
+    assert out["metrics"]["ops_per_s"] == 200.0
+    assert out["metrics"]["same_session"] == pytest.approx(2 / 3)
+    assert out["metrics"]["killed_mode"] == "leader"
+    assert (out["runs_ok"], out["failed_runs"], out["reason"]) == (3, 1, "boom")
+    timeout = report.aggregate([{"status": "timeout", "timeout_s": 60.0, "metrics": {}}])
+    assert (timeout["status"], timeout["timeout_s"]) == ("timeout", 60.0)
+    missing = report.aggregate([{"status": "unavailable", "reason": "no kazoo", "metrics": {}}])
+    assert (missing["status"], missing["reason"]) == ("unavailable", "no kazoo")
+
+
+def _doc(values: dict[tuple[str, str, str], dict[str, Any]]) -> dict[str, Any]:
+    workloads: dict[str, Any] = {}
+    for (workload, case, peer), slot in values.items():
+        cases = workloads.setdefault(workload, {"title": WORKLOADS[workload], "cases": {}})
+        cases["cases"].setdefault(case, {"params": {}, "peers": {}})["peers"][peer] = slot
+    return {
+        "mode": "full",
+        "peers": {p: {"version": "1", "model": "m"} for p in PEERS},
+        "workloads": workloads,
+        "settings": {"repeats": 3},
+    }
+
+
+def _ok(**metrics: Any) -> dict[str, Any]:
+    return {"status": "ok", "metrics": metrics, "runs_ok": 3, "runs": []}
+
+
+def test_targets_compare_aiocoord_with_the_faster_peer() -> None:
+    doc = _doc(
+        {
+            ("W0", "cycle", "aiocoord"): _ok(ops_per_s=800.0),
+            ("W1", "lock", "aiocoord"): _ok(ops_per_s=760.0),
+            ("W1", "lock", "kazoo"): _ok(ops_per_s=350.0),
+            ("W1", "lock", "aiozk"): _ok(ops_per_s=500.0),
+            ("W2", "handoff", "aiocoord"): _ok(acq_per_s=600.0, handoff_p50_ms=1.5),
+            ("W2", "handoff", "kazoo"): _ok(acq_per_s=260.0, handoff_p50_ms=3.4),
+            ("W2", "handoff", "aiozk"): _ok(acq_per_s=530.0, handoff_p50_ms=1.8),
+            ("W3", "N=2000", "aiocoord"): _ok(wall_s=1.0, peak_rss_mb=50.0),
+            ("W3", "N=2000", "kazoo"): _ok(wall_s=17.0),
+            ("W3", "N=10000", "aiocoord"): _ok(wall_s=5.0, peak_rss_mb=120.0),
+            ("W3", "N=10000", "kazoo"): {"status": "timeout", "timeout_s": 60.0, "runs": []},
+        }
+    )
+    got = {t["id"]: t for t in report.targets(doc)}
+    assert got["W1-peers"]["met"] is True  # 760 >= 1.5 x 500
+    assert got["W1-ceiling"]["met"] is True  # 760 >= 0.9 x 800
+    assert got["W2-rate"]["met"] is False  # 600 < 1.3 x 530
+    assert "short by" in got["W2-rate"]["note"]
+    assert got["W2-handoff"]["met"] is False  # 1.5 > 0.7 x 1.8
+    assert got["W3-time"]["met"] is True  # 1 s <= 17 / 8
+    assert got["W3-memory"]["met"] is True
+    assert got["W4-load"]["met"] is None  # not measured: no verdict
+    table = report.markdown({**doc, "targets": list(got.values())})
+    assert "timeout >60s" in table
+    assert "1.52x vs aiozk" in table  # W1: 760 / 500
+
+
+def test_command_line_rejects_unknown_workloads_and_peers() -> None:
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--only", "W9"])
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--peers", "zookeeper-rs"])
+    args = cli.parse_args(["--quick", "--only", "w2,W1", "--peers", "aiozk,aiocoord"])
+    assert args.only == ["W2", "W1"]
+    assert args.peers == ["aiocoord", "aiozk"]
