@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
-from aiocoord import Client
-from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError
-from aiocoord.recipes.semaphore import Semaphore
+from aiocoord import Client, State
+from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError, LockLostError
+from aiocoord.recipes.semaphore import Lease, Semaphore
+from aiocoord.testing import expire_session
 
 Factory = Callable[..., Awaitable[Client]]
 LEASE_NODE = re.compile(
@@ -138,6 +140,31 @@ async def test_lease_context_times_out(zk_connect: Factory) -> None:
             pytest.fail("entered without a lease")
     assert len(await nodes(a, "/sem-to/leases")) == 1
     await held.release()
+
+
+async def test_lease_lost_with_the_session_cancels_the_body(
+    zk_connect: Factory, zookeeper: Any
+) -> None:
+    client, other = await zk_connect(session_timeout=4), await zk_connect()
+    sem = Semaphore(client, "/sem-lost", 1, cancel_on_loss=True)
+    entered = asyncio.Event()
+    held: list[Lease] = []
+
+    async def body() -> None:
+        async with sem.lease() as lease:
+            held.append(lease)
+            entered.set()
+            await asyncio.Event().wait()
+
+    task = asyncio.create_task(body())
+    await asyncio.wait_for(entered.wait(), 10)
+    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    assert await held[0].lost.wait(10) is State.LOST
+    assert not held[0].is_held
+    with pytest.raises(LockLostError):
+        await asyncio.wait_for(task, 10)
+    (lease,) = await Semaphore(other, "/sem-lost", 1).acquire(timeout=10)
+    await lease.release()
 
 
 async def test_bad_input_is_refused_before_anything_is_sent(zk_client: Client) -> None:
