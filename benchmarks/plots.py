@@ -41,6 +41,23 @@ def _subtitle(doc: dict[str, Any]) -> str:
     )
 
 
+def _number_label(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2g}" if value < 0.1 else f"{value:.2f}"
+
+
+def _plain_log_axis(axis: Any) -> None:
+    """Log scale labelled with plain numbers (1, 10, 100), no labels on minor ticks."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def _latency(plt: Any, doc: dict[str, Any], path: Path) -> bool:
     panels = [
         ("W0", "cycle", "cycle_ms", "W0 raw create+getChildren+delete"),
@@ -62,6 +79,7 @@ def _latency(plt: Any, doc: dict[str, Any], path: Path) -> bool:
             pct = [100.0 * i / (len(q) - 1) for i in range(len(q))]
             ax.plot(q, pct, label=peer, color=COLORS[peer], linewidth=2)
         ax.set_xscale("log")
+        _plain_log_axis(ax.xaxis)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("latency, ms (log)")
         ax.set_ylabel("percentile")
@@ -91,7 +109,7 @@ def _bars(ax: Any, doc: dict[str, Any], rows: list[tuple[str, str, str, str]], u
         if xs:
             drawn = True
             bars = ax.bar(xs, ys, width, label=peer, color=COLORS[peer])
-            ax.bar_label(bars, fmt="%.3g", fontsize=7, padding=2)
+            ax.bar_label(bars, labels=[_number_label(y) for y in ys], fontsize=7, padding=2)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([r[3] for r in rows], fontsize=8)
     ax.set_ylabel(unit)
@@ -156,11 +174,13 @@ def _scaling(plt: Any, doc: dict[str, Any], path: Path) -> bool:
     for ax in axes:
         ax.set_xscale("log")
         ax.set_xlabel("N contenders (log)")
+        _plain_log_axis(ax.xaxis)
         ax.set_xticks(ns)
         ax.set_xticklabels([f"{n:,}" for n in ns])
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     axes[0].set_yscale("log")
+    _plain_log_axis(axes[0].yaxis)
     fig.suptitle("W3 many waiters (lower is better)\n" + _subtitle(doc), fontsize=11)
     fig.tight_layout()
     if drawn:
@@ -178,7 +198,8 @@ def _cache_failover(plt: Any, doc: dict[str, Any], path: Path) -> bool:
     ]
     if w5:
         drawn = _bars(axes[1], doc, w5, "seconds until reconnected") or drawn
-        axes[1].axhline(0.5, color="red", linewidth=0.8, linestyle="--")
+        axes[1].axhline(0.5, color="red", linewidth=0.8, linestyle="--", label="0.5 s target")
+        axes[1].legend(fontsize=8)
     axes[0].set_title("W4 cache of the children: initial load", fontsize=10)
     axes[1].set_title("W5 failover: SIGKILL to reconnected (same session)", fontsize=10)
     fig.suptitle("Cache load and failover (lower is better)\n" + _subtitle(doc), fontsize=11)
