@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from aiocoord import Client, State
+from aiocoord.errors import NoNodeError
 from aiocoord.recipes._queue import QueueNode
 from aiocoord.recipes.election import (
     Election,
@@ -40,7 +41,11 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0
 
 
 async def children(client: Client, path: str) -> list[str]:
-    return sorted(await client.children(path)) if await client.exists(path) else []
+    """The sorted children, [] if the node is gone (an empty container may be removed)."""
+    try:
+        return sorted(await client.children(path))
+    except NoNodeError:
+        return []
 
 
 async def one_leader(latches: list[LeaderLatch], timeout: float = 10.0) -> LeaderLatch:
