@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import ssl as _ssl
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -113,6 +114,35 @@ class Client:
         self.chroot = session.chroot
         self.retry: RetryPolicy = retry if retry is not None else ExponentialBackoff()
         self._background: set[asyncio.Task[Any]] = set()
+        #: When set, every request belongs to that session generation (see :meth:`bound`).
+        self._generation: int | None = None
+
+    def bound(self, generation: int | None = None) -> Client:
+        """A view of this client whose requests run only in one session.
+
+        ``generation`` defaults to the current ``client.session.generation``. Once that
+        session is lost, every call on the view raises SessionExpiredError without sending
+        anything, even a call made while SUSPENDED that would otherwise wait for a new
+        session. Recipes use it for writes that act for a holder of the old session.
+        """
+        view = copy.copy(self)
+        view._generation = self._session.generation if generation is None else generation
+        return view
+
+    async def _request(
+        self,
+        request: Any,
+        *,
+        path: str | None = None,
+        watch: Watch | None = None,
+        generation: int | None = None,
+    ) -> Any:
+        return await self._session.request(
+            request,
+            path=path,
+            watch=watch,
+            generation=generation if generation is not None else self._generation,
+        )
 
     # --- session and state -------------------------------------------------------------
 
@@ -190,11 +220,14 @@ class Client:
                     raise
                 await asyncio.sleep(delay)
 
-    def _spawn(self, coro: Awaitable[Any], name: str) -> None:
-        task = asyncio.ensure_future(coro)
-        task.set_name(name)
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """Run ``coro`` as a task this client owns: ``close()`` cancels and awaits it, and
+        :meth:`wait_background` waits for it. For clean-ups that must outlive their caller
+        (guaranteed deletes, a recipe's node removal after a cancelled acquire)."""
+        task = asyncio.get_running_loop().create_task(coro, name=name)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
     # --- reads --------------------------------------------------------------------------
 
@@ -213,7 +246,7 @@ class Client:
         async def once() -> Any:
             w = self._session.register_watch(WatchKind.DATA, full, path) if watch else None
             try:
-                reply = await self._session.request(
+                reply = await self._request(
                     ExistsRequest(path=full, watch=watch), path=path, watch=w
                 )
             except NoNodeError:
@@ -239,9 +272,7 @@ class Client:
 
         async def once() -> Any:
             w = self._session.register_watch(WatchKind.DATA, full, path) if watch else None
-            reply = await self._session.request(
-                GetDataRequest(path=full, watch=watch), path=path, watch=w
-            )
+            reply = await self._request(GetDataRequest(path=full, watch=watch), path=path, watch=w)
             data = reply.body.data or b""
             stat = wire.stat_from(reply.body.stat)
             return (data, stat, w) if watch else (data, stat)
@@ -280,7 +311,7 @@ class Client:
                 if with_stat
                 else GetChildrenRequest(path=full, watch=watch)
             )
-            reply = await self._session.request(req, path=path, watch=w)
+            reply = await self._request(req, path=path, watch=w)
             names: list[str] = list(reply.body.children or [])
             out: list[Any] = [names]
             if with_stat:
@@ -294,16 +325,14 @@ class Client:
     async def sync(self, path: str = "/") -> None:
         """Make the connected server catch up with the leader for ``path`` before later reads."""
         validate_path(path)
-        await self._retrying(
-            lambda: self._session.request(SyncRequest(path=self._full(path)), path=path)
-        )
+        await self._retrying(lambda: self._request(SyncRequest(path=self._full(path)), path=path))
 
     async def get_acl(self, path: str) -> tuple[list[ACL], Stat]:
         """The node's ACL and Stat."""
         validate_path(path)
 
         async def once() -> tuple[list[ACL], Stat]:
-            reply = await self._session.request(GetACLRequest(path=self._full(path)), path=path)
+            reply = await self._request(GetACLRequest(path=self._full(path)), path=path)
             return [wire.acl_from_jute(a) for a in reply.body.acl], wire.stat_from(reply.body.stat)
 
         return await self._retrying(once)
@@ -314,7 +343,7 @@ class Client:
         acls = _validate_acl(acl)
         validate_version(version)
         req = SetACLRequest(path=self._full(path), acl=acls, version=version)
-        reply = await self._session.request(req, path=path)
+        reply = await self._request(req, path=path)
         return wire.stat_from(reply.body.stat)
 
     async def add_auth(self, scheme: str, credential: str | bytes) -> None:
@@ -333,7 +362,7 @@ class Client:
         full = self._full(prefix) if prefix != "/" else (self.chroot or "/")
 
         async def once() -> list[str]:
-            reply = await self._session.request(wire.GetEphemeralsRequest(prefix_path=full))
+            reply = await self._request(wire.GetEphemeralsRequest(prefix_path=full))
             return sorted(self._short(p) for p in reply.body.ephemerals)
 
         return await self._retrying(once)
@@ -344,7 +373,7 @@ class Client:
 
         async def once() -> int:
             req = wire.GetAllChildrenNumberRequest(path=self._full(path))
-            reply = await self._session.request(req, path=path)
+            reply = await self._request(req, path=path)
             return int(reply.body.total_number)
 
         return await self._retrying(once)
@@ -353,7 +382,7 @@ class Client:
         """The (scheme, user) identities this session is authenticated as (3.7+)."""
 
         async def once() -> list[tuple[str, str]]:
-            reply = await self._session.request(wire.WhoAmIRequest())
+            reply = await self._request(wire.WhoAmIRequest())
             return [(c.auth_scheme, c.user) for c in reply.body.client_info]
 
         return await self._retrying(once)
@@ -493,7 +522,7 @@ class Client:
             req = wire.CreateTTLRequest(path=full, data=data, acl=acl, flags=mode, ttl=ttl_ms)
         else:
             req = Create2Request(path=full, data=data, acl=acl, flags=mode)
-        reply = await self._session.request(req, path=path, generation=generation)
+        reply = await self._request(req, path=path, generation=generation)
         return self._short(reply.body.path), wire.stat_from(reply.body.stat)
 
     async def _create_parents_if_needed(
@@ -614,7 +643,7 @@ class Client:
         req = SetDataRequest(path=self._full(path), data=payload, version=version)
 
         async def once() -> Stat:
-            reply = await self._session.request(req, path=path)
+            reply = await self._request(req, path=path)
             return wire.stat_from(reply.body.stat)
 
         if version >= 0:
@@ -648,9 +677,7 @@ class Client:
             await self._delete_once(path, version)
 
     async def _delete_once(self, path: str, version: int) -> None:
-        await self._session.request(
-            DeleteRequest(path=self._full(path), version=version), path=path
-        )
+        await self._request(DeleteRequest(path=self._full(path), version=version), path=path)
 
     async def _delete_tree(self, path: str) -> None:
         while True:
@@ -674,7 +701,7 @@ class Client:
             if recursive:
                 await self._delete_tree(path)
             else:
-                await self._session.request(
+                await self._request(
                     DeleteRequest(path=self._full(path), version=version),
                     path=path,
                     generation=generation,
@@ -694,14 +721,18 @@ class Client:
                     return
 
         if not self.connected:
-            self._spawn(background(), f"aiocoord-delete:{path}")
+            self.spawn(background(), f"aiocoord-delete:{path}")
             return
         try:
             await attempt()
         except NoNodeError:
             return
         except ConnectionLossError:
-            self._spawn(background(), f"aiocoord-delete:{path}")
+            self.spawn(background(), f"aiocoord-delete:{path}")
+        except asyncio.CancelledError:
+            # The delete may or may not have been applied: make sure of it in the background.
+            self.spawn(background(), f"aiocoord-delete:{path}")
+            raise
 
     def pending_deletes(self) -> int:
         """Guaranteed deletes still running in the background."""
@@ -802,7 +833,7 @@ class Transaction:
         if not self._ops:
             return []
         client = self._client
-        reply = await client._session.request(wire.MultiRequest([r for _, _, r in self._ops]))
+        reply = await client._request(wire.MultiRequest([r for _, _, r in self._ops]))
         results: list[wire.MultiResult] = reply.body or []
         if reply.err or any(r.err for r in results):
             for i, r in enumerate(results):

@@ -53,7 +53,7 @@ import itertools
 import logging
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -84,7 +84,6 @@ __all__ = [
     "join",
     "sequence_of",
     "sort_by_sequence",
-    "spawn",
 ]
 
 #: Width of the counter ZooKeeper appends to sequential nodes.
@@ -126,19 +125,10 @@ def join(parent: str, name: str) -> str:
     return parent.rstrip("/") + "/" + name
 
 
-def spawn(client: Client, coro: Coroutine[Any, Any, Any], name: str) -> None:
-    """Run ``coro`` as a task owned by ``client``: ``close()`` cancels and awaits it and
-    ``wait_background()`` waits for it. For clean-ups that must outlive their caller."""
-    # FIXME(session): the client has no public way to adopt a recipe's clean-up task; this uses
-    # Client._spawn (the owner of guaranteed deletes). A public ``Client.spawn(coro, name)``
-    # would do.
-    client._spawn(coro, name)
-
-
 async def delete_node(client: Client, path: str) -> None:
     """Delete a node of ours for sure: now if connected, else in the background once
-    reconnected. Cancelling the caller does not stop the deletion: it is finished in the
-    background.
+    reconnected. Cancelling the caller does not stop the deletion: the client finishes it in
+    the background (a guaranteed delete).
 
     The node counts as gone for this client's waiters at once: it is ours and no longer held
     (released, given up or lost), so a waiter of ours right behind it may go ahead while the
@@ -149,20 +139,10 @@ async def delete_node(client: Client, path: str) -> None:
         await client.delete(path, guaranteed=True)
     except NoNodeError:
         pass
-    except asyncio.CancelledError:
-        # FIXME(session): Client.delete(guaranteed=True) gives up when its caller is cancelled
-        # while the request is in flight, so the delete may not have happened; finish it here.
-        spawn(client, _delete_quietly(client, path), f"aiocoord-delete:{path}")
-        raise
     except (ClientClosedError, SessionExpiredError):
         pass  # the session, and with it every ephemeral node of ours, is gone
     except CoordinationError as exc:
         log.warning("could not delete %s: %r", path, exc)
-
-
-async def _delete_quietly(client: Client, path: str) -> None:
-    with contextlib.suppress(CoordinationError):
-        await client.delete(path, guaranteed=True)
 
 
 # --- nodes ------------------------------------------------------------------------------
@@ -271,7 +251,7 @@ class ProtectedNode:
     def _start(self) -> None:
         self._reply = asyncio.get_running_loop().create_future()
         self._reply.add_done_callback(_retrieve)
-        spawn(self.client, self._create(self._reply), f"aiocoord-create:{self._path}")
+        self.client.spawn(self._create(self._reply), f"aiocoord-create:{self._path}")
 
     async def _create(self, reply: asyncio.Future[tuple[str, Stat]]) -> None:
         self.sent_stamp = next(_STAMPS)
@@ -389,7 +369,7 @@ class ProtectedNode:
         if exc is None:
             await delete_node(self.client, reply.result()[0])
         elif isinstance(exc, ConnectionLossError) and self._maybe_exists:
-            spawn(self.client, self._sweep(), f"aiocoord-sweep:{self.parent}")
+            self.client.spawn(self._sweep(), f"aiocoord-sweep:{self.parent}")
 
 
 # --- per-client knowledge of a queue ------------------------------------------------------

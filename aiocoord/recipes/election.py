@@ -65,7 +65,6 @@ from aiocoord.recipes._queue import (
     QueueNode,
     SequentialQueue,
     delete_node,
-    spawn,
 )
 from aiocoord.recipes._stream import EventStream, EventSubscription
 from aiocoord.session import State
@@ -605,7 +604,7 @@ class _Leadership:
             return
         # Lost: the node is gone (LOST, deleted) or deleted once reconnected (SUSPENDED);
         # that runs in the client's background, so nothing here awaits.
-        spawn(election.client, delete_node(election.client, node.path), "aiocoord-election")
+        election.client.spawn(delete_node(election.client, node.path), "aiocoord-election")
         message = f"leadership of {election.path} was lost ({lost})"
         if self._cancelled_by_us:
             if not isinstance(exc, asyncio.CancelledError) and not _others_cancelling(self._task):

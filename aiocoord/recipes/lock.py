@@ -60,7 +60,6 @@ from aiocoord.recipes._queue import (
     QueueNode,
     SequentialQueue,
     delete_node,
-    spawn,
 )
 from aiocoord.session import State
 
@@ -260,7 +259,7 @@ class _QueueLock:
         if state is not State.CLOSED:
             # After LOST the node is gone already; after SUSPENDED it is deleted once the
             # connection is back, so that nobody waits on a lock its owner has given up.
-            spawn(self.client, delete_node(self.client, hold.node.path), "aiocoord-lock-loss")
+            self.client.spawn(delete_node(self.client, hold.node.path), "aiocoord-lock-loss")
         if self.cancel_on_loss and hold.body_depth > 0 and not hold.task.done():
             hold.cancel_requested += 1
             hold.task.cancel(f"lock {self.path} lost ({state.value})")

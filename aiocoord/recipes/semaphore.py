@@ -50,7 +50,6 @@ from aiocoord.recipes._queue import (
     delete_node,
     join,
     sort_by_sequence,
-    spawn,
 )
 from aiocoord.recipes.lock import (
     LOCK_NAME,
@@ -108,7 +107,7 @@ class Lease:
         self.lost._fire(state)
         client = self.semaphore.client
         if state is not State.CLOSED:
-            spawn(client, delete_node(client, self.node.path), "aiocoord-lease-loss")
+            client.spawn(delete_node(client, self.node.path), "aiocoord-lease-loss")
         body = self._body
         if self.semaphore.cancel_on_loss and body is not None and not body.done():
             self._cancel_requested = True
@@ -134,7 +133,7 @@ class Lease:
             self._released = True
             self._watch.close()
             client = self.semaphore.client
-            spawn(client, delete_node(client, self.node.path), "aiocoord-lease-return")
+            client.spawn(delete_node(client, self.node.path), "aiocoord-lease-return")
 
     def __repr__(self) -> str:
         state = "held" if self.is_held else "released" if self._released else "lost"
