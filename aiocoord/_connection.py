@@ -56,8 +56,10 @@ class Connection(asyncio.Protocol):
         port: int,
         on_watch: Callable[[wire.WatchNotification], None],
         on_zxid: Callable[[int], None],
+        on_lost: Callable[[Connection], None] | None = None,
     ) -> None:
         self.host = host
+        self._on_lost = on_lost
         self.port = port
         self._on_watch = on_watch
         self._on_zxid = on_zxid
@@ -93,11 +95,16 @@ class Connection(asyncio.Protocol):
         read_only: bool,
         on_watch: Callable[[wire.WatchNotification], None],
         on_zxid: Callable[[int], None],
+        on_lost: Callable[[Connection], None] | None = None,
         ssl: _ssl.SSLContext | None = None,
     ) -> tuple[Connection, wire.ConnectReply]:
-        """Connect and run the session handshake within ``timeout`` seconds."""
+        """Connect and run the session handshake within ``timeout`` seconds.
+
+        ``on_lost`` is called once, synchronously, when the socket dies, before any pending
+        request is failed: whoever owns the connection can update its state first.
+        """
         loop = asyncio.get_running_loop()
-        conn = cls(host, port, on_watch, on_zxid)
+        conn = cls(host, port, on_watch, on_zxid, on_lost)
 
         async def handshake() -> wire.ConnectReply:
             await loop.create_connection(lambda: conn, host, port, ssl=ssl)
@@ -290,6 +297,8 @@ class Connection(asyncio.Protocol):
         if self.closed.done():
             return
         self.closed.set_result(exc)
+        if self._on_lost is not None:
+            self._on_lost(self)
         pending, self._pending = self._pending, {}
         for p in pending.values():
             if not p.future.done():

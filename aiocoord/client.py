@@ -45,6 +45,7 @@ from aiocoord._validation import (
 from aiocoord._watches import PersistentWatch, Watch, WatchKind
 from aiocoord.errors import (
     BadArgumentsError,
+    BadVersionError,
     ConnectionLossError,
     CoordinationError,
     InvalidTypeError,
@@ -53,6 +54,7 @@ from aiocoord.errors import (
     NotEmptyError,
     SessionExpiredError,
     TransactionFailedError,
+    ZooKeeperError,
     error_for_code,
 )
 from aiocoord.retry import ExponentialBackoff, RetryPolicy
@@ -209,16 +211,38 @@ class Client:
     def _short(self, server_path: str) -> str:
         return self._session.strip_chroot(server_path)
 
-    async def _retrying(self, op: Callable[[], Awaitable[T]]) -> T:
+    async def _retrying(
+        self,
+        op: Callable[[], Awaitable[T]],
+        ambiguous: tuple[type[ZooKeeperError], ...] = (),
+    ) -> T:
+        """Run ``op``, again after each ConnectionLossError while the policy allows.
+
+        ``ambiguous`` are the errors a *retry* can get because the lost attempt was applied
+        after all (a versioned set's BadVersion, a versioned delete's NoNode): they are then
+        reported as ConnectionLossError, "may have been applied", rather than as a conflict
+        that never happened.
+        """
         delays = self.retry.delays()
+        lost: ConnectionLossError | None = None
         while True:
             try:
                 return await op()
-            except ConnectionLossError:
+            except ConnectionLossError as exc:
+                lost = exc
                 delay = next(delays, None)
                 if delay is None:
                     raise
                 await asyncio.sleep(delay)
+            except ambiguous as exc:
+                if lost is None:
+                    raise
+                raise ConnectionLossError(
+                    f"the reply was lost and a retry got {type(exc).__name__}: the first "
+                    "attempt may have been applied; read the node to find out",
+                    path=exc.path,
+                    op=exc.op,
+                ) from exc
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run ``coro`` as a task this client owns: ``close()`` cancels and awaits it, and
@@ -647,7 +671,7 @@ class Client:
             return wire.stat_from(reply.body.stat)
 
         if version >= 0:
-            return await self._retrying(once)
+            return await self._retrying(once, ambiguous=(BadVersionError,))
         return await once()
 
     async def delete(
@@ -672,7 +696,9 @@ class Client:
             await self._delete_tree(path)
             return
         if version >= 0:
-            await self._retrying(lambda: self._delete_once(path, version))
+            await self._retrying(
+                lambda: self._delete_once(path, version), ambiguous=(BadVersionError, NoNodeError)
+            )
         else:
             await self._delete_once(path, version)
 

@@ -456,6 +456,18 @@ class Session:
             return
         self._watches.dispatch(note.type, note.path, self.strip_chroot(note.path))
 
+    def _on_connection_lost(self, conn: Connection) -> None:
+        # Called before the connection fails its pending requests, so that a caller seeing
+        # ConnectionLossError already finds the state SUSPENDED (and waits for the reconnect
+        # instead of sending into the dead socket).
+        if conn is not self._conn or self._closing:
+            return
+        self._conn = None
+        if conn.last_recv > self._last_contact:
+            self._last_contact = conn.last_recv
+        if self.state is not None and self.state.is_connected:
+            self._set_state(State.SUSPENDED)
+
     def strip_chroot(self, server_path: str) -> str:
         """Turn a server path into the client-relative path."""
         if not self.chroot:
@@ -490,10 +502,10 @@ class Session:
                 if self._closing:
                     return
                 log.info("connection to %s lost: %s", server, reason)
+                self._on_connection_lost(conn)
                 self._conn = None
-                if conn.last_recv > self._last_contact:
-                    self._last_contact = conn.last_recv
-                self._set_state(State.SUSPENDED)
+                if self.state is not State.SUSPENDED:
+                    self._set_state(State.SUSPENDED)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # pragma: no cover - a bug; surface it to the waiters
@@ -559,6 +571,7 @@ class Session:
                         read_only=self.read_only,
                         on_watch=self._on_watch,
                         on_zxid=self._note_zxid,
+                        on_lost=self._on_connection_lost,
                         ssl=self.ssl,
                     )
                 except (OSError, asyncio.TimeoutError, CoordinationError) as exc:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TypeVar
 
 from aiocoord.client import PROTECTED_PREFIX, Client, OpResult, Transaction
@@ -40,7 +40,7 @@ from aiocoord.errors import (
 )
 from aiocoord.session import State
 
-__all__ = ["MarkedCommit", "in_session"]
+__all__ = ["MarkedCommit"]
 
 log = logging.getLogger("aiocoord.recipes")
 T = TypeVar("T")
@@ -169,21 +169,3 @@ class MarkedCommit:
                 raise result  # cancelled, or a bug
             if isinstance(result, CoordinationError) and not isinstance(result, NoNodeError):
                 log.debug("could not delete marker %s: %r", path, result)
-
-
-async def in_session(client: Client, generation: int, send: Callable[[], Awaitable[T]]) -> T:
-    """Run ``send()`` only on the session ``generation``, else raise SessionExpiredError.
-
-    ``send`` must write its request before its first suspension (any single client call
-    does): it is called while connected, so nothing can come between the check and the
-    write. A request that has to wait for a reconnect could otherwise be written on a new
-    session, acting for a holder that no longer exists.
-    """
-    # FIXME(session): Transaction.commit() (and the path ops) take no ``generation=``, which
-    # Session.request already supports; with it this wrapper would not be needed.
-    while True:
-        if client.session.generation != generation:
-            raise SessionExpiredError("the session this operation belonged to has ended")
-        if client.connected:
-            return await send()
-        await client.wait_for(State.CONNECTED)

@@ -52,7 +52,7 @@ from aiocoord.errors import (
     SessionExpiredError,
     TransactionFailedError,
 )
-from aiocoord.recipes._marker import MarkedCommit, in_session
+from aiocoord.recipes._marker import MarkedCommit
 from aiocoord.recipes._queue import delete_node
 from aiocoord.recipes._waiting import call_with_watch, deadline_after, remaining, wait_watches
 from aiocoord.session import State
@@ -388,15 +388,13 @@ class LockedItem:
         """
         if self._done:
             raise LockLostError(f"item {self.name} was already consumed or released")
-        client = self.queue.client
-        txn_ops = (self.entry_path, self.lock_path)
-
-        async def send() -> None:
-            await client.transaction().delete(txn_ops[0]).delete(txn_ops[1]).commit()
+        # Bound to the session that holds the item's lock: sent on a later session it would
+        # consume an item that is someone else's by then.
+        client = self.queue.client.bound(self._generation)
 
         while True:
             try:
-                await in_session(client, self._generation, send)
+                await client.transaction().delete(self.entry_path).delete(self.lock_path).commit()
                 self._done = True
                 return
             except SessionExpiredError:

@@ -22,6 +22,7 @@ from aiocoord.errors import (
     TransactionFailedError,
 )
 
+
 async def test_create_get_set_delete_roundtrip(zk_client: Client) -> None:
     path = await zk_client.create("/a", b"one")
     assert path == "/a"
@@ -222,3 +223,20 @@ async def test_cancelled_calls_leave_no_pending_entry(zk_client: Client) -> None
     await asyncio.gather(task, return_exceptions=True)
     assert zk_client.session.watches.counts()["waiters"] == 0
     assert OP_NAMES[4] == "get"
+
+
+async def test_versioned_set_whose_reply_was_lost_is_not_reported_as_a_conflict(
+    zk_connect,
+    zk_fault_proxy,  # type: ignore[no-untyped-def]
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string)
+    await client.create("/cas", b"0")
+    dropped = zk_fault_proxy.drop_after_request()
+    # The set is applied, its reply lost; the retry then meets version 1, not 0. That is our
+    # own write, so the caller hears "may have been applied", not BadVersionError.
+    with pytest.raises(aiocoord.ConnectionLossError, match="may have been applied"):
+        await client.set("/cas", b"1", version=0)
+    await dropped
+    assert (await client.get("/cas"))[0] == b"1"
+    with pytest.raises(BadVersionError):  # a real conflict is still a conflict
+        await client.set("/cas", b"2", version=0)
