@@ -195,10 +195,15 @@ class Session:
 
     async def _stop_run(self) -> None:
         task, self._run_task = self._run_task, None
-        if task is not None and not task.done():
+        if task is None:
+            return
+        # asyncio.wait_for (3.10/3.11) can swallow a cancellation that races its inner
+        # result, so cancel until the loop has really ended; it also checks _closing itself.
+        while not task.done():
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.wait([task], timeout=0.5)
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            task.result()
 
     @property
     def closed(self) -> bool:
@@ -497,6 +502,9 @@ class Session:
                         self._first.set_exception(exc)
                         return
                     raise
+                if self._closing:
+                    conn.abort()
+                    return
                 await self._connected_to(conn, reply, server)
                 reason = await conn.closed
                 if self._closing:
@@ -546,6 +554,8 @@ class Session:
         attempt_timeout = max(min(per_server, self.negotiated_timeout / 3), 0.5)
         while True:
             for server in order:
+                if self._closing:
+                    raise asyncio.CancelledError()
                 remaining = attempt_timeout
                 if deadline is not None:
                     remaining = deadline - time.monotonic()
