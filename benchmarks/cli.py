@@ -94,6 +94,32 @@ class Runner:
         self.workloads: dict[str, Any] = {}
         #: peers that timed out in a case; W3 carries them on to larger N
         self.timed_out: dict[str, set[str]] = {}
+        #: the standalone server this run started (None with --connect, or for W5)
+        self.server: Any = None
+        self.server_crashes: list[dict[str, Any]] = []
+
+    def check_server(self, result: dict[str, Any], where: str) -> None:
+        """Restart the standalone server if the last run brought it down, and say so.
+
+        A client can crash a server: replies queued for it count against the server's heap,
+        and an O(N^2) pattern (N listings of N names) exhausts it. The run is recorded with
+        the server's last words; the following runs get a fresh server with the same data.
+        """
+        server = self.server
+        if server is None or (server.is_running and server.mode() is not None):
+            return
+        evidence = [
+            line.strip()
+            for line in server.log_tail(400).splitlines()
+            if "OutOfMemoryError" in line or "Severe unrecoverable error" in line
+        ]
+        reason = "; ".join(dict.fromkeys(evidence)) or "the server stopped serving"
+        crash = {"during": where, "reason": reason}
+        self.server_crashes.append(crash)
+        result["server_crashed"] = reason
+        log(f"  !! ZooKeeper went down during {where}: {reason}; restarting it")
+        server.kill()
+        server.start()
 
     # --- one run ----------------------------------------------------------------------------
 
@@ -230,6 +256,7 @@ class Runner:
                 self.case(workload, case)["params"] = shown
                 began = time.monotonic()
                 result = self.run_worker(key, peer, connect, p, timeout)
+                self.check_server(result, f"{workload} {case} {peer} #{repeat + 1}")
                 if after is not None:
                     after(connect, p)
                 if result["status"] == "timeout":
@@ -304,11 +331,14 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
     if any(w in args.only for w in ("W0", "W1", "W2", "W3", "W4")):
         with standalone_server(args.connect) as (connect, server):
             doc["server"] = machine.describe_server(connect, server)
+            runner.server = server
             log(f"ZooKeeper {doc['server'].get('version')} at {connect}")
             rounds = warm_up(connect, settings.server_warmup_s)
             log(f"  server warmed up for {settings.server_warmup_s:.0f}s ({rounds} rounds)")
             _run_standalone_workloads(runner, args.only, connect)
             remove_tree(connect, ROOT)
+            runner.server = None
+            doc["server"]["crashes"] = runner.server_crashes
     if "W5" in args.only:
         doc["ensemble"] = _run_w5(runner)
     doc["elapsed_s"] = round(time.monotonic() - began, 1)

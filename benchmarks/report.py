@@ -326,14 +326,21 @@ def _cell(doc: dict[str, Any], workload: str, case: str, peer: str, name: str) -
     status = slot.get("status")
     if status == "ok":
         text = _format(slot["metrics"].get(name), name)
+        if any(r.get("server_crashed") for r in slot.get("runs", [])):
+            text += " (server crashed)"
         if slot.get("failed_runs"):
             text += f" ({slot['runs_ok']}/{slot['runs_ok'] + slot['failed_runs']} ok)"
         return text
     if status == "timeout":
         return f"timeout >{slot.get('timeout_s', 0):.0f}s"
+    crashed = any(r.get("server_crashed") for r in slot.get("runs", []))
+    if status == "timeout":
+        return f"timeout >{slot.get('timeout_s', 0):.0f}s" + (
+            " (server crashed)" if crashed else ""
+        )
     if status == "killed":
         return "killed (memory)"
-    return status or "-"
+    return (status or "-") + (" (server crashed)" if crashed else "")
 
 
 def _rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
@@ -395,6 +402,13 @@ def markdown(doc: dict[str, Any]) -> str:
         if workload in doc.get("workloads", {}):
             lines.append(f"- **{workload}** {title}.")
     lines += ["", *NOTES]
+    crashes = doc.get("server", {}).get("crashes") or []
+    if crashes:
+        lines += ["", "## ZooKeeper crashed", ""]
+        lines += [
+            f"- during {c['during']}: {c['reason']} (restarted with its data for the next run)"
+            for c in crashes
+        ]
     problems = _problems(doc)
     if problems:
         lines += ["", "## Runs that did not succeed", "", *problems]
