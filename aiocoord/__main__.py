@@ -92,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("kind", choices=KINDS)
     inspect.add_argument("path", help="the recipe's path, e.g. /locks/orders")
     inspect.add_argument("--connect", metavar="HOSTS", default=None, help=_connect_help())
+    inspect.add_argument("--timeout", type=float, default=5.0, help=_timeout_help())
 
     tree = sub.add_parser(
         "tree",
@@ -101,9 +102,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     tree.add_argument("path", nargs="?", default="/", help="where to start (default /)")
     tree.add_argument("--connect", metavar="HOSTS", default=None, help=_connect_help())
+    tree.add_argument("--timeout", type=float, default=5.0, help=_timeout_help())
     tree.add_argument("--depth", type=int, default=None, help="levels to show below PATH")
     tree.add_argument("--data", action="store_true", help="show a preview of each node's data")
     return parser
+
+
+def _timeout_help() -> str:
+    return "seconds to wait for a server to answer (default 5)"
 
 
 def _connect_help() -> str:
@@ -129,8 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     connect = args.connect or _default_connect()
     try:
         if args.command == "inspect":
-            return asyncio.run(_inspect(connect, args.kind, args.path))
-        return asyncio.run(_tree(connect, args.path, args.depth, args.data))
+            return asyncio.run(_inspect(connect, args.timeout, args.kind, args.path))
+        return asyncio.run(_tree(connect, args.timeout, args.path, args.depth, args.data))
     except KeyboardInterrupt:
         return 130
 
@@ -139,7 +145,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _read_only(
-    connect: str, what: str, path: str, lines_of: Callable[[Client], Awaitable[list[str]]]
+    connect: str,
+    timeout: float,
+    what: str,
+    path: str,
+    lines_of: Callable[[Client], Awaitable[list[str]]],
 ) -> int:
     """Connect, print ``await lines_of(client)``; turn the usual failures into one line."""
     try:
@@ -148,7 +158,9 @@ async def _read_only(
         print(f"aiocoord {what}: {exc}", file=sys.stderr)
         return 2
     try:
-        async with connect_client(connect, session_timeout=10, connect_timeout=5) as client:
+        async with connect_client(
+            connect, session_timeout=10, connect_timeout=max(timeout, 0.1)
+        ) as client:
             lines = await lines_of(client)
     except NoServersError as exc:
         print(
@@ -167,13 +179,14 @@ async def _read_only(
     return 0
 
 
-async def _inspect(connect: str, kind: str, path: str) -> int:
-    return await _read_only(connect, "inspect", path, lambda c: queue_lines(c, kind, path))
+async def _inspect(connect: str, timeout: float, kind: str, path: str) -> int:
+    return await _read_only(connect, timeout, "inspect", path, lambda c: queue_lines(c, kind, path))
 
 
-async def _tree(connect: str, path: str, depth: int | None, show_data: bool) -> int:
+async def _tree(connect: str, timeout: float, path: str, depth: int | None, show_data: bool) -> int:
     return await _read_only(
         connect,
+        timeout,
         "tree",
         path,
         lambda c: tree_lines(c, path, max_depth=depth, show_data=show_data),

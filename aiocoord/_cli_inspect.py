@@ -35,8 +35,10 @@ class Contender:
 
     #: place in the queue, 0 first
     position: int
-    #: ``holder``/``waiting`` (locks), ``reader``/``writer`` holding or waiting (rwlock),
-    #: ``leader``/``candidate`` (elections), ``lease``/``acquiring``/``waiting`` (semaphores)
+    #: ``holder``/``waiting`` (locks); ``reader``/``writer``, ``waiting reader``/``waiting
+    #: writer`` (rwlock); ``leader``/``candidate`` (elections); ``lease`` (held),
+    #: ``acquiring`` (the head of the semaphore's lock queue, adding its lease nodes) and
+    #: ``waiting`` (semaphores)
     role: str
     #: the contender's identifier (the node's data)
     identifier: str
@@ -154,12 +156,24 @@ async def contenders(client: Client, kind: str, path: str) -> list[Contender]:
             _read_queue(client, join(path, LEASES), (LEASE_NAME,)),
             _read_queue(client, join(path, LOCKS), (LOCK_NAME,)),
         )
-        rows = [_contender(i, "lease", *node) for i, node in enumerate(leases)]
-        # The head of the lock queue is adding its lease nodes (or waiting for a lease to be
-        # returned); everyone behind it waits for the lock.
-        for i, node in enumerate(queue):
-            role = "acquiring" if i == 0 else "waiting"
-            rows.append(_contender(len(rows), role, *node))
+        # Only the head of the lock queue adds lease nodes, and it holds them once at most
+        # max_leases exist (a number ZooKeeper does not store). Its nodes of this tenure are
+        # those of its session created after its lock node: shown as "acquiring".
+        head = queue[0] if queue else None
+
+        def adding(stat: Stat) -> bool:
+            return head is not None and (
+                stat.ephemeral_owner == head[2].ephemeral_owner and stat.czxid > head[2].czxid
+            )
+
+        rows = [
+            _contender(i, "acquiring" if adding(node[2]) else "lease", *node)
+            for i, node in enumerate(leases)
+        ]
+        if head is not None and not any(r.role == "acquiring" for r in rows):
+            rows.append(_contender(len(rows), "acquiring", *head))
+        for node in queue[1:]:
+            rows.append(_contender(len(rows), "waiting", *node))
         return rows
     if kind == "election":
         nodes = await _read_queue(client, path, (LATCH_NAME, ELECTION_NAME))
@@ -183,7 +197,7 @@ def _summary(kind: str, rows: list[Contender]) -> str:
         return f"leader {leader}, {len(rows) - 1} candidate(s)" if leader else "no leader"
     if kind == "semaphore":
         held = sum(r.role == "lease" for r in rows)
-        return f"{held} lease(s) held, {len(rows) - held} contender(s) waiting"
+        return f"{held} lease(s) held, {len(rows) - held} waiting or acquiring"
     holding = [r for r in rows if not r.role.startswith("waiting")]
     who = ", ".join(r.identifier for r in holding) or "nobody"
     return f"held by {who}; {len(rows) - len(holding)} waiting"
