@@ -9,6 +9,7 @@ table, so this module only ever *adds* opcodes aiozk does not define.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,7 +144,9 @@ class ACL:
 
 
 def stat_from(part: Any) -> Stat:
-    """Convert aiozk's Stat part into our frozen dataclass."""
+    """Convert aiozk's Stat part into our frozen dataclass (ours pass through)."""
+    if isinstance(part, Stat):
+        return part
     return Stat(
         part.created_zxid,
         part.last_modified_zxid,
@@ -305,8 +308,157 @@ _MULTI_HEADER = struct.Struct("!i?i")
 
 def encode(xid: int, request: Any) -> bytes:
     """Frame one request: length prefix, xid, opcode, body."""
-    body: bytes = request.serialize(xid)
+    fast = _FAST_ENCODERS.get(type(request))
+    body: bytes = fast(xid, request) if fast is not None else request.serialize(xid)
     return _LEN.pack(len(body)) + body
+
+
+# --- fast paths for the hot requests and replies ---------------------------------------------
+# aiozk builds a struct format per message and a Struct per field; these produce the same bytes
+# (checked against aiozk in tests/unit/test_protocol.py) with precompiled structs.
+
+_HEAD = struct.Struct("!ii")
+_STAT = struct.Struct("!qqqqiiiqiiq")
+
+
+def _ustr(value: str) -> bytes:
+    raw = value.encode()
+    return _INT.pack(len(raw)) + raw
+
+
+def _buf(value: bytes | None) -> bytes:
+    if value is None:
+        return _INT.pack(-1)
+    return _INT.pack(len(value)) + value
+
+
+def _enc_path_watch(xid: int, req: Any) -> bytes:
+    return _HEAD.pack(xid, req.opcode) + _ustr(req.path) + (b"\x01" if req.watch else b"\x00")
+
+
+def _enc_path_version(xid: int, req: Any) -> bytes:
+    return _HEAD.pack(xid, req.opcode) + _ustr(req.path) + _INT.pack(req.version)
+
+
+def _enc_set_data(xid: int, req: Any) -> bytes:
+    return _HEAD.pack(xid, req.opcode) + _ustr(req.path) + _buf(req.data) + _INT.pack(req.version)
+
+
+def _enc_create(xid: int, req: Any) -> bytes:
+    acls = req.acl or []
+    parts = [_HEAD.pack(xid, req.opcode), _ustr(req.path), _buf(req.data), _INT.pack(len(acls))]
+    for acl in acls:
+        parts.append(_INT.pack(acl.perms))
+        parts.append(_ustr(acl.id.scheme))
+        parts.append(_ustr(acl.id.id))
+    parts.append(_INT.pack(req.flags))
+    return b"".join(parts)
+
+
+def _register_fast_encoders() -> dict[type, Callable[[int, Any], bytes]]:
+    from aiozk.protocol import (
+        CheckVersionRequest,
+        Create2Request,
+        CreateRequest,
+        DeleteRequest,
+        ExistsRequest,
+        GetChildren2Request,
+        GetChildrenRequest,
+        GetDataRequest,
+        SetDataRequest,
+    )
+
+    return {
+        GetDataRequest: _enc_path_watch,
+        ExistsRequest: _enc_path_watch,
+        GetChildrenRequest: _enc_path_watch,
+        GetChildren2Request: _enc_path_watch,
+        DeleteRequest: _enc_path_version,
+        CheckVersionRequest: _enc_path_version,
+        SetDataRequest: _enc_set_data,
+        CreateRequest: _enc_create,
+        Create2Request: _enc_create,
+    }
+
+
+_FAST_ENCODERS = _register_fast_encoders()
+
+
+@dataclass(slots=True)
+class Body:
+    """A decoded reply body of the hot ops (fields a reply lacks stay None)."""
+
+    data: bytes | None = None
+    stat: Stat | None = None
+    children: list[str] | None = None
+    path: str | None = None
+
+
+def _read_str(body: bytes, offset: int) -> tuple[str, int]:
+    (size,) = _INT.unpack_from(body, offset)
+    offset += 4
+    if size < 0 or offset + size > len(body):
+        raise ProtocolError(f"string of {size} bytes overruns its frame")
+    return body[offset : offset + size].decode(), offset + size
+
+
+def _read_stat(body: bytes, offset: int) -> tuple[Stat, int]:
+    return Stat(*_STAT.unpack_from(body, offset)), offset + _STAT.size
+
+
+def _dec_stat(body: bytes, offset: int) -> Body:
+    return Body(stat=_read_stat(body, offset)[0])
+
+
+def _dec_data(body: bytes, offset: int) -> Body:
+    (size,) = _INT.unpack_from(body, offset)
+    offset += 4
+    if size < 0:
+        data = b""
+    else:
+        if offset + size > len(body):
+            raise ProtocolError(f"data of {size} bytes overruns its frame")
+        data = body[offset : offset + size]
+        offset += size
+    return Body(data=data, stat=_read_stat(body, offset)[0])
+
+
+def _read_children(body: bytes, offset: int) -> tuple[list[str], int]:
+    (count,) = _INT.unpack_from(body, offset)
+    offset += 4
+    if count < 0 or count > len(body):
+        raise ProtocolError(f"child count {count} is impossible in a {len(body)}-byte frame")
+    names = []
+    for _ in range(count):
+        name, offset = _read_str(body, offset)
+        names.append(name)
+    return names, offset
+
+
+def _dec_children(body: bytes, offset: int) -> Body:
+    return Body(children=_read_children(body, offset)[0])
+
+
+def _dec_children2(body: bytes, offset: int) -> Body:
+    names, offset = _read_children(body, offset)
+    return Body(children=names, stat=_read_stat(body, offset)[0])
+
+
+def _dec_path_stat(body: bytes, offset: int) -> Body:
+    path, offset = _read_str(body, offset)
+    return Body(path=path, stat=_read_stat(body, offset)[0])
+
+
+_FAST_DECODERS = {
+    OP_EXISTS: _dec_stat,
+    OP_SET_DATA: _dec_stat,
+    OP_GET_DATA: _dec_data,
+    OP_GET_CHILDREN: _dec_children,
+    OP_GET_CHILDREN2: _dec_children2,
+    OP_CREATE2: _dec_path_stat,
+    OP_CREATE_CONTAINER: _dec_path_stat,
+    OP_CREATE_TTL: _dec_path_stat,
+}
 
 
 def encode_connect(
@@ -361,6 +513,9 @@ REPLY_HEADER_SIZE = _REPLY_HEADER.size
 def decode_body(opcode: int, body: bytes, offset: int) -> Any:
     """Decode the body of a reply to ``opcode``; raises ProtocolError on garbage."""
     try:
+        fast = _FAST_DECODERS.get(opcode)
+        if fast is not None:
+            return fast(body, offset)
         if opcode == OP_MULTI:
             return decode_multi(body, offset)
         cls = response_xref.get(opcode)

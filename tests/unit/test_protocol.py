@@ -83,3 +83,63 @@ def test_garbage_watch_and_connect_frames(junk: bytes) -> None:
 def test_short_reply_header_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError):
         wire.decode_reply_header(b"\x00\x01")
+
+
+path_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), min_codepoint=0x20), max_size=30
+).map(lambda t: "/" + t)
+
+
+@given(path_text, st.booleans(), st.binary(max_size=50), st.integers(-1, 2**31 - 1))
+def test_fast_encoders_match_aiozk_byte_for_byte(
+    path: str, watch: bool, data: bytes, version: int
+) -> None:
+    from aiozk.protocol import (
+        Create2Request,
+        DeleteRequest,
+        ExistsRequest,
+        GetChildren2Request,
+        GetDataRequest,
+        SetDataRequest,
+    )
+    from aiozk.protocol.acl import ACL, ID
+
+    acl = [
+        ACL(perms=31, id=ID(scheme="world", id="anyone")),
+        ACL(perms=1, id=ID(scheme="ip", id="::1")),
+    ]
+    requests = [
+        GetDataRequest(path=path, watch=watch),
+        ExistsRequest(path=path, watch=watch),
+        GetChildren2Request(path=path, watch=watch),
+        DeleteRequest(path=path, version=version),
+        SetDataRequest(path=path, data=data, version=version),
+        Create2Request(path=path, data=data, acl=acl, flags=3),
+    ]
+    for request in requests:
+        body = request.serialize(42)
+        assert wire.encode(42, request) == struct.pack("!i", len(body)) + body
+
+
+@given(st.binary(max_size=60), st.lists(path_text, max_size=5))
+def test_fast_decoders_match_aiozk(data: bytes, names: list[str]) -> None:
+    from aiozk.protocol.response import response_xref
+
+    stat = struct.pack("!qqqqiiiqiiq", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+    header = struct.pack("!iqi", 1, 2, 0)
+    children = struct.pack("!i", len(names)) + b"".join(
+        struct.pack("!i", len(n.encode())) + n.encode() for n in names
+    )
+    cases = {
+        wire.OP_GET_DATA: struct.pack("!i", len(data)) + data + stat,
+        wire.OP_EXISTS: stat,
+        wire.OP_GET_CHILDREN2: children + stat,
+        wire.OP_CREATE2: struct.pack("!i", 2) + b"/x" + stat,
+    }
+    for opcode, payload in cases.items():
+        fast = wire.decode_body(opcode, header + payload, wire.REPLY_HEADER_SIZE)
+        slow, _ = response_xref[opcode].parse(header + payload, wire.REPLY_HEADER_SIZE)
+        assert wire.stat_from(fast.stat) == wire.stat_from(slow.stat)
+        for field in ("data", "children", "path"):
+            if hasattr(slow, field):
+                assert getattr(fast, field) == getattr(slow, field)
