@@ -354,9 +354,9 @@ class _Demo:
     def _report_cache_event(self, label: str, event: NodeEvent, count: int) -> None:
         kind = event.type
         if kind is CacheEventType.CHILD_ADDED:
-            self.board.event(f"{label}: + {event.name}  ({count} members)")
+            self.board.event(f"{label}: + {event.name}  (now {count})")
         elif kind is CacheEventType.CHILD_REMOVED:
-            self.board.event(f"{label}: - {event.name}  ({count} members)")
+            self.board.event(f"{label}: - {event.name}  (now {count})")
         elif kind is CacheEventType.INITIALIZED:
             self.board.event(f"{label}: loaded")
         elif kind in (CacheEventType.SUSPENDED, CacheEventType.RECONNECTED, CacheEventType.LOST):
