@@ -47,7 +47,13 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO, TypeVar
 
 from aiocoord.client import Client, open_client
-from aiocoord.errors import ConnectionLossError, CoordinationError, NodeExistsError, NotEmptyError
+from aiocoord.errors import (
+    ConnectionLossError,
+    CoordinationError,
+    NodeExistsError,
+    NoServersError,
+    NotEmptyError,
+)
 from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import CacheEventType, ChildrenCache, NodeEvent
 from aiocoord.recipes.election import LeaderLatch, LeadershipChange
@@ -808,7 +814,10 @@ async def run(
     try:
         result = await demo.run()
     except CoordinationError as exc:
-        print(f"\naiocoord demo failed: {exc}", file=sys.stderr)
+        hint = ""
+        if isinstance(exc, NoServersError):
+            hint = "\n  (start one with: python -m aiocoord server, or drop --connect)"
+        print(f"\naiocoord demo failed: {exc}{hint}", file=sys.stderr)
         return 1
     print("\n".join(demo.summary(time.monotonic() - began)), file=stream, flush=True)
     return 0 if result.ok else 1
