@@ -254,7 +254,9 @@ class _QueueLock:
         if hold.lost is not None or hold.released:
             return
         hold.lost = state
-        log.warning("lock %s lost (%s) by task %s", self.path, state.value, hold.task.get_name())
+        # Closing the client while holding is an ordinary shutdown, not an incident.
+        level = logging.INFO if state is State.CLOSED else logging.WARNING
+        log.log(level, "lock %s lost (%s) by task %s", self.path, state.value, hold.task.get_name())
         self._lost._fire(state)
         if state is not State.CLOSED:
             # After LOST the node is gone already; after SUSPENDED it is deleted once the

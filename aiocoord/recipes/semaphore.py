@@ -103,7 +103,8 @@ class Lease:
     def _on_loss(self, state: State) -> None:
         if self._released:
             return
-        log.warning("lease %s lost (%s)", self.node.path, state.value)
+        level = logging.INFO if state is State.CLOSED else logging.WARNING
+        log.log(level, "lease %s lost (%s)", self.node.path, state.value)
         self.lost._fire(state)
         client = self.semaphore.client
         if state is not State.CLOSED:
