@@ -173,12 +173,14 @@ class Runner:
         """The JSON entry of one case of a workload (created empty)."""
         entry = self.workloads.setdefault(workload, {"title": WORKLOADS[workload], "cases": {}})
         cases: dict[str, Any] = entry["cases"]
-        return cases.setdefault(case, {"params": {}, "peers": {}})
+        entry_case: dict[str, Any] = cases.setdefault(case, {"params": {}, "peers": {}})
+        return entry_case
 
     def slot(self, workload: str, case: str, peer: str) -> dict[str, Any]:
         """The JSON entry of one peer in one case."""
         peers: dict[str, Any] = self.case(workload, case)["peers"]
-        return peers.setdefault(peer, {"runs": [], "samples": {}})
+        slot: dict[str, Any] = peers.setdefault(peer, {"runs": [], "samples": {}})
+        return slot
 
     def record(self, workload: str, case: str, peer: str, result: dict[str, Any]) -> None:
         """Add one run's result (its samples are pooled over the repeats)."""
@@ -323,6 +325,7 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "mode": settings.mode,
         "command": " ".join(["python -m benchmarks", *(args.argv or [])]),
+        "commit": machine.git_commit(),
         "machine": machine.describe(),
         "peers": machine.peer_versions(args.peers),
         "settings": settings.as_dict(),
@@ -454,22 +457,25 @@ def _run_w5(runner: Runner) -> dict[str, Any]:
             ensemble.wait_for_quorum(60.0)
             remove_tree(connect, params["path"])
 
+        def failover(case: str) -> Callable[[int], tuple[str, dict[str, Any]]]:
+            def params(repeat: int) -> tuple[str, dict[str, Any]]:
+                return ensemble.connect_string, {
+                    "session_timeout": s.w5_session_timeout,
+                    "path": run_path("W5"),
+                    "case": case,
+                    "members": members(),
+                    "attempts": 30,
+                    "reconnect_timeout": s.w5_reconnect_timeout_s,
+                }
+
+            return params
+
         for case in s.w5_cases:
             runner.run_case(
                 "W5",
                 case,
                 "W5/failover",
-                lambda repeat, case=case: (
-                    ensemble.connect_string,
-                    {
-                        "session_timeout": s.w5_session_timeout,
-                        "path": run_path("W5"),
-                        "case": case,
-                        "members": members(),
-                        "attempts": 30,
-                        "reconnect_timeout": s.w5_reconnect_timeout_s,
-                    },
-                ),
+                failover(case),
                 s.w5_reconnect_timeout_s + s.worker_slack_s,
                 after=restore,
             )

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import platform
 import socket
+import subprocess
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 #: Distribution name and concurrency model of each peer.
@@ -36,6 +38,22 @@ def _memory_gb() -> float | None:
     except OSError:
         pass
     return None
+
+
+def git_commit() -> str | None:
+    """The commit of the code being measured (``-dirty`` with local changes), if in git."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
 
 
 def load_average() -> list[float] | None:

@@ -147,7 +147,7 @@ def _scaling(plt: Any, doc: dict[str, Any], path: Path) -> bool:
     drawn = False
     for peer in _peers(doc):
         for ax, name in zip(axes, ("wall_s", "peak_rss_mb"), strict=True):
-            xs, ys, tx, ty = [], [], [], []
+            xs, ys, tx, ty, kx, ky = [], [], [], [], [], []
             for n in ns:
                 slot = cases[f"N={n}"]["peers"].get(peer)
                 if slot is None:
@@ -158,6 +158,9 @@ def _scaling(plt: Any, doc: dict[str, Any], path: Path) -> bool:
                 elif slot.get("status") == "timeout" and name == "wall_s":
                     tx.append(n)
                     ty.append(slot.get("timeout_s", 0))
+                elif slot.get("status") == "killed" and name == "wall_s":
+                    kx.append(n)
+                    ky.append(doc.get("settings", {}).get("w3_timeout_s", 60.0))
             if xs:
                 drawn = True
                 ax.plot(xs, ys, marker="o", label=peer, color=COLORS[peer], linewidth=2)
@@ -166,6 +169,11 @@ def _scaling(plt: Any, doc: dict[str, Any], path: Path) -> bool:
                            label=f"{peer}: timeout (> cap)")  # fmt: skip
                 if xs:
                     ax.plot([xs[-1], tx[0]], [ys[-1], ty[0]], linestyle=":", color=COLORS[peer])
+            if kx:
+                ax.scatter(kx, ky, marker="x", s=80, color=COLORS[peer],
+                           label=f"{peer}: killed (memory > cap)")  # fmt: skip
+                if xs:
+                    ax.plot([xs[-1], kx[0]], [ys[-1], ky[0]], linestyle=":", color=COLORS[peer])
     axes[0].set_title("W3 wall time: N contenders acquire once and release", fontsize=10)
     axes[0].set_ylabel("seconds (log)")
     axes[1].set_title("W3 peak RSS of the process", fontsize=10)

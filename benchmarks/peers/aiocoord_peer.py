@@ -291,6 +291,7 @@ async def _w5(connect: str, p: dict[str, Any]) -> dict[str, Any]:
     lock_class = _lock_class()
     members = [Member(**m) for m in p["members"]]
     client = None
+    member = None
     for _ in range(p["attempts"]):
         client = await _open(connect, p)
         server = client.session.server
@@ -300,7 +301,7 @@ async def _w5(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             break
         await client.close()
         client = None
-    if client is None:
+    if client is None or member is None:
         raise RuntimeError(f"never connected to a {p['case']} in {p['attempts']} attempts")
     try:
         lock = lock_class(client, p["path"])
