@@ -15,8 +15,6 @@ from chaoslib import SEED_ENV, Chaos, Cluster
 
 from aiocoord.testing import ZooKeeperEnsemble
 
-pytestmark = pytest.mark.ensemble
-
 
 @pytest.fixture
 def chaos(request: pytest.FixtureRequest) -> Chaos:
