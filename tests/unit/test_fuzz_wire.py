@@ -1,0 +1,364 @@
+"""Wire robustness: garbage from the server raises ProtocolError and drops the connection
+cleanly; never a hang, a crash, or a future resolved with another request's reply.
+
+Three levels: the decoders alone (mutated valid replies), a real :class:`Connection` on a
+socket to a scripted peer (garbage in every place of a reply stream, split at random), and a
+real client whose server answers one request with garbage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from dataclasses import dataclass
+
+import pytest
+from aiozk.protocol import GetDataRequest
+from fake_zookeeper import (
+    HEADER,
+    LEN,
+    FakeZooKeeper,
+    frame,
+    get_data_body,
+    reply,
+    stat_bytes,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aiocoord import State, open_client
+from aiocoord import _protocol as wire
+from aiocoord._connection import MAX_FRAME, Connection, Reply
+from aiocoord.errors import ConnectionLossError, ProtocolError
+from aiocoord.retry import NoRetry
+
+# --- the decoders ------------------------------------------------------------------------------
+
+
+def _ustring(s: str) -> bytes:
+    raw = s.encode()
+    return LEN.pack(len(raw)) + raw
+
+
+def _vector(items: list[bytes]) -> bytes:
+    return LEN.pack(len(items)) + b"".join(items)
+
+
+def _multi_reply() -> bytes:
+    head = struct.Struct(">i?i")
+    return (
+        head.pack(wire.OP_CREATE2, False, 0)
+        + _ustring("/a")
+        + stat_bytes()
+        + head.pack(wire.OP_SET_DATA, False, 0)
+        + stat_bytes(version=1)
+        + head.pack(-1, False, -101)
+        + LEN.pack(-101)
+        + head.pack(-1, True, -1)
+    )
+
+
+#: A valid reply body per opcode, to mutate.
+VALID = {
+    wire.OP_CREATE: _ustring("/a"),
+    wire.OP_CREATE2: _ustring("/a") + stat_bytes(),
+    wire.OP_EXISTS: stat_bytes(),
+    wire.OP_GET_DATA: get_data_body(b"hello"),
+    wire.OP_SET_DATA: stat_bytes(version=3),
+    wire.OP_GET_ACL: _vector([LEN.pack(31) + _ustring("world") + _ustring("anyone")])
+    + stat_bytes(),
+    wire.OP_GET_CHILDREN: _vector([_ustring("a"), _ustring("b")]),
+    wire.OP_GET_CHILDREN2: _vector([_ustring("a")]) + stat_bytes(),
+    wire.OP_MULTI: _multi_reply(),
+    wire.OP_CREATE_CONTAINER: _ustring("/c") + stat_bytes(),
+    wire.OP_GET_EPHEMERALS: _vector([_ustring("/e")]),
+    wire.OP_GET_ALL_CHILDREN_NUMBER: LEN.pack(7),
+    wire.OP_WHO_AM_I: _vector([_ustring("digest") + _ustring("u")]),
+}
+
+BOUNDARY_INTS = [-1, -(2**31), 2**31 - 1, 0x7FFFFF00, 1 << 24, 0]
+
+
+def test_valid_bodies_decode() -> None:
+    for opcode, body in VALID.items():
+        wire.decode_body(opcode, HEADER.pack(1, 1, 0) + body, wire.REPLY_HEADER_SIZE)
+
+
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    opcode=st.sampled_from(sorted(VALID)),
+    mutation=st.sampled_from(["truncate", "flip", "int", "append"]),
+    where=st.integers(min_value=0, max_value=200),
+    value=st.integers(min_value=0, max_value=255),
+    boundary=st.sampled_from(BOUNDARY_INTS),
+    junk=st.binary(min_size=1, max_size=16),
+)
+def test_mutated_replies_decode_or_raise_protocol_error(
+    opcode: int, mutation: str, where: int, value: int, boundary: int, junk: bytes
+) -> None:
+    body = bytearray(VALID[opcode])
+    i = where % max(len(body), 1)
+    if mutation == "truncate":
+        body = body[:i]
+    elif mutation == "flip":
+        body[i] = value
+    elif mutation == "int":
+        body[i : i + 4] = struct.pack(">i", boundary)
+    else:
+        body += junk
+    raw = HEADER.pack(1, 1, 0) + bytes(body)
+    # ProtocolError is the one typed failure; anything else (struct.error...) fails the test.
+    with contextlib.suppress(ProtocolError):
+        wire.decode_body(opcode, raw, wire.REPLY_HEADER_SIZE)
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=48), st.sampled_from(BOUNDARY_INTS))
+def test_garbage_watch_events_and_headers(junk: bytes, boundary: int) -> None:
+    for raw in (junk, struct.pack(">ii", 1, 3) + struct.pack(">i", boundary) + junk):
+        for decode in (
+            lambda b: wire.decode_watch(b, 0),
+            wire.decode_connect,
+            wire.decode_reply_header,
+        ):
+            with contextlib.suppress(ProtocolError):
+                decode(raw)
+
+
+# --- a real Connection over a socket -----------------------------------------------------------
+
+FAULTS = [
+    "none",
+    "unknown_xid",
+    "garbage_body",
+    "negative_length",
+    "huge_length",
+    "short_frame",
+    "garbage_watch",
+    "truncated_then_close",
+]
+
+
+@dataclass(frozen=True)
+class Script:
+    """What the peer answers: replies in ``order`` (indexes of requests), a valid watch event
+    before reply number ``watch_at``, the fault before reply number ``fault_at``, and the
+    whole stream cut into pieces of ``chunks`` bytes (cycled)."""
+
+    n: int
+    order: list[int]
+    fault: str
+    fault_at: int
+    victim: int
+    watch_at: int
+    chunks: list[int]
+
+
+@st.composite
+def scripts(draw: st.DrawFn) -> Script:
+    n = draw(st.integers(min_value=1, max_value=6))
+    order = draw(st.permutations(list(range(n))))
+    return Script(
+        n=n,
+        order=list(order),
+        fault=draw(st.sampled_from(FAULTS)),
+        fault_at=draw(st.integers(min_value=0, max_value=n)),
+        victim=draw(st.integers(min_value=0, max_value=n - 1)),
+        watch_at=draw(st.integers(min_value=0, max_value=n)),
+        chunks=draw(st.lists(st.integers(min_value=1, max_value=64), min_size=1, max_size=6)),
+    )
+
+
+def _data_of(xid: int) -> bytes:
+    return f"reply-to-{xid}".encode()
+
+
+async def _exchange(script: Script) -> None:
+    watches: list[wire.WatchNotification] = []
+    async with FakeZooKeeper(lambda _x, _o, _b: None) as peer_server:
+        conn, _ = await Connection.open(
+            "127.0.0.1",
+            peer_server.port,
+            timeout=5,
+            session_id=0,
+            password=b"\0" * 16,
+            session_timeout_ms=10000,
+            last_zxid=0,
+            read_only=False,
+            on_watch=watches.append,
+            on_zxid=lambda _z: None,
+        )
+        try:
+            await asyncio.wait_for(peer_server.connected.wait(), 5)
+            peer = peer_server.peers[0]
+            xids = [100 + i for i in range(script.n)]
+            futures = {x: conn.send(x, GetDataRequest(path=f"/n{x}", watch=False)) for x in xids}
+            for _ in xids:
+                await asyncio.wait_for(peer.requests.get(), 5)
+            stream, expect, dying = _stream(script, xids)
+            for piece in _pieces(stream, script.chunks):
+                peer.writer.write(piece)
+                await peer.writer.drain()
+            if script.fault == "truncated_then_close":
+                peer.writer.transport.close()
+            pending = list(futures.values()) if dying else []
+            # Never a hang: every future ends (or, without a fault, every one is answered).
+            _, not_done = await asyncio.wait(
+                [*futures.values(), *pending], timeout=5, return_when=asyncio.ALL_COMPLETED
+            )
+            assert not not_done, f"futures left hanging: {script}"
+            if dying:  # the connection is dropped, without hanging either
+                await asyncio.wait_for(asyncio.shield(conn.closed), 5)
+            _check(script, xids, futures, expect, conn, dying)
+            if script.watch_at < script.fault_at or not dying:
+                assert [w.path for w in watches] == ["/watched"]
+        finally:
+            conn.abort()
+
+
+def _stream(script: Script, xids: list[int]) -> tuple[bytes, dict[int, str], bool]:
+    """The bytes the peer sends, what each xid must end with ("ok", "protocol", "loss"), and
+    whether the connection must be dropped."""
+    parts: list[bytes] = []
+    expect: dict[int, str] = {}
+    fault_frame = {
+        "unknown_xid": reply(999, body=get_data_body(b"nobody asked")),
+        "garbage_body": reply(xids[script.victim], body=b"\x00\x00"),
+        "negative_length": LEN.pack(-5) + b"\x00" * 12,
+        "huge_length": LEN.pack(MAX_FRAME + 1) + b"\x00" * 12,
+        "short_frame": frame(b"\x00\x00\x00\x01"),
+        "garbage_watch": reply(wire.WATCH_XID, body=b"\x00\x00\x00\x03\x00"),
+        "truncated_then_close": LEN.pack(40) + b"\x00" * 10,
+    }.get(script.fault)
+    faulted = False
+    for position, index in enumerate([*script.order, None]):
+        if position == script.watch_at:
+            event = struct.pack(">ii", 3, 3) + _ustring("/watched")
+            parts.append(reply(wire.WATCH_XID, body=event))
+        if position == script.fault_at and fault_frame is not None:
+            parts.append(fault_frame)
+            if script.fault == "garbage_body" and xids[script.victim] in expect:
+                pass  # its reply came already: an xid nobody waits for is not even decoded
+            elif script.fault == "garbage_body":
+                expect[xids[script.victim]] = "protocol"
+                faulted = True
+            elif script.fault != "unknown_xid":
+                faulted = True
+        if index is None:
+            break
+        xid = xids[index]
+        if xid in expect:
+            continue  # its garbage reply already went
+        parts.append(reply(xid, body=get_data_body(_data_of(xid))))
+        expect[xid] = "loss" if faulted else "ok"
+    for xid in xids:
+        expect.setdefault(xid, "loss")
+    dying = faulted or script.fault == "truncated_then_close"
+    return b"".join(parts), expect, dying
+
+
+def _pieces(data: bytes, sizes: list[int]) -> list[bytes]:
+    out, i, k = [], 0, 0
+    while i < len(data):
+        size = sizes[k % len(sizes)]
+        out.append(data[i : i + size])
+        i += size
+        k += 1
+    return out
+
+
+def _check(
+    script: Script,
+    xids: list[int],
+    futures: dict[int, asyncio.Future[Reply]],
+    expect: dict[int, str],
+    conn: Connection,
+    dying: bool,
+) -> None:
+    for xid in xids:
+        fut = futures[xid]
+        if expect[xid] == "ok":
+            assert fut.done() and fut.exception() is None, (xid, script, fut)
+            # Its own reply, never another request's.
+            assert fut.result().body.data == _data_of(xid), (xid, script)
+        elif expect[xid] == "protocol":
+            assert isinstance(fut.exception(), ProtocolError), (xid, script, fut)
+        else:
+            exc = fut.exception()
+            assert isinstance(exc, ConnectionLossError), (xid, script, exc)
+            assert not isinstance(exc, ProtocolError)
+    if not dying:
+        assert not conn.closed.done()
+    elif script.fault != "truncated_then_close":
+        assert isinstance(conn.closed.result(), ProtocolError), script
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scripts())
+def test_garbage_anywhere_in_the_reply_stream_fails_only_what_it_must(script: Script) -> None:
+    asyncio.run(asyncio.wait_for(_exchange(script), 20))
+
+
+@pytest.mark.parametrize("fault", FAULTS[2:])
+def test_each_fault_kind_drops_the_connection(fault: str) -> None:
+    # The same property for every fault at a fixed place: after two good replies.
+    script = Script(4, [0, 1, 2, 3], fault, 2, 3, 4, [7, 64])
+    asyncio.run(asyncio.wait_for(_exchange(script), 20))
+
+
+# --- a real client -----------------------------------------------------------------------------
+
+
+async def test_client_gets_protocol_error_for_the_garbled_reply_only_and_recovers() -> None:
+    """One getData is answered with garbage: that call raises ProtocolError, the calls in
+    flight with it on the dropped connection are retried and answered, and the session goes
+    on over a new connection (SUSPENDED, then RECONNECTED, same session)."""
+    garbled = {"count": 0}
+
+    def handler(xid: int, opcode: int, body: bytes) -> bytes | None:
+        if opcode != wire.OP_GET_DATA:
+            return reply(xid, -101)
+        (size,) = LEN.unpack_from(body, 8)
+        path = body[12 : 12 + size].decode()
+        if path == "/bad" and garbled["count"] == 0:
+            garbled["count"] += 1
+            return reply(xid, body=b"\x7f\xff\xff\xff junk")
+        return reply(xid, body=get_data_body(path.encode()))
+
+    async with FakeZooKeeper(handler) as server:
+        client = await open_client(server.connect_string, session_timeout=10)
+        try:
+            changes: list[tuple[State, bool]] = []
+            client.add_state_listener(lambda c: changes.append((c.state, c.new_session)))
+            session = client.session_id
+            calls = [client.get(p) for p in ("/a", "/bad", "/b", "/c")]
+            results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 10)
+            assert isinstance(results[1], ProtocolError)
+            assert [r[0] for r in results if not isinstance(r, BaseException)] == [
+                b"/a",
+                b"/b",
+                b"/c",
+            ]
+            await client.wait_for(State.CONNECTED, 10)
+            assert (State.SUSPENDED, False) in changes
+            assert changes[-1] == (State.RECONNECTED, False)
+            assert client.session_id == session
+            data, _ = await client.get("/bad")
+            assert data == b"/bad"
+        finally:
+            await client.close()
+
+
+async def test_protocol_error_is_not_retried_even_with_a_retry_policy() -> None:
+    def handler(xid: int, opcode: int, body: bytes) -> bytes | None:
+        return reply(xid, body=b"\x00")  # every getData reply is garbage
+
+    async with FakeZooKeeper(handler) as server:
+        client = await open_client(server.connect_string, session_timeout=10, retry=NoRetry())
+        try:
+            for _ in range(3):
+                with pytest.raises(ProtocolError):
+                    await asyncio.wait_for(client.get("/x"), 10)
+        finally:
+            await client.close()
