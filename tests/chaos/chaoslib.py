@@ -64,6 +64,7 @@ from aiocoord.errors import (
     NoNodeError,
     NotEmptyError,
     SessionExpiredError,
+    TransactionFailedError,
 )
 from aiocoord.recipes.cache import CacheEventType, NodeEvent
 from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, expire_session
@@ -81,6 +82,18 @@ FAULT_ERRORS: tuple[type[BaseException], ...] = (
     LeadershipLostError,
     asyncio.TimeoutError,
 )
+
+#: Library defects the suite has pinned with deterministic failing tests (strict xfail). When
+#: the mix meets one it is counted here and shown in the summary, not failed on, so that the
+#: mix keeps checking everything else; each entry names the test that pins it.
+KNOWN_DEFECTS = {
+    "stale grant": "a queue waiter is granted after its node was deleted (here: its session "
+    "was expired by force and it had not noticed); pinned by tests/chaos/test_scenarios.py::"
+    "test_lock_parent_vanishes (aiocoord/recipes/_queue.py SequentialQueue._wait_turn)",
+    "multi refused for an expired session": "TransactionFailedError(cause=SessionExpiredError) "
+    "out of a recipe; pinned by tests/unit/test_fuzz_wire.py::test_known_gap_multi_refused_"
+    "for_an_expired_session_is_a_session_error (aiocoord/client.py Transaction.commit)",
+}
 
 #: The fault kinds of the mix, in the order of the summary table.
 FAULT_KINDS = ("kill", "drop", "partition", "latency", "expire")
@@ -127,6 +140,8 @@ class Chaos:
         self.force_expired: set[int] = set()
         #: overlaps explained by a forced expiry, with their context
         self.tolerated: list[str] = []
+        #: known (pinned) defects met, by KNOWN_DEFECTS key
+        self.known: Counter[str] = Counter()
 
     def elapsed(self) -> float:
         """Seconds since the run started."""
@@ -156,7 +171,18 @@ class Chaos:
             detail += "\n    recent:\n" + "\n".join(recent)
         self.violations.append(Violation(round(now, 3), invariant, detail))
 
-    def overlap(self, invariant: str, detail: str, others: Iterable[int]) -> None:
+    def known_defect(self, key: str, detail: str) -> None:
+        """Count a pinned library defect (see :data:`KNOWN_DEFECTS`)."""
+        assert key in KNOWN_DEFECTS, key
+        self.known[key] += 1
+        now = self.elapsed()
+        recent = [f"      {t:8.3f}s {m}" for t, m in self.notes if now - t < 3.0][-10:]
+        self.tolerated.append(f"[{now:8.3f}s] known defect {key}: {detail}\n" + "\n".join(recent))
+        self.note(f"known defect: {key}: {detail}")
+
+    def overlap(
+        self, invariant: str, detail: str, others: Iterable[int], entering: int = 0
+    ) -> None:
         """Two holders where there may be one. A violation, unless every other holder's
         session was expired *by force* (``expire_session``) and its owner has not heard yet.
 
@@ -168,7 +194,11 @@ class Chaos:
         failed, while token order is still checked.
         """
         others = set(others)
-        if others and others <= self.force_expired:
+        if entering and entering in self.force_expired:
+            # The newcomer is the stale one: its session was ended by force, and the recipe
+            # granted it anyway (its token is older, so a fenced store refuses it).
+            self.known_defect("stale grant", f"{invariant}: {detail}")
+        elif others and others <= self.force_expired:
             self.events["overlap after a forced expiry (fenced)"] += 1
             now = self.elapsed()
             recent = [f"      {t:8.3f}s {m}" for t, m in self.notes if now - t < 3.0][-10:]
@@ -213,8 +243,13 @@ class Chaos:
             lines.append(f"{'fault errors raised (expected)':<34}{'count':>8}")
             for kind in sorted(self.errors):
                 lines.append(f"  {kind:<32}{self.errors[kind]:>8}")
+        if self.known:
+            lines.append(f"{'known defects met (pinned, see below)':<34}{'count':>8}")
+            for key in sorted(self.known):
+                lines.append(f"  {key:<32}{self.known[key]:>8}")
+                lines.append(f"      {KNOWN_DEFECTS[key]}")
         if self.tolerated and verbose:
-            lines.append("overlaps after forced expiries (first 3):")
+            lines.append("overlaps after forced expiries and known defects (first 3):")
             lines.extend(self.tolerated[:3])
         lines.append(f"{'violations':<34}{len(self.violations):>8}")
         for v in self.violations[:20]:
@@ -256,17 +291,22 @@ class MutexReferee:
             self.chaos.violate(f"{self.name}: fencing", f"{who} holds with no fencing token")
             token = self.last_token + 1
         others = {w: s for w, s in self.inside.items() if w != who}
+        stale = session in self.chaos.force_expired
         if others:
             self.chaos.overlap(
                 f"{self.name}: mutual exclusion",
                 f"{who} (0x{session:x}) entered while {others} is inside",
                 others.values(),
+                entering=session,
             )
-        self.chaos.check(
-            token > self.last_token,
-            f"{self.name}: fencing",
-            f"{who} holds with token {token} after token {self.last_token}",
-        )
+        elif stale and token <= self.last_token:
+            self.chaos.known_defect("stale grant", f"{self.name}: {who} token {token}")
+        if not stale:
+            self.chaos.check(
+                token > self.last_token,
+                f"{self.name}: fencing",
+                f"{who} holds with token {token} after token {self.last_token}",
+            )
         self.inside[who] = session
         self.last_token = max(self.last_token, token)
         self.chaos.note(f"{self.name}: {who} in (token {token})")
@@ -304,12 +344,14 @@ class RWReferee:
                     f"{self.name}: write exclusion",
                     f"writer {who} entered with writers={self.writers} readers={self.readers}",
                     others.values(),
+                    entering=session,
                 )
-            self.chaos.check(
-                token is not None and token > self.last_write_token,
-                f"{self.name}: fencing",
-                f"writer {who} token {token} after {self.last_write_token}",
-            )
+            if session not in self.chaos.force_expired:
+                self.chaos.check(
+                    token is not None and token > self.last_write_token,
+                    f"{self.name}: fencing",
+                    f"writer {who} token {token} after {self.last_write_token}",
+                )
             self.writers[who] = session
             self.last_write_token = max(self.last_write_token, token or 0)
         else:
@@ -319,6 +361,7 @@ class RWReferee:
                     f"{self.name}: read exclusion",
                     f"reader {who} entered while {others} writes",
                     others.values(),
+                    entering=session,
                 )
             self.readers[who] = session
             self.max_readers = max(self.max_readers, len(self.readers))
@@ -354,7 +397,7 @@ class SemaphoreReferee:
             excess = [s for w, s in self.holders.items() if w != who]
             detail = f"{held} leases held (max {self.max_leases}): {self.holders}"
             if len(live) <= self.max_leases:
-                self.chaos.overlap(f"{self.name}: lease bound", detail, excess)
+                self.chaos.overlap(f"{self.name}: lease bound", detail, excess, entering=session)
             else:
                 self.chaos.violate(f"{self.name}: lease bound", detail)
         self.chaos.note(f"{self.name}: {who} in")
@@ -391,10 +434,12 @@ class LeaderReferee:
                     f"{self.name}: single leader",
                     f"{latch.identifier} leads while {[x.identifier for x in others]} lead",
                     [x.term.session_id for x in others if x.term is not None],
+                    entering=change.term.session_id if change.term is not None else 0,
                 )
             token = change.term.fencing_token if change.term is not None else 0
+            stale = change.term is not None and change.term.session_id in self.chaos.force_expired
             self.chaos.check(
-                token > self.last_token,
+                stale or token > self.last_token,
                 f"{self.name}: fencing",
                 f"{latch.identifier} leads with token {token} after {self.last_token}",
             )
@@ -986,7 +1031,10 @@ class Worker:
 
 
 def _guard(chaos: Chaos, worker: Worker, exc: BaseException) -> None:
-    if isinstance(exc, FAULT_ERRORS):
+    if isinstance(exc, TransactionFailedError) and isinstance(exc.cause, SessionExpiredError):
+        # Refused as a whole (nothing applied): a session error mislabelled, pinned.
+        chaos.known_defect("multi refused for an expired session", f"{worker.name}: {exc}")
+    elif isinstance(exc, FAULT_ERRORS):
         chaos.error(exc)
     elif isinstance(exc, ClientClosedError) and worker.stop.is_set():
         pass

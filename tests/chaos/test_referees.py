@@ -131,3 +131,15 @@ async def test_cache_checker_catches_inconsistent_events(log: Chaos) -> None:
     apply(CacheEventType.NODE_REMOVED, None, "/t/b")  # removed, never added
     assert len(log.violations) == 3
     assert checker.replayed.keys() == {"/t/a"}
+
+
+def test_a_stale_grant_on_a_forcibly_expired_session_is_a_known_defect(log: Chaos) -> None:
+    ref = MutexReferee(log, "m")
+    ref.enter("fresh", 20, session=2)
+    log.force_expired.add(1)
+    ref.enter("stale", 10, session=1)  # granted on a session ended by force, older token
+    assert log.violations == []
+    assert log.known["stale grant"] == 1
+    assert "known defects met" in log.summary()
+    ref.enter("third", 5, session=3)  # not explained by anything
+    assert [v.invariant for v in log.violations] == ["m: mutual exclusion", "m: fencing"]
