@@ -199,7 +199,7 @@ class Chaos:
             # granted it anyway (its token is older, so a fenced store refuses it).
             self.known_defect("stale grant", f"{invariant}: {detail}")
         elif others and others <= self.force_expired:
-            self.events["overlap after a forced expiry (fenced)"] += 1
+            self.events["forced-expiry overlaps (fenced)"] += 1
             now = self.elapsed()
             recent = [f"      {t:8.3f}s {m}" for t, m in self.notes if now - t < 3.0][-10:]
             self.tolerated.append(f"[{now:8.3f}s] {invariant}: {detail}\n" + "\n".join(recent))
@@ -484,6 +484,7 @@ class CounterLedger:
             f"value {value}, acknowledged {self.certain}, uncertain {self.uncertain}",
         )
         chaos.events[f"{name}: uncertain increments"] += self.uncertain
+        chaos.events[f"{name}: of which applied"] += max(0, value - self.certain)
 
 
 class QueueLedger:
@@ -511,6 +512,7 @@ class QueueLedger:
         )
         chaos.events[f"{name}: uncertain puts"] += len(self.put_uncertain)
         chaos.events[f"{name}: uncertain claims"] += self.uncertain_claims
+        chaos.events[f"{name}: of which lost"] += len(lost)
 
 
 Shape = dict[str, tuple[bytes, int, int]]

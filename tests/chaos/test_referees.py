@@ -47,7 +47,7 @@ def test_overlap_with_a_forcibly_expired_holder_is_counted_not_failed(log: Chaos
     ref.enter("a", 10, session=1)
     ref.enter("b", 11, session=2)  # a's session was expired by force: tolerated
     assert log.violations == []
-    assert log.events["overlap after a forced expiry (fenced)"] == 1
+    assert log.events["forced-expiry overlaps (fenced)"] == 1
     ref.enter("c", 9, session=3)  # b was not expired, and the token went back
     assert [v.invariant for v in log.violations] == ["m: mutual exclusion", "m: fencing"]
 
