@@ -50,5 +50,10 @@ bench-quick: venv zookeeper
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) -m benchmarks --quick
 
+# The chaos mix for a chosen duration on an ensemble of its own: `make soak MINUTES=30`.
+MINUTES ?= 30
+soak: venv zookeeper
+	$(PY) -m tests.chaos.soak --minutes $(MINUTES)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

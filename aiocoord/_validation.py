@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import re
+import ssl as _ssl
+from collections.abc import Sequence
 from typing import Any
 
+from aiocoord._protocol import ACL
 from aiocoord.errors import BadArgumentsError, DataTooLargeError, InvalidPathError, InvalidTypeError
 
 #: The largest node data accepted (the server's default jute.maxbuffer is about 1 MiB).
 MAX_DATA_SIZE = 1024 * 1024
+#: The connect request carries the session timeout as a signed 32-bit count of milliseconds.
+MAX_SESSION_TIMEOUT_MS = 2**31 - 1
+#: The server keeps a TTL in 40 bits of milliseconds (EphemeralType.TTL) and refuses more.
+MAX_TTL_MS = 2**40 - 1
 
 
 # ZooKeeper's PathUtils refuses these code points anywhere in a path.
@@ -67,21 +75,115 @@ def validate_version(version: Any) -> int:
     return version
 
 
+def is_finite(value: int | float) -> bool:
+    """False for NaN, +-inf, and an int too large for a float (as unusable as inf)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def validate_timeout(timeout: Any, name: str = "timeout") -> float | None:
-    """Return ``timeout`` if it is None or a number >= 0."""
+    """Return ``timeout`` if it is None (no limit) or a finite number >= 0."""
     if timeout is None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise InvalidTypeError(
             f"{name} must be a number of seconds or None, not {type(timeout).__name__}"
         )
-    if timeout < 0:
-        raise BadArgumentsError(f"{name} must be >= 0, got {timeout}")
+    # NaN passes every comparison, so test finiteness first; None, not inf, means no limit.
+    if not is_finite(timeout) or timeout < 0:
+        raise BadArgumentsError(
+            f"{name} must be a finite number of seconds >= 0, or None for no limit; got {timeout!r}"
+        )
     return float(timeout)
+
+
+def validate_duration_ms(value: Any, name: str, max_ms: int) -> int:
+    """Return ``value`` (seconds) as the whole milliseconds sent, if in 1..``max_ms``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidTypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    # Compared in seconds first: a huge finite value overflows once scaled to ms.
+    ms = int(value * 1000) if is_finite(value) and 0 <= value <= max_ms / 1000 else 0
+    if not 1 <= ms <= max_ms:
+        raise BadArgumentsError(
+            f"{name} must be a finite number of seconds from 0.001 to {max_ms / 1000:.3f}, "
+            f"got {value!r}"
+        )
+    return ms
 
 
 def validate_flag(value: Any, name: str) -> bool:
     """Return ``value`` if it is a bool."""
     if not isinstance(value, bool):
         raise InvalidTypeError(f"{name} must be bool, not {type(value).__name__}")
+    return value
+
+
+def _utf8(value: str, name: str) -> bytes:
+    try:
+        return value.encode()
+    except UnicodeEncodeError as exc:
+        raise BadArgumentsError(f"{name} must be encodable as UTF-8: {exc.reason}") from None
+
+
+def validate_auth(scheme: Any, credential: Any) -> tuple[str, bytes]:
+    """Return ``(scheme, credential)`` with the credential as bytes, e.g. ``("digest", b"u:p")``."""
+    if not isinstance(scheme, str):
+        raise InvalidTypeError(f"auth scheme must be str, not {type(scheme).__name__}")
+    _utf8(scheme, "auth scheme")
+    if isinstance(credential, str):
+        return scheme, _utf8(credential, "auth credential")
+    if isinstance(credential, (bytes, bytearray, memoryview)):
+        return scheme, bytes(credential)
+    raise InvalidTypeError(f"auth credential must be str or bytes, not {type(credential).__name__}")
+
+
+def validate_acl(acl: Any) -> list[ACL]:
+    """Return ``acl`` as a list if it is a non-empty sequence of well-formed ACL entries."""
+    if isinstance(acl, (str, bytes)) or not isinstance(acl, Sequence):
+        raise InvalidTypeError(f"acl must be a sequence of aiocoord.ACL, not {type(acl).__name__}")
+    if not acl:
+        raise BadArgumentsError("acl must not be empty")
+    for entry in acl:
+        if not isinstance(entry, ACL):
+            raise InvalidTypeError(f"acl entries must be aiocoord.ACL, not {type(entry).__name__}")
+        if isinstance(entry.perms, bool) or not isinstance(entry.perms, int):
+            raise InvalidTypeError(
+                f"ACL perms must be an int of ACL.READ/WRITE/... bits, "
+                f"not {type(entry.perms).__name__}"
+            )
+        if not 0 < entry.perms <= ACL.ALL:
+            raise BadArgumentsError(f"ACL perms must be in 1..{ACL.ALL}, got {entry.perms}")
+        for field in ("scheme", "id"):
+            value = getattr(entry, field)
+            if not isinstance(value, str):
+                raise InvalidTypeError(
+                    f"ACL {field} must be str (e.g. ACL(ACL.ALL, 'world', 'anyone')), "
+                    f"not {type(value).__name__}"
+                )
+            _utf8(value, f"ACL {field}")
+    return list(acl)
+
+
+def validate_port(text: str, entry: str) -> int:
+    """Return the port ``text`` of connect string entry ``entry`` as an int in 1..65535."""
+    port = int(text) if text.isascii() and text.isdigit() else 0
+    if not 1 <= port <= 65535:
+        raise BadArgumentsError(
+            f"connect string entry {entry!r}: port must be a number in 1..65535, got {text!r}"
+        )
+    return port
+
+
+def validate_ssl(value: Any) -> _ssl.SSLContext | None:
+    """Return the context to connect with: ``True`` is the default one, ``False``/None none."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return _ssl.create_default_context()
+    if not isinstance(value, _ssl.SSLContext):
+        raise InvalidTypeError(
+            f"ssl must be an ssl.SSLContext, a bool or None, not {type(value).__name__}"
+        )
     return value

@@ -70,6 +70,11 @@ class Watch:
     def __await__(self) -> Generator[Any, None, WatchEvent]:
         return self._future.__await__()
 
+    @property
+    def server_path(self) -> str:
+        """The watched path as the server knows it (with the client's chroot)."""
+        return self._server_path
+
     def done(self) -> bool:
         """True once the watch fired, failed or was cancelled."""
         return self._future.done()
@@ -82,8 +87,32 @@ class Watch:
         """Await the event; on timeout raise TimeoutError and leave the watch armed."""
         return await asyncio.wait_for(asyncio.shield(self._future), timeout)
 
+    def fired(self) -> WatchEvent | None:
+        """The event that fired the watch; None while it is armed, or if it failed or was
+        cancelled."""
+        fut = self._future
+        if fut.done() and not fut.cancelled() and fut.exception() is None:
+            return fut.result()
+        return None
+
+    def failed(self) -> bool:
+        """True if the watch ended without an event (the session expired, the client closed)."""
+        fut = self._future
+        return fut.done() and not fut.cancelled() and fut.exception() is not None
+
+    def keep(self) -> None:
+        """Leave the server watch armed until its event consumes it, without waiting for it:
+        nothing is sent to remove it (a watch on a node the caller will delete anyway), and
+        its outcome is not reported as unretrieved."""
+        self._future.add_done_callback(_consume)
+
     def __repr__(self) -> str:
         return f"<Watch {self.kind.name} {self.path} {'done' if self.done() else 'pending'}>"
+
+
+def _consume(fut: asyncio.Future[WatchEvent]) -> None:
+    if not fut.cancelled():
+        fut.exception()
 
 
 @dataclass(slots=True)
@@ -143,10 +172,18 @@ class PersistentWatch:
 class WatchTable:
     """Every watch this session holds, keyed as the server keys them."""
 
-    def __init__(self, on_last_waiter_gone: Callable[[WatchKind, str], None]) -> None:
+    def __init__(
+        self,
+        on_last_waiter_gone: Callable[[WatchKind, str], None],
+        on_path_free: Callable[[str], Any] | None = None,
+    ) -> None:
         self._one_shot: dict[tuple[WatchKind, str], _Entry] = {}
         self._persistent: dict[tuple[bool, str], set[PersistentWatch]] = {}
         self._on_last_gone = on_last_waiter_gone
+        self._on_path_free = on_path_free
+        # Paths whose server watches must all go once nothing of ours is left on them (a
+        # persistent watch that could not be removed alone; see Session.remove_persistent).
+        self._held_over: set[str] = set()
 
     # --- one-shot -----------------------------------------------------------------------
 
@@ -160,6 +197,11 @@ class WatchTable:
         entry.waiters.add(fut)
         fut.add_done_callback(lambda f: self._discard(key, f))
         return Watch(fut, kind, user_path, server_path)
+
+    def has_waiters(self, kind: WatchKind, server_path: str) -> bool:
+        """Whether anyone waits on the one-shot watch of this kind on this path."""
+        entry = self._one_shot.get((kind, server_path))
+        return entry is not None and bool(entry.waiters)
 
     def set_exists(self, kind: WatchKind, server_path: str, exists: bool) -> None:
         """Record whether the watched node existed when the server set the watch."""
@@ -178,6 +220,7 @@ class WatchTable:
                 if not entry.waiters:
                     # No server watch was set, so nothing to remove remotely.
                     del self._one_shot[key]
+                    self._path_changed(key[1])
             fut.cancel()
 
     def _discard(self, key: tuple[WatchKind, str], fut: asyncio.Future[WatchEvent]) -> None:
@@ -189,6 +232,18 @@ class WatchTable:
             del self._one_shot[key]
             if fut.cancelled():
                 self._on_last_gone(key[0], key[1])
+            self._path_changed(key[1])
+
+    def hold_over(self, server_path: str) -> None:
+        """Remove every server watch on the path once nothing of ours is left on it."""
+        self._held_over.add(server_path)
+        self._path_changed(server_path)
+
+    def _path_changed(self, server_path: str) -> None:
+        if self._held_over and server_path in self._held_over and not self.watched(server_path):
+            self._held_over.discard(server_path)
+            if self._on_path_free is not None:
+                self._on_path_free(server_path)
 
     # --- persistent ---------------------------------------------------------------------
 
@@ -197,6 +252,7 @@ class WatchTable:
         key = (watch.recursive, server_path)
         subs = self._persistent.setdefault(key, set())
         subs.add(watch)
+        self._held_over.discard(server_path)  # set again by the caller's addWatch
         return len(subs) == 1
 
     def remove_persistent(self, watch: PersistentWatch, server_path: str) -> bool:
@@ -226,6 +282,7 @@ class WatchTable:
             for fut in entry.waiters:
                 if not fut.done():
                     fut.set_result(event)
+            self._path_changed(server_path)
         if not self._persistent:
             return
         for sub in self._persistent.get((False, server_path), ()):

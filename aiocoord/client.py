@@ -36,9 +36,15 @@ from aiozk.protocol import (
 from aiocoord import _protocol as wire
 from aiocoord._protocol import ACL, Stat
 from aiocoord._validation import (
+    MAX_SESSION_TIMEOUT_MS,
+    MAX_TTL_MS,
+    validate_acl,
+    validate_auth,
     validate_data,
+    validate_duration_ms,
     validate_flag,
     validate_path,
+    validate_ssl,
     validate_timeout,
     validate_version,
 )
@@ -171,6 +177,11 @@ class Client:
 
     async def wait_for(self, state: State, timeout: float | None = None) -> None:
         """Wait until the state is ``state``; ``CONNECTED`` also matches ``RECONNECTED``."""
+        if not isinstance(state, State):
+            raise InvalidTypeError(
+                "state must be an aiocoord.State (e.g. State.CONNECTED), "
+                f"not {type(state).__name__}"
+            )
         await self._session.wait_for(state, validate_timeout(timeout))
 
     def state_changes(self) -> AsyncIterator[StateChange]:
@@ -372,12 +383,7 @@ class Client:
 
     async def add_auth(self, scheme: str, credential: str | bytes) -> None:
         """Add credentials to the session (e.g. ``("digest", "user:password")``)."""
-        if not isinstance(scheme, str):
-            raise InvalidTypeError("auth scheme must be str")
-        cred = credential.encode() if isinstance(credential, str) else credential
-        if not isinstance(cred, bytes):
-            raise InvalidTypeError("auth credential must be str or bytes")
-        await self._session.add_auth(scheme, cred)
+        await self._session.add_auth(*validate_auth(scheme, credential))
 
     async def get_ephemerals(self, prefix: str = "/") -> list[str]:
         """Paths of this session's ephemeral nodes starting with ``prefix`` (3.6+)."""
@@ -507,11 +513,9 @@ class Client:
             )
         ttl_ms: int | None = None
         if ttl is not None:
-            ttl_s = validate_timeout(ttl, "ttl")
-            assert ttl_s is not None
-            ttl_ms = int(ttl_s * 1000)
-            if ephemeral or ttl_ms <= 0:
-                raise BadArgumentsError("ttl needs a persistent node and a positive duration")
+            ttl_ms = validate_duration_ms(ttl, "ttl", MAX_TTL_MS)
+            if ephemeral:
+                raise BadArgumentsError("ttl needs a persistent node, not an ephemeral one")
         if path == "/":
             raise BadArgumentsError("cannot create the root node")
         if protected:
@@ -866,6 +870,10 @@ class Transaction:
                 if r.err not in (0, -2):  # -2: rolled back because another op failed
                     name, path, _ = self._ops[i]
                     cause = error_for_code(r.err, path=path, op=name)
+                    if isinstance(cause, SessionExpiredError):
+                        # Refused for the session (closing on the server), not for this op:
+                        # nothing was applied, and callers handle it as for any request.
+                        raise cause
                     raise TransactionFailedError(i, f"{name} {path}", cause)
             raise error_for_code(reply.err or -2, op="transaction")
         out = []
@@ -894,20 +902,17 @@ def _mode(ephemeral: bool, sequential: bool, container: bool, ttl_ms: int | None
 
 
 def _validate_acl(acl: Sequence[ACL] | None) -> list[Any]:
+    entries = validate_acl(OPEN_ACL_UNSAFE if acl is None else acl)
+    return [wire.acl_to_jute(entry) for entry in entries]
+
+
+def check_acl(acl: Sequence[ACL] | None) -> tuple[ACL, ...] | None:
+    """``acl`` as a tuple if :meth:`Client.create` would take it, else the same error; None
+    stays None (the default, OPEN_ACL_UNSAFE). Recipes check theirs when constructed."""
     if acl is None:
-        acl = OPEN_ACL_UNSAFE
-    if isinstance(acl, (str, bytes)) or not isinstance(acl, Sequence):
-        raise InvalidTypeError("acl must be a sequence of aiocoord.ACL")
-    if not acl:
-        raise BadArgumentsError("acl must not be empty")
-    out = []
-    for entry in acl:
-        if not isinstance(entry, ACL):
-            raise InvalidTypeError(f"acl entries must be aiocoord.ACL, not {type(entry).__name__}")
-        if not 0 < entry.perms <= ACL.ALL:
-            raise BadArgumentsError(f"ACL perms must be in 1..31, got {entry.perms}")
-        out.append(wire.acl_to_jute(entry))
-    return out
+        return None
+    _validate_acl(acl)
+    return tuple(acl)
 
 
 @asynccontextmanager
@@ -920,14 +925,16 @@ async def connect(
     retry: RetryPolicy | None = None,
     read_only: bool = False,
     reconnect_after_expiry: bool = True,
-    ssl: _ssl.SSLContext | None = None,
+    ssl: _ssl.SSLContext | bool | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to ZooKeeper; yields a :class:`Client` and closes the session on exit.
 
     ``hosts`` is ``"h1:2181,h2:2181/optional/chroot"``. ``auth`` entries such as
     ``("digest", "user:password")`` are sent at connect and on every reconnect.
     ``reconnect_after_expiry`` starts a new session after LOST (announced as RECONNECTED with
-    ``new_session=True``). Raises NoServersError if no server answers in ``connect_timeout``.
+    ``new_session=True``). ``ssl`` is an ``ssl.SSLContext`` for TLS, ``True`` for the default
+    context, or None/False for plain TCP. Raises NoServersError if no server answers in
+    ``connect_timeout``.
     """
     client = await open_client(
         hosts,
@@ -954,31 +961,38 @@ async def open_client(
     retry: RetryPolicy | None = None,
     read_only: bool = False,
     reconnect_after_expiry: bool = True,
-    ssl: _ssl.SSLContext | None = None,
+    ssl: _ssl.SSLContext | bool | None = None,
 ) -> Client:
     """Like :func:`connect`, without the context manager: call ``await client.close()``."""
     servers, chroot = parse_connect_string(hosts)
     if chroot:
         validate_path(chroot)
-    timeout = validate_timeout(session_timeout, "session_timeout")
-    if not timeout:
-        raise BadArgumentsError("session_timeout must be > 0")
+    timeout_ms = validate_duration_ms(session_timeout, "session_timeout", MAX_SESSION_TIMEOUT_MS)
+    validate_flag(read_only, "read_only")
+    validate_flag(reconnect_after_expiry, "reconnect_after_expiry")
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise InvalidTypeError(
+            f"retry must be an aiocoord.RetryPolicy or None, not {type(retry).__name__}"
+        )
+    if auth is not None and (isinstance(auth, (str, bytes)) or not isinstance(auth, Sequence)):
+        raise InvalidTypeError(
+            f"auth must be a list of (scheme, credential), not {type(auth).__name__}"
+        )
     auth_list: list[tuple[str, bytes]] = []
     for item in auth or ():
-        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+        if not (isinstance(item, tuple) and len(item) == 2):
             raise InvalidTypeError(
                 'auth entries must be (scheme, credential), e.g. ("digest", "u:p")'
             )
-        cred = item[1].encode() if isinstance(item[1], str) else item[1]
-        auth_list.append((item[0], cred))
+        auth_list.append(validate_auth(*item))
     session = Session(
         servers,
-        session_timeout=timeout,
+        session_timeout=timeout_ms / 1000,
         connect_timeout=validate_timeout(connect_timeout, "connect_timeout"),
         auth=auth_list,
         read_only=read_only,
         reconnect_after_expiry=reconnect_after_expiry,
-        ssl=ssl,
+        ssl=validate_ssl(ssl),
         chroot=chroot,
     )
     await session.start()

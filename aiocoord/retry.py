@@ -12,6 +12,7 @@ import random
 import time
 from collections.abc import Iterator
 
+from aiocoord._validation import is_finite
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
 
 __all__ = ["ExponentialBackoff", "NoRetry", "RetryNTimes", "RetryPolicy", "RetryUntilElapsed"]
@@ -20,8 +21,9 @@ __all__ = ["ExponentialBackoff", "NoRetry", "RetryNTimes", "RetryPolicy", "Retry
 def _number(value: object, name: str, minimum: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidTypeError(f"{name} must be a number, not {type(value).__name__}")
-    if value < minimum:
-        raise BadArgumentsError(f"{name} must be >= {minimum}, got {value}")
+    # NaN passes every comparison and inf makes endless sleeps or retries: refuse both.
+    if not is_finite(value) or value < minimum:
+        raise BadArgumentsError(f"{name} must be a finite number >= {minimum}, got {value!r}")
     return float(value)
 
 

@@ -29,6 +29,7 @@ from aiozk.protocol import AuthRequest, CloseRequest, RemoveWatchesRequest, SetW
 
 from aiocoord import _protocol as wire
 from aiocoord._connection import Connection, NotSentError, Reply
+from aiocoord._validation import validate_port
 from aiocoord._watches import PersistentWatch, Watch, WatchKind, WatchTable
 from aiocoord.errors import (
     AuthFailedError,
@@ -97,10 +98,10 @@ def parse_connect_string(connect: str) -> tuple[list[Server], str]:
             continue
         if item.startswith("["):  # [ipv6]:port
             host, _, rest = item[1:].partition("]")
-            port = int(rest[1:]) if rest.startswith(":") else 2181
+            port = validate_port(rest[1:], item) if rest.startswith(":") else 2181
         elif item.count(":") == 1:
             host, port_s = item.split(":")
-            port = int(port_s)
+            port = validate_port(port_s, item)
         else:
             host, port = item, 2181
         servers.append(Server(host, port))
@@ -155,7 +156,7 @@ class Session:
         self._connected = asyncio.Event()
         self._state_changed = asyncio.Event()
         self._listeners: list[Callable[[StateChange], None]] = []
-        self._watches = WatchTable(self._remove_server_watch)
+        self._watches = WatchTable(self._remove_server_watch, self._remove_all_watches)
         self._run_task: asyncio.Task[None] | None = None
         self._closing = False
         self._last_contact = time.monotonic()
@@ -358,7 +359,9 @@ class Session:
         except asyncio.CancelledError:
             conn.forget(xid)
             if watch is not None:
-                self._watches.unregister(watch)
+                # The request went out, so the server may set the watch: remove it there too
+                # (when nobody else shares it), or it would outlive its waiter.
+                watch.cancel()
             raise
         except ConnectionLossError as exc:
             if watch is not None:
@@ -371,12 +374,23 @@ class Session:
             if watch is not None:
                 self._watch_after_error(watch, request.opcode, reply.err)
             raise error_for_code(reply.err, path=path, op=wire.OP_NAMES.get(request.opcode))
+        if watch is not None and watch.done():
+            self._fired_before_reply(watch)
         return reply
 
     def _watch_after_error(self, watch: Watch, opcode: int, err: int) -> None:
         if opcode == wire.OP_EXISTS and err == -101:
+            if watch.done():
+                self._fired_before_reply(watch)
             return  # exists on a missing node sets an exist watch
         self._watches.unregister(watch)
+
+    def _fired_before_reply(self, watch: Watch) -> None:
+        # The waiter was fired by the event of an *earlier* server watch on the same path (the
+        # table shares one entry per path), yet this request set a new one on the server that
+        # nobody waits on now: remove it, unless a newer waiter already shares it.
+        if not self._watches.has_waiters(watch.kind, watch.server_path):
+            self._remove_server_watch(watch.kind, watch.server_path)
 
     @property
     def watches(self) -> WatchTable:
@@ -415,30 +429,53 @@ class Session:
                 await self.request(
                     wire.AddWatchRequest(path=server_path, mode=mode), path=watch.path
                 )
+            except asyncio.CancelledError:
+                # The addWatch may have gone out, and the server may set the watch: take it
+                # back, as a last subscriber leaving would.
+                if self._watches.remove_persistent(watch, server_path):
+                    self._release_persistent(server_path)
+                raise
             except BaseException:
                 self._watches.remove_persistent(watch, server_path)
                 raise
 
     async def remove_persistent(self, watch: PersistentWatch, server_path: str) -> None:
-        """Unsubscribe; removes the server watch when this was the last subscriber.
-
-        Servers before 3.9 cannot decode removeWatches of type Persistent (4) or
-        PersistentRecursive (5), so the watch goes with type Any (3) — which would also take
-        this session's one-shot watches on that exact path, so it is sent only when none is
-        left there (else the persistent watch stays until they fire or the session ends).
-        """
+        """Unsubscribe; removes the server watch when this was the last subscriber."""
         if not self._watches.remove_persistent(watch, server_path):
             return
+        reply = self._release_persistent(server_path)
+        if reply is not None:
+            with contextlib.suppress(CoordinationError):
+                await reply
+
+    def _release_persistent(self, server_path: str) -> asyncio.Future[Any] | None:
+        # Servers before 3.9 cannot decode removeWatches of type Persistent (4) or
+        # PersistentRecursive (5), so the watch goes with type Any (3), which would also take
+        # this session's other watches on that exact path: while any is left there, the
+        # removal waits until the last of them fires or goes.
         if self._watches.watched(server_path):
             log.debug(
-                "persistent watch on %s left in place: one-shot watches share it", server_path
+                "persistent watch on %s removed once the path's other watches go", server_path
             )
-            return
+            self._watches.hold_over(server_path)
+            return None
+        return self._remove_all_watches(server_path)
+
+    def _remove_all_watches(self, server_path: str) -> asyncio.Future[Any] | None:
         conn = self._conn
-        if conn is None or self.state is None or not self.state.is_connected:
-            return  # the server dropped it with the connection; it is not restored
-        with contextlib.suppress(CoordinationError):
-            await self.request(RemoveWatchesRequest(path=server_path, type=wire.WATCHER_ANY))
+        if conn is None or self.state is None or not self.state.is_connected or self._closing:
+            return None  # the server dropped them with the connection; they are not restored
+        # Written now, synchronously, so it reaches the server before any later request
+        # that sets a watch on the path again.
+        try:
+            fut = conn.send(
+                self._next_xid(), RemoveWatchesRequest(path=server_path, type=wire.WATCHER_ANY)
+            )
+        except NotSentError:
+            return None
+        self.sent[wire.OP_REMOVE_WATCHES] += 1
+        fut.add_done_callback(_ignore_result)
+        return fut
 
     async def add_auth(self, scheme: str, credential: bytes) -> None:
         """Authenticate this session; replayed automatically on every reconnect."""
@@ -592,7 +629,10 @@ class Session:
                     conn.abort()
                     raise _Expired()
                 return conn, reply, server
-            delay = min(max(delay * 2, 0.05), 1.0)
+            # A session that may still be alive is worth a tighter retry: an ensemble that
+            # lost its leader answers again as soon as its election ends (a few hundred ms).
+            cap = min(0.2, self.negotiated_timeout / 10) if deadline is not None else 1.0
+            delay = min(max(delay * 2, 0.05), cap)
             await asyncio.sleep(delay * (0.5 + random.random() / 2))
 
     async def _connected_to(

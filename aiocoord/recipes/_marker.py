@@ -27,9 +27,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from aiocoord._protocol import ACL
 from aiocoord.client import PROTECTED_PREFIX, Client, OpResult, Transaction
 from aiocoord.errors import (
     ConnectionLossError,
@@ -60,11 +61,13 @@ class MarkedCommit:
 
     Any number of tasks may share one object. Each commit costs one round trip when
     nothing goes wrong, plus a ``sync`` and an ``exists`` after a connection loss.
+    ``acl`` is the markers' ACL (None: OPEN_ACL_UNSAFE).
     """
 
-    def __init__(self, client: Client, parent: str) -> None:
+    def __init__(self, client: Client, parent: str, *, acl: Sequence[ACL] | None = None) -> None:
         self.client = client
         self.parent = parent
+        self.acl = acl
         # Markers of applied transactions, to delete; they belong to `_generation`'s session.
         self._pending: list[str] = []
         self._generation = client.session.generation
@@ -96,7 +99,7 @@ class MarkedCommit:
             build(txn)
             n_ops = len(txn)
             marker = f"{self.parent.rstrip('/')}/{PROTECTED_PREFIX}{uuid.uuid4()}-{MARKER_NAME}"
-            txn.create(marker, ephemeral=True)
+            txn.create(marker, ephemeral=True, acl=self.acl)
             stale = self._take_pending()
             for path in stale:
                 txn.delete(path)

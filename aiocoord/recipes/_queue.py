@@ -57,7 +57,7 @@ from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from aiocoord._protocol import Stat
+from aiocoord._protocol import ACL, Stat
 from aiocoord._watches import EventType, Watch
 from aiocoord.client import PROTECTED_PREFIX, Client
 from aiocoord.errors import (
@@ -93,7 +93,7 @@ SEQUENCE_DIGITS = 10
 #: the server more than a name in a listing does.
 _PROBE_LIMIT = 2
 #: How many gone node names each (client, path) remembers; forgetting one only costs a probe.
-_GONE_LIMIT = 4096
+_GONE_LIMIT = 65536
 
 # Orders events in this process: a shared listing may serve a caller only if it was sent after
 # the caller's create was.
@@ -223,6 +223,7 @@ class ProtectedNode:
     finds the node by its prefix (after a ``sync``, so a create still on its way is ordered
     first) or creates it again. :meth:`discard` makes sure the node does not outlive its
     caller, whatever state the create is in.
+    ``acl`` is the node's, and its parents' if they are made (None: OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -233,9 +234,11 @@ class ProtectedNode:
         data: bytes,
         *,
         sequential: bool = True,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
         self.client = client
         self.parent = parent
+        self.acl = acl
         self.prefix = f"{PROTECTED_PREFIX}{uuid.uuid4()}-"
         self._path = join(parent, self.prefix + name)
         self._data = data
@@ -286,6 +289,7 @@ class ProtectedNode:
                     sequential=self._sequential,
                     make_parents=True,
                     parents_as_containers=True,
+                    acl=self.acl,
                     with_stat=True,
                 )
             except NoNodeError:
@@ -372,30 +376,47 @@ class ProtectedNode:
             self.client.spawn(self._sweep(), f"aiocoord-sweep:{self.parent}")
 
 
+async def _abandon_watch(task: asyncio.Future[Watch | None]) -> None:
+    """Stop arming a watch on our own node (the node is about to be discarded, which consumes
+    the watch if it was armed)."""
+    if not task.done():
+        task.cancel()
+    await asyncio.wait((task,))
+    _retrieve(task)
+
+
 # --- per-client knowledge of a queue ------------------------------------------------------
 
 
 class _Listing:
     """A listing of one queue path that several waiters of one client may share."""
 
-    __slots__ = ("future", "sent")
+    __slots__ = ("_names", "future", "sent")
 
     def __init__(self) -> None:
         self.future: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
         self.future.add_done_callback(_retrieve)
         #: when the request was handed to the session; None while it waits to be sent
         self.sent: int | None = None
+        self._names: frozenset[str] | None = None
+
+    def contains(self, name: str) -> bool:
+        """Whether the (completed) listing holds ``name``."""
+        if self._names is None:
+            self._names = frozenset(self.future.result())
+        return name in self._names
 
 
 class _PathState:
     """What one client knows about one queue path: names seen gone, and a shared listing."""
 
-    __slots__ = ("_listing", "_waiting", "gone", "users")
+    __slots__ = ("_last", "_listing", "_waiting", "gone", "users")
 
     def __init__(self) -> None:
         self.gone: dict[str, None] = {}  # an ordered set: the oldest is forgotten first
         self.users = 0
         self._listing: _Listing | None = None
+        self._last: _Listing | None = None  # the latest completed listing
         self._waiting: dict[str, list[asyncio.Future[None]]] = {}
 
     def mark_gone(self, name: str) -> None:
@@ -424,22 +445,40 @@ class _PathState:
                 del self._waiting[name]
 
     async def children(
-        self, client: Client, path: str, after: int, *, gather: bool = False
+        self,
+        client: Client,
+        path: str,
+        after: int,
+        *,
+        gather: bool = False,
+        containing: str | None = None,
     ) -> list[str]:
         """The children of ``path`` from a listing sent after stamp ``after``.
 
         A listing in flight serves if it was sent after ``after``, or is still to be sent.
         With ``gather``, a new listing waits one loop iteration before it is sent, so that
         contenders entering in the same burst (their creates written meanwhile) share it.
+
+        With ``containing`` (the caller's node), any listing that holds that node serves,
+        whenever it was sent, the latest completed one included: it was read after the node
+        was made, so every node that can be ahead of it is there unless gone since (and a
+        superset of the live nodes is always safe to decide on). A burst of contenders that
+        found no parent thus shares one listing instead of sending one each.
         """
+        if containing is not None:
+            last = self._last
+            if last is not None and last.contains(containing):
+                return last.future.result()
         current = self._listing
         if (
             current is not None
             and not current.future.done()
-            and (current.sent is None or current.sent > after)
+            and (containing is not None or current.sent is None or current.sent > after)
         ):
             with contextlib.suppress(_LeaderGone):
-                return await asyncio.shield(current.future)
+                names = await asyncio.shield(current.future)
+                if containing is None or current.contains(containing):
+                    return names
         listing = self._listing = _Listing()
         fut = listing.future
         try:
@@ -457,6 +496,7 @@ class _PathState:
             if self._listing is listing:
                 self._listing = None
         fut.set_result(names)
+        self._last = listing
         return names
 
 
@@ -628,14 +668,24 @@ class SequentialQueue:
 
     ``lock_name`` is the node name before the sequence (``lock-``, ``__READ__``, ``lease-``),
     ``driver`` decides who is through. The object holds no state about its contenders, so any
-    number of tasks may use one queue at the same time.
+    number of tasks may use one queue at the same time. ``acl`` goes to every node it creates,
+    parents included (None: OPEN_ACL_UNSAFE).
     """
 
-    def __init__(self, client: Client, path: str, lock_name: str, driver: Driver) -> None:
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        lock_name: str,
+        driver: Driver,
+        *,
+        acl: Sequence[ACL] | None = None,
+    ) -> None:
         self.client = client
         self.path = path
         self.lock_name = lock_name
         self.driver = driver
+        self.acl = acl
 
     async def acquire(
         self,
@@ -658,7 +708,7 @@ class SequentialQueue:
         state = _enter_state(client, self.path)
         try:
             while True:
-                entry = ProtectedNode(client, self.path, self.lock_name, data)
+                entry = ProtectedNode(client, self.path, self.lock_name, data, acl=self.acl)
                 try:
                     node = await self._wait_turn(entry, state, deadline, blocking)
                     if node is not None and suspended_is_loss and not client.connected:
@@ -692,13 +742,15 @@ class SequentialQueue:
         """Create a non-sequential protected ephemeral node that sorts at ``sequence`` and
         is granted at once (Curator 5.4's read-lock downgrade node). Cancelling leaves none."""
         name = f"{self.lock_name}{sequence:0{SEQUENCE_DIGITS}d}"
-        entry = ProtectedNode(self.client, self.path, name, data, sequential=False)
+        entry = ProtectedNode(self.client, self.path, name, data, sequential=False, acl=self.acl)
         while True:
             try:
                 return await entry.result(None)
             except _Restart:
                 await entry.discard()
-                entry = ProtectedNode(self.client, self.path, name, data, sequential=False)
+                entry = ProtectedNode(
+                    self.client, self.path, name, data, sequential=False, acl=self.acl
+                )
             except BaseException:
                 await entry.discard()
                 raise
@@ -752,9 +804,21 @@ class SequentialQueue:
         if names is None or node.name not in names:
             names = await self._listing(node, state, deadline)
         ahead = self._ahead(names, node, state)
+        # Requests made for the node run only in its session: a read retried on a new session
+        # would keep waiting in a queue that the node, gone with the old session, has left.
+        pinned = client.bound(node.generation)
+        # Once blocked, we watch our own node too: a third party may delete it (the whole lock
+        # path, say). Events arrive in zxid order, so if our node went before the node ahead
+        # of it, we know by the time the latter's deletion wakes us.
+        own: Watch | None = None
         stale = False  # whether nodes in `ahead` may have gone unseen
         need_listing = False
         while True:
+            if own is not None and own.done():
+                event = own.fired()
+                if event is None or event.type is EventType.DELETED:
+                    raise _Restart()
+                own = None  # a data change consumed it: armed again with the next probe
             # Names this client saw go since (its own deletions, its other waiters' events).
             if any(n in state.gone for n in ahead):
                 for n in ahead:
@@ -772,9 +836,30 @@ class SequentialQueue:
             # A few unverified nodes are checked one by one; past that, one listing (sent
             # with the watch, in the same round trip) is the cheaper way to learn the same.
             relist = need_listing or len(others) > _PROBE_LIMIT
-            watch, gone, fresh = await self._probe(
-                blocker, [] if relist else others, deadline, node if relist else None, state
+            arming = (
+                None if own is not None else asyncio.ensure_future(self._watch_own(pinned, node))
             )
+            try:
+                watch, gone, fresh = await self._probe(
+                    pinned,
+                    blocker,
+                    [] if relist else others,
+                    deadline,
+                    node if relist else None,
+                    state,
+                )
+            except BaseException:
+                if arming is not None:
+                    await _abandon_watch(arming)
+                raise
+            if arming is not None:
+                try:
+                    own = await _bounded(arming, deadline)
+                except BaseException:
+                    if watch is not None:
+                        watch.cancel()
+                    await _abandon_watch(arming)
+                    raise
             stale = False
             if fresh is not None:
                 gone.update(set(ahead) - set(fresh))
@@ -790,18 +875,41 @@ class SequentialQueue:
             if gone and fresh is None:
                 ahead = [n for n in ahead if n not in gone]
             if watch is None:
+                # The node to watch was gone already: the others we know of may be too (our
+                # listing may be an older one), so the next probe checks them as well.
+                stale = fresh is None and bool(ahead)
                 continue
             assert blocker is not None  # a watch is only armed on a blocker
             try:
-                deleted = await self._wait_gone(watch, blocker, state, deadline)
+                deleted = await self._wait_gone(watch, blocker, state, deadline, own)
             except SessionExpiredError:
-                raise _Restart() from None
+                if client.session.reconnect_after_expiry:
+                    raise _Restart() from None
+                raise
             if deleted:
                 state.mark_gone(blocker)
                 need_listing = need_listing or driver.needs_listing_after(blocker)
                 ahead = [n for n in ahead if n != blocker]
                 stale = bool(ahead)
             # Any other event (a data change) leaves the node in place: the loop re-arms.
+
+    async def _watch_own(self, pinned: Client, node: QueueNode) -> Watch | None:
+        """Arm a watch on our own node, left in place until the node's deletion (by us or
+        anyone) consumes it. None if it could not be armed now (a connection loss: the next
+        probe tries again); raises _Restart if the node or its session is gone."""
+        try:
+            stat, watch = await pinned.exists(node.path, watch=True)
+        except ConnectionLossError:
+            return None
+        except SessionExpiredError:
+            if self.client.session.reconnect_after_expiry:
+                raise _Restart() from None
+            raise
+        if stat is None:
+            watch.cancel()
+            raise _Restart()
+        watch.keep()
+        return watch
 
     def _ahead(self, names: Sequence[str], node: QueueNode, state: _PathState) -> list[str]:
         relevant = self.driver.relevant
@@ -823,7 +931,10 @@ class SequentialQueue:
     ) -> list[str]:
         """A listing sent after now, which must contain our node (else it is gone)."""
         try:
-            names = await _bounded(state.children(self.client, self.path, next(_STAMPS)), deadline)
+            names = await _bounded(
+                state.children(self.client, self.path, next(_STAMPS), containing=node.name),
+                deadline,
+            )
         except NoNodeError:
             raise _Restart() from None
         except SessionExpiredError:
@@ -836,6 +947,7 @@ class SequentialQueue:
 
     async def _probe(
         self,
+        pinned: Client,
         blocker: str | None,
         others: Sequence[str],
         deadline: float | None,
@@ -854,7 +966,7 @@ class SequentialQueue:
             if blocker is not None and not others and list_for is None:
                 try:
                     _, _, watch = await _bounded(
-                        client.get(join(self.path, blocker), watch=True), deadline
+                        pinned.get(join(self.path, blocker), watch=True), deadline
                     )
                 except NoNodeError:
                     gone.add(blocker)
@@ -863,11 +975,11 @@ class SequentialQueue:
             # Created in this order, the tasks write their requests in this order: the
             # listing, last, shows the state after the watch was armed.
             get_task = (
-                asyncio.ensure_future(client.get(join(self.path, blocker), watch=True))
+                asyncio.ensure_future(pinned.get(join(self.path, blocker), watch=True))
                 if blocker is not None
                 else None
             )
-            exist_tasks = [asyncio.ensure_future(client.exists(join(self.path, n))) for n in others]
+            exist_tasks = [asyncio.ensure_future(pinned.exists(join(self.path, n))) for n in others]
             list_task = (
                 asyncio.ensure_future(state.children(client, self.path, next(_STAMPS)))
                 if list_for is not None
@@ -936,10 +1048,16 @@ class SequentialQueue:
         return armed, gone, names
 
     async def _wait_gone(
-        self, watch: Watch, blocker: str, state: _PathState, deadline: float | None
+        self,
+        watch: Watch,
+        blocker: str,
+        state: _PathState,
+        deadline: float | None,
+        own: Watch | None,
     ) -> bool:
         """Wait until ``blocker`` goes: True once it has (its deletion event came, or this
-        client released it), False on another event (a data change: the node is still there).
+        client released it), False on another event (a data change: the node is still there,
+        or the watch on our own node ``own`` fired: the caller looks at it).
 
         A node released by this client wakes its waiter here at once, before the server has
         deleted it: the hand-over inside one client costs no round trip. The watch is then
@@ -948,13 +1066,18 @@ class SequentialQueue:
         """
         local = state.when_gone(blocker)
         fired: asyncio.Future[Any] | None = None
+        mine: asyncio.Future[Any] | None = None
         try:
             if local.done():
                 return True
             # watch.wait() shields the watch: cancelling `fired` leaves the watch armed.
             fired = asyncio.ensure_future(watch.wait())
+            waiting: tuple[asyncio.Future[Any], ...] = (fired, local)
+            if own is not None:
+                mine = asyncio.ensure_future(own.wait())
+                waiting = (*waiting, mine)
             done, _ = await asyncio.wait(
-                (fired, local), timeout=_remaining(deadline), return_when=asyncio.FIRST_COMPLETED
+                waiting, timeout=_remaining(deadline), return_when=asyncio.FIRST_COMPLETED
             )
             if not done:
                 watch.cancel()
@@ -962,11 +1085,17 @@ class SequentialQueue:
             if fired in done:
                 event = fired.result()
                 return bool(event.type is EventType.DELETED)
-            return True
+            if local in done:
+                return True
+            watch.cancel()  # our own node changed (or went): the caller decides again
+            return False
         except BaseException:
             watch.cancel()  # cancelled, timed out or failed: remove the server watch
             raise
         finally:
             state.stop_waiting(blocker, local)
-            if fired is not None and not fired.done():
-                fired.cancel()
+            for f in (fired, mine):
+                if f is not None and not f.done():
+                    f.cancel()
+                elif f is not None:
+                    _retrieve(f)

@@ -25,12 +25,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+from aiocoord._protocol import ACL
 from aiocoord._validation import validate_path, validate_timeout
 from aiocoord._watches import Watch
-from aiocoord.client import Client
+from aiocoord.client import Client, check_acl
 from aiocoord.errors import (
     BadArgumentsError,
     ConnectionLossError,
@@ -77,18 +79,22 @@ class Barrier:
     ``await barrier.set()`` puts it up, ``await barrier.remove()`` takes it down, ``await
     barrier.wait(timeout)`` returns True once it is down (at once if it is not up) or False
     after ``timeout`` seconds. Waiting survives connection loss and session expiry.
+    ``acl`` is the ACL of the node it creates, parents included (None: OPEN_ACL_UNSAFE).
     """
 
-    def __init__(self, client: Client, path: str) -> None:
+    def __init__(self, client: Client, path: str, *, acl: Sequence[ACL] | None = None) -> None:
         self.client = _check_client(client)
         self.path = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a Barrier cannot live on the root node")
+        self.acl = check_acl(acl)
 
     async def set(self) -> None:
         """Put the barrier up (creating its node; a barrier already up stays up)."""
         with contextlib.suppress(NodeExistsError):
-            await self.client.create(self.path, make_parents=True, parents_as_containers=True)
+            await self.client.create(
+                self.path, make_parents=True, parents_as_containers=True, acl=self.acl
+            )
 
     async def remove(self) -> None:
         """Take the barrier down (deleting its node; a barrier not up stays down)."""
@@ -133,9 +139,12 @@ class DoubleBarrier:
     ``async with DoubleBarrier(client, path, n):`` returns once ``n`` participants have
     entered and exits once all of them have left. ``enter(timeout)`` and ``leave(timeout)``
     do the same explicitly and return False on timeout. One object is one participant.
+    ``acl`` is the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
     """
 
-    def __init__(self, client: Client, path: str, n: int) -> None:
+    def __init__(
+        self, client: Client, path: str, n: int, *, acl: Sequence[ACL] | None = None
+    ) -> None:
         self.client = _check_client(client)
         self.path = validate_path(path)
         if path == "/":
@@ -145,6 +154,7 @@ class DoubleBarrier:
         if n < 1:
             raise BadArgumentsError(f"n (the number of participants) must be >= 1, got {n}")
         self.n = n
+        self.acl = check_acl(acl)
         self.node_name = str(uuid.uuid4())
         self.node_path = self.path.rstrip("/") + "/" + self.node_name
         self.ready_path = self.path.rstrip("/") + "/" + READY_NODE
@@ -168,6 +178,7 @@ class DoubleBarrier:
                     ephemeral=True,
                     make_parents=True,
                     parents_as_containers=True,
+                    acl=self.acl,
                 )
             except ConnectionLossError:
                 await client.wait_for(State.CONNECTED)
@@ -215,7 +226,7 @@ class DoubleBarrier:
                     await self._create_node()
                     if ready is None and await self._count() >= self.n:
                         with contextlib.suppress(NodeExistsError):
-                            await client.create(self.ready_path)
+                            await client.create(self.ready_path, acl=self.acl)
                         ready = await client.exists(self.ready_path)
                     if ready is not None:
                         watch.cancel()

@@ -25,13 +25,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aiocoord._protocol import Stat
+from aiocoord._protocol import ACL, Stat
 from aiocoord._validation import validate_path, validate_timeout
-from aiocoord.client import ChildData, Client
+from aiocoord.client import ChildData, Client, check_acl
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
@@ -156,17 +156,21 @@ class SharedCount:
     the latest known. ``await count.set(n)`` writes unconditionally, ``await
     count.try_set(n, expected_version)`` only if nobody wrote since that version.
     ``count.changes()`` streams every change; ``await count.wait_for(predicate)`` waits for a
-    value. ``close()`` stops the cache and its tasks; the node stays.
+    value. ``close()`` stops the cache and its tasks; the node stays. ``acl`` is the ACL of
+    the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
     """
 
-    def __init__(self, client: Client, path: str, seed: int = 0) -> None:
+    def __init__(
+        self, client: Client, path: str, seed: int = 0, *, acl: Sequence[ACL] | None = None
+    ) -> None:
         self.client = _check_client(client)
         self.path = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a SharedCount cannot live on the root node")
         self.seed = _check_int(seed, "seed", _INT32_MIN, _INT32_MAX)
+        self.acl = check_acl(acl)
         self._cache = NodeCache(client, path)
-        self._marked = MarkedCommit(client, path)
+        self._marked = MarkedCommit(client, path, acl=self.acl)
         # The newest write of ours whose event the cache may not have seen yet.
         self._written: ChildData | None = None
 
@@ -180,6 +184,7 @@ class SharedCount:
                 _INT32.pack(self.seed),
                 make_parents=True,
                 parents_as_containers=True,
+                acl=self.acl,
             )
         await self._cache.start()
 
@@ -347,10 +352,18 @@ class AtomicCounter:
     after. Writes that lose a race are retried as ``retry`` allows (an
     :class:`~aiocoord.ExponentialBackoff` by default); when it gives up the result has
     ``succeeded=False``. ``close()`` (or leaving ``async with``) deletes the marker nodes of
-    its last writes; the counter node stays.
+    its last writes; the counter node stays. ``acl`` is the ACL of the nodes it creates,
+    parents included (None: OPEN_ACL_UNSAFE).
     """
 
-    def __init__(self, client: Client, path: str, *, retry: RetryPolicy | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        retry: RetryPolicy | None = None,
+        acl: Sequence[ACL] | None = None,
+    ) -> None:
         self.client = _check_client(client)
         self.path = validate_path(path)
         if path == "/":
@@ -360,7 +373,8 @@ class AtomicCounter:
         self.retry: RetryPolicy = (
             retry if retry is not None else ExponentialBackoff(0.005, 30, 0.25)
         )
-        self._marked = MarkedCommit(client, path)
+        self.acl = check_acl(acl)
+        self._marked = MarkedCommit(client, path, acl=self.acl)
 
     async def close(self) -> None:
         """Delete the marker nodes of the last writes (they would go with the session)."""
@@ -432,7 +446,7 @@ class AtomicCounter:
         except NoNodeError:
             try:
                 await self.client.create(
-                    self.path, data, make_parents=True, parents_as_containers=True
+                    self.path, data, make_parents=True, parents_as_containers=True, acl=self.acl
                 )
             except NodeExistsError:
                 await self.client.set(self.path, data)
@@ -441,7 +455,9 @@ class AtomicCounter:
         """Create the node with ``value`` if it does not exist; True if this call did."""
         data = _INT64.pack(_check_int(value, "value", _INT64_MIN, _INT64_MAX))
         try:
-            await self.client.create(self.path, data, make_parents=True, parents_as_containers=True)
+            await self.client.create(
+                self.path, data, make_parents=True, parents_as_containers=True, acl=self.acl
+            )
         except NodeExistsError:
             return False
         return True
@@ -465,11 +481,12 @@ class AtomicCounter:
         exist); exactly once, whatever happens to the reply. False if someone was first."""
         data = _INT64.pack(new)
         path = self.path
+        acl = self.acl
         while True:
             if version < 0:
 
                 def build(txn: Any) -> None:
-                    txn.create(path, data)
+                    txn.create(path, data, acl=acl)
 
             else:
 
@@ -485,7 +502,7 @@ class AtomicCounter:
                     # The parent is missing: make it (as a container, as Curator does).
                     parent = path.rsplit("/", 1)[0]
                     if parent:
-                        await self.client.ensure_path(parent, container=True)
+                        await self.client.ensure_path(parent, container=True, acl=acl)
                         continue
                 if isinstance(exc.cause, (BadVersionError, NodeExistsError, NoNodeError)):
                     return False

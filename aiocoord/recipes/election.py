@@ -43,14 +43,15 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._watches import EventType, Watch
-from aiocoord.client import Client
+from aiocoord.client import Client, check_acl
 from aiocoord.errors import (
     BadArgumentsError,
     ClientClosedError,
@@ -299,7 +300,8 @@ class LeaderLatch:
     :attr:`term` (with its fencing token) describes the current term.
 
     ``suspended_is_loss`` (default True) ends leadership as soon as the connection is lost;
-    False keeps it until the session is lost.
+    False keeps it until the session is lost. ``acl`` is the ACL of the nodes it creates,
+    parents included (None: OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -310,6 +312,7 @@ class LeaderLatch:
         *,
         suspended_is_loss: bool = True,
         buffer_size: int = 1000,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
         self.client = _check_client(client)
         self.path = validate_path(path)
@@ -322,7 +325,8 @@ class LeaderLatch:
         if buffer_size < 1:
             raise BadArgumentsError(f"buffer_size must be >= 1, got {buffer_size}")
         self._buffer_size = buffer_size
-        self._queue = SequentialQueue(client, path, LATCH_NAME, LeaseDriver(1))
+        self.acl = check_acl(acl)
+        self._queue = SequentialQueue(client, path, LATCH_NAME, LeaseDriver(1), acl=self.acl)
         self._term: LeadershipTerm | None = None
         self._holding: _Holding | None = None
         self._task: asyncio.Task[None] | None = None
@@ -633,7 +637,8 @@ class Election:
     contender leads, joining again after each term (``requeue=False``: one term);
     ``election.start(func)`` does the same in a task the election owns, ``requeue()`` joins
     once more after a single term, and ``close()`` ends it all. ``await election.leader()``
-    and ``await election.contenders()`` show who takes part.
+    and ``await election.contenders()`` show who takes part. ``acl`` is the ACL of the nodes
+    it creates, parents included (None: OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -643,6 +648,7 @@ class Election:
         identifier: str | None = None,
         *,
         suspended_is_loss: bool = True,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
         self.client = _check_client(client)
         self.path = validate_path(path)
@@ -650,7 +656,8 @@ class Election:
             raise BadArgumentsError("an Election cannot live on the root node")
         self.identifier = _check_identifier(identifier)
         self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
-        self._queue = SequentialQueue(client, path, ELECTION_NAME, LeaseDriver(1))
+        self.acl = check_acl(acl)
+        self._queue = SequentialQueue(client, path, ELECTION_NAME, LeaseDriver(1), acl=self.acl)
         self._terms: dict[_Holding, LeadershipTerm] = {}
         self._task: asyncio.Task[None] | None = None
         self._func: Callable[[LeadershipTerm], Awaitable[Any]] | None = None

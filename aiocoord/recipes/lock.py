@@ -44,13 +44,15 @@ import asyncio
 import logging
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import TracebackType
 from typing import Any
 
+from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
-from aiocoord.client import Client
+from aiocoord.client import Client, check_acl
 from aiocoord.errors import InvalidTypeError, LockLostError, LockNotOwnedError
 from aiocoord.recipes._queue import (
     Driver,
@@ -155,14 +157,16 @@ class _QueueLock:
         suspended_is_loss: bool = False,
         lock_name: str = LOCK_NAME,
         driver: Driver | None = None,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
         self.client = check_client(client)
         self.path = validate_path(path)
         self.identifier = check_identifier(identifier)
         self.cancel_on_loss = validate_flag(cancel_on_loss, "cancel_on_loss")
         self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
+        self.acl = check_acl(acl)
         self._queue = SequentialQueue(
-            client, path, lock_name, driver if driver is not None else LeaseDriver(1)
+            client, path, lock_name, driver if driver is not None else LeaseDriver(1), acl=self.acl
         )
         self._holds: list[_Hold] = []
         self._bodies: dict[asyncio.Task[Any], list[_Hold]] = {}
@@ -371,6 +375,8 @@ class Lock(_QueueLock):
     ``asyncio.wait_for(lock.acquire(), t)``: before Python 3.12, ``wait_for`` runs the
     coroutine in a task of its own, which would then own the lock.
 
+    ``acl`` is the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
+
     Bad arguments raise InvalidPathError/BadArgumentsError/InvalidTypeError before anything
     is sent.
     """
@@ -383,6 +389,7 @@ class Lock(_QueueLock):
         identifier: str | None = None,
         cancel_on_loss: bool = False,
         suspended_is_loss: bool = False,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
         super().__init__(
             client,
@@ -390,6 +397,7 @@ class Lock(_QueueLock):
             identifier=identifier,
             cancel_on_loss=cancel_on_loss,
             suspended_is_loss=suspended_is_loss,
+            acl=acl,
         )
 
     async def acquire(self, timeout: float | None = None, blocking: bool = True) -> bool:
@@ -423,7 +431,8 @@ class Mutex(_QueueLock):
     The nodes are laid out as a :class:`Lock`'s (``<path>/_c_<uuid>-lock-<seq>``), so Mutex,
     Lock and Java ``InterProcessMutex`` on one path exclude each other. (Curator's own
     ``InterProcessSemaphoreMutex`` uses the semaphore layout; share with it through
-    ``Semaphore(client, path, 1)``.)
+    ``Semaphore(client, path, 1)``.) ``acl`` is the ACL of the nodes it creates, parents
+    included (None: OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -434,6 +443,7 @@ class Mutex(_QueueLock):
         identifier: str | None = None,
         cancel_on_loss: bool = False,
         suspended_is_loss: bool = False,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
         super().__init__(
             client,
@@ -441,6 +451,7 @@ class Mutex(_QueueLock):
             identifier=identifier,
             cancel_on_loss=cancel_on_loss,
             suspended_is_loss=suspended_is_loss,
+            acl=acl,
         )
 
     async def acquire(self, timeout: float | None = None, blocking: bool = True) -> bool:

@@ -30,12 +30,13 @@ import asyncio
 import contextlib
 import enum
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from aiocoord._protocol import ACL
 from aiocoord._validation import validate_data, validate_path, validate_timeout
 from aiocoord._watches import EventType
-from aiocoord.client import Client
+from aiocoord.client import Client, check_acl
 from aiocoord.errors import (
     BadArgumentsError,
     ClientClosedError,
@@ -88,7 +89,8 @@ class PersistentNode:
     ``async with PersistentNode(client, "/services/api/a", b"10.0.0.1:80") as node:``
     creates it in the background (``await node.wait_for_initial_create(timeout)`` waits for
     that) and keeps it there; leaving deletes it. ``protected`` names a non-sequential node
-    ``_c_<uuid>-<name>`` (sequential modes always are).
+    ``_c_<uuid>-<name>`` (sequential modes always are). ``acl`` is the ACL of the node and
+    of the parents it makes (None: OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -99,6 +101,7 @@ class PersistentNode:
         *,
         mode: CreateMode = CreateMode.EPHEMERAL,
         protected: bool = False,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
         self.client = _check_client(client)
         if not isinstance(mode, CreateMode):
@@ -111,6 +114,7 @@ class PersistentNode:
         self.mode = mode
         self.protected = protected or mode.sequential
         self._data = validate_data(data, path)
+        self.acl = check_acl(acl)
         self._actual: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._created = asyncio.Event()
@@ -235,6 +239,7 @@ class PersistentNode:
                     protected=self.protected,
                     make_parents=True,
                     parents_as_containers=True,
+                    acl=self.acl,
                 )
             except NodeExistsError:
                 if await self._adopt():
@@ -298,10 +303,19 @@ class GroupMember:
     keeps ``<path>/node-1`` present; ``me.members()`` gives every member's data by id (this
     member always included), ``me.events()`` streams the cache's CHILD_ADDED /
     CHILD_UPDATED / CHILD_REMOVED events, and ``await me.wait_for(predicate, timeout)``
-    waits for a membership. ``close()`` leaves the group.
+    waits for a membership. ``close()`` leaves the group. ``acl`` is the ACL of the member
+    node and of the parents it makes (None: OPEN_ACL_UNSAFE).
     """
 
-    def __init__(self, client: Client, path: str, member_id: str, data: bytes = b"") -> None:
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        member_id: str,
+        data: bytes = b"",
+        *,
+        acl: Sequence[ACL] | None = None,
+    ) -> None:
         self.client = _check_client(client)
         self.path = validate_path(path)
         if not isinstance(member_id, str):
@@ -313,7 +327,9 @@ class GroupMember:
         self.member_id = member_id
         member_path = self.path.rstrip("/") + "/" + member_id
         validate_path(member_path)
-        self._node = PersistentNode(client, member_path, data, mode=CreateMode.EPHEMERAL)
+        self._node = PersistentNode(
+            client, member_path, data, mode=CreateMode.EPHEMERAL, acl=check_acl(acl)
+        )
         self._cache = ChildrenCache(client, self.path)
 
     async def start(self) -> None:

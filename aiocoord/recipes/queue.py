@@ -39,8 +39,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from aiocoord._protocol import ACL
 from aiocoord._validation import validate_data, validate_path, validate_timeout
-from aiocoord.client import Client
+from aiocoord.client import Client, check_acl
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
@@ -144,14 +145,17 @@ class Queue:
     out, the item is kept in this object and returned by the next ``get()``. Items are
     removed when claimed, so an item whose consumer crashes while working on it is lost;
     use :class:`LockingQueue` when every item must be worked on to the end.
+
+    ``acl`` is the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
     """
 
-    def __init__(self, client: Client, path: str) -> None:
+    def __init__(self, client: Client, path: str, *, acl: Sequence[ACL] | None = None) -> None:
         self.client = _check_client(client)
         self.path = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a queue cannot live on the root node")
-        self._marked = MarkedCommit(client, path)
+        self.acl = check_acl(acl)
+        self._marked = MarkedCommit(client, path, acl=self.acl)
         # Items claimed and not yet handed out: the rest of a multi-item node, and items
         # whose get() was cancelled after the claim.
         self._ready: collections.deque[bytes] = collections.deque()
@@ -175,9 +179,10 @@ class Queue:
 
     async def _put(self, items: list[bytes], item_path: str) -> None:
         payload = validate_data(frame(items), self.path)
+        acl = self.acl
 
         def build(txn: Any) -> None:
-            txn.create(item_path, payload, sequential=True)
+            txn.create(item_path, payload, sequential=True, acl=acl)
 
         while True:
             try:
@@ -185,7 +190,7 @@ class Queue:
                 return
             except TransactionFailedError as exc:
                 if exc.failed_index == 0 and isinstance(exc.cause, NoNodeError):
-                    await self.client.ensure_path(self.path)
+                    await self.client.ensure_path(self.path, acl=self.acl)
                     continue
                 raise
 
@@ -316,7 +321,7 @@ class PriorityQueue(Queue):
     priority in the order they were put in (Curator's ``DistributedPriorityQueue``).
 
     Priorities are 32-bit signed integers. An item put later with a lower number overtakes
-    the ones already waiting.
+    the ones already waiting. ``acl`` is as for :class:`Queue`.
     """
 
     @staticmethod
@@ -455,10 +460,11 @@ class LockingQueue:
     ``await q.put(data, priority=100)`` (0..999, lower first); ``item = await
     q.take(timeout)`` locks the head item for this consumer; then ``await item.consume()``
     or ``await item.release()``. An item whose consumer's session ends before ``consume()``
-    is delivered again.
+    is delivered again. ``acl`` is the ACL of the nodes it creates, parents included (None:
+    OPEN_ACL_UNSAFE).
     """
 
-    def __init__(self, client: Client, path: str) -> None:
+    def __init__(self, client: Client, path: str, *, acl: Sequence[ACL] | None = None) -> None:
         self.client = _check_client(client)
         self.path = validate_path(path)
         if path == "/":
@@ -468,8 +474,9 @@ class LockingQueue:
         self.taken_path = f"{base}/{TAKEN}"
         #: stored in the lock nodes of the items this object takes (kazoo's queue id)
         self.id = uuid.uuid4().hex.encode()
+        self.acl = check_acl(acl)
         # Markers go in the queue's root, where kazoo consumers do not look for entries.
-        self._marked = MarkedCommit(client, self.path)
+        self._marked = MarkedCommit(client, self.path, acl=self.acl)
 
     @staticmethod
     def _check_priority(priority: Any) -> int:
@@ -480,8 +487,8 @@ class LockingQueue:
         return priority
 
     async def _ensure_paths(self) -> None:
-        await self.client.ensure_path(self.entries_path)
-        await self.client.ensure_path(self.taken_path)
+        await self.client.ensure_path(self.entries_path, acl=self.acl)
+        await self.client.ensure_path(self.taken_path, acl=self.acl)
 
     async def put(self, data: bytes, priority: int = 100) -> None:
         """Add ``data`` with ``priority`` (0..999, lower first; then in arrival order)."""
@@ -497,10 +504,11 @@ class LockingQueue:
 
     async def _create(self, payloads: list[bytes], priority: int) -> None:
         name = f"{self.entries_path}/{ENTRY_NAME}-{priority:03d}-"
+        acl = self.acl
 
         def build(txn: Any) -> None:
             for payload in payloads:
-                txn.create(name, payload, sequential=True)
+                txn.create(name, payload, sequential=True, acl=acl)
 
         while True:
             try:
@@ -572,7 +580,7 @@ class LockingQueue:
         generation = client.session.generation
         try:
             try:
-                await client.create(lock, self.id, ephemeral=True)
+                await client.create(lock, self.id, ephemeral=True, acl=self.acl)
             except NodeExistsError:
                 return None  # someone else holds it
             except ConnectionLossError:

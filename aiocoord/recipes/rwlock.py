@@ -27,8 +27,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_timeout
-from aiocoord.client import Client
+from aiocoord.client import Client, check_acl
 from aiocoord.errors import LockUpgradeError
 from aiocoord.recipes._queue import Driver, LeaseDriver, QueueNode
 from aiocoord.recipes.lock import _Hold, _QueueLock, current_task
@@ -74,6 +75,7 @@ class _RWPart(_QueueLock):
             suspended_is_loss=pair.suspended_is_loss,
             lock_name=lock_name,
             driver=driver,
+            acl=pair.acl,
         )
         self._pair = pair
 
@@ -132,7 +134,8 @@ class ReadWriteLock:
 
     ``async with rw.read:`` / ``async with rw.write:``; both are reentrant per task and take
     the same options as :class:`~aiocoord.recipes.lock.Lock`. See the module docstring for
-    the layout, downgrading and why upgrading is refused.
+    the layout, downgrading and why upgrading is refused. ``acl`` is the ACL of the nodes
+    both halves create, parents included (None: OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -143,12 +146,14 @@ class ReadWriteLock:
         identifier: str | None = None,
         cancel_on_loss: bool = False,
         suspended_is_loss: bool = False,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
         self.client = client
         self.path = path
         self.identifier = identifier
         self.cancel_on_loss = cancel_on_loss
         self.suspended_is_loss = suspended_is_loss
+        self.acl = check_acl(acl)
         #: the exclusive half
         self.write = WriteLock(self, WRITE_NAME, _WriterDriver())
         #: the shared half

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._watches import Watch
-from aiocoord.client import Client
+from aiocoord.client import Client, check_acl
 from aiocoord.errors import (
     BadArgumentsError,
     InvalidTypeError,
@@ -182,7 +184,8 @@ class Semaphore:
     """At most ``max_leases`` leases held at once across every process using ``path``.
 
     ``async with sem.lease():`` for one lease, or ``leases = await sem.acquire(n)`` and
-    ``await lease.release()`` for each. Bad arguments raise BadArgumentsError/
+    ``await lease.release()`` for each. ``acl`` is the ACL of the nodes it creates, parents
+    included (None: OPEN_ACL_UNSAFE). Bad arguments raise BadArgumentsError/
     InvalidPathError/InvalidTypeError before anything is sent.
     """
 
@@ -195,6 +198,7 @@ class Semaphore:
         identifier: str | None = None,
         cancel_on_loss: bool = False,
         suspended_is_loss: bool = False,
+        acl: Sequence[ACL] | None = None,
     ) -> None:
         self.client = check_client(client)
         self.path = validate_path(path)
@@ -206,7 +210,10 @@ class Semaphore:
         self.identifier = check_identifier(identifier)
         self.cancel_on_loss = validate_flag(cancel_on_loss, "cancel_on_loss")
         self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
-        self._locks = SequentialQueue(client, join(path, LOCKS), LOCK_NAME, LeaseDriver(1))
+        self.acl = check_acl(acl)
+        self._locks = SequentialQueue(
+            client, join(path, LOCKS), LOCK_NAME, LeaseDriver(1), acl=self.acl
+        )
         self._leases_path = join(path, LEASES)
 
     def lease(self, timeout: float | None = None) -> _LeaseContext:
@@ -279,7 +286,10 @@ class Semaphore:
     async def _take(self, n: int, data: bytes, deadline: float | None) -> list[Lease]:
         """Holding the lock: create ``n`` lease nodes and wait until they fit."""
         client = self.client
-        entries = [ProtectedNode(client, self._leases_path, LEASE_NAME, data) for _ in range(n)]
+        entries = [
+            ProtectedNode(client, self._leases_path, LEASE_NAME, data, acl=self.acl)
+            for _ in range(n)
+        ]
         watch: Watch | None = None
         try:
             # Let the creates be written first: the listing then pipelines with them.

@@ -95,6 +95,14 @@ async def single_node_owned_by(
     )
 
 
+async def revoke_children(chaos: Chaos, observer: Client, path: str) -> None:
+    """Tell the referees that the test is about to delete, as a third party, every node now
+    under ``path`` (the parent's pzxid is the zxid of its last child change)."""
+    stat = await observer.exists(path)
+    assert stat is not None
+    chaos.revoke_upto(stat.pzxid)
+
+
 async def watching(client: Client) -> bool:
     """True once ``client`` has a server watch armed and no request in flight (a waiter that
     is settled in its wait)."""
@@ -333,22 +341,14 @@ async def test_waiter_session_expires(cluster: Cluster, chaos: Chaos, recipe: st
     chaos.assert_clean()
 
 
-QUEUE_WATCH_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="bug in aiocoord/recipes/_queue.py SequentialQueue._wait_turn/_probe: the getData "
-    "that arms the watch on the node ahead is retried by the client on the new session, and "
-    "the waiter then waits with no node in the queue until the holder leaves",
-)
-
-
 @pytest.mark.parametrize(
     "recipe",
     [
-        pytest.param("lock", marks=QUEUE_WATCH_BUG),
-        pytest.param("rwlock", marks=QUEUE_WATCH_BUG),
+        "lock",
+        "rwlock",
         # A semaphore waiter waits on the children of the leases (the third listing).
         "semaphore",
-        pytest.param("latch", marks=QUEUE_WATCH_BUG),
+        "latch",
     ],
 )
 async def test_waiter_session_expires_while_its_watch_request_is_in_flight(
@@ -911,6 +911,7 @@ async def test_latch_parent_vanishes(cluster: Cluster, chaos: Chaos) -> None:
         return len(await first.participants()) == 3
 
     await eventually(all_queued, what="all latches queued")
+    await revoke_children(chaos, observer, "/leader")
     await observer.delete("/leader", recursive=True)
     await leaders.wait_leader(after_token=first.fencing_token or 0, timeout=15)
     chaos.check("deleted" in ended, "term ends on deletion", f"{ended}")
@@ -921,12 +922,6 @@ async def test_latch_parent_vanishes(cluster: Cluster, chaos: Chaos) -> None:
     chaos.assert_clean()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in aiocoord/recipes/_queue.py SequentialQueue._wait_turn: a waiter whose "
-    "node ahead goes is granted without checking that its own node still exists; when a "
-    "third party deleted it (here: the lock path), several waiters hold at once",
-)
 async def test_lock_parent_vanishes(cluster: Cluster, chaos: Chaos) -> None:
     """The lock path is deleted, with every node in it, under a holder and two waiters. The
     waiters must not hang: they queue again (the path is re-created) and take the lock one
@@ -954,6 +949,7 @@ async def test_lock_parent_vanishes(cluster: Cluster, chaos: Chaos) -> None:
         return len(await observer.children("/lock")) == 3
 
     await eventually(queued, what="the waiters queued")
+    await revoke_children(chaos, observer, "/lock")
     await observer.delete("/lock", recursive=True)
     await asyncio.wait_for(asyncio.gather(*tasks), 30)
     await holder.release()  # its node is gone already: nothing to delete

@@ -364,13 +364,7 @@ async def test_closing_the_client_under_running_recipes_ends_their_tasks(
 # --- defects found (strict xfail: they fail once fixed, so the marker can go) ---------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="aiocoord/session.py Session.add_persistent: a start cancelled while addWatch is "
-    "in flight removes the subscriber locally only; the server keeps the persistent watch "
-    "(and streams every change under the path to this session) until the session ends",
-)
-async def test_known_gap_cancelled_cache_start_leaves_no_server_watch(
+async def test_cancelled_cache_start_leaves_no_server_watch(
     baseline: Baseline, zookeeper: Any, zk_namespace: str
 ) -> None:
     client = await connect(zookeeper, zk_namespace)
@@ -385,14 +379,7 @@ async def test_known_gap_cancelled_cache_start_leaves_no_server_watch(
         await client.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="aiocoord/session.py Session.remove_persistent: closing a persistent watch whose "
-    "path also has one-shot waiters (even ones cancelled in the same step, not yet "
-    "discarded) leaves the server watch in place, and nothing removes it once those "
-    "waiters fire or go",
-)
-async def test_known_gap_persistent_watch_sharing_a_path_is_removed_eventually(
+async def test_persistent_watch_sharing_a_path_is_removed_eventually(
     baseline: Baseline, zookeeper: Any, zk_namespace: str
 ) -> None:
     client = await connect(zookeeper, zk_namespace)

@@ -77,11 +77,14 @@ async def test_one_release_wakes_exactly_one_of_100_waiters(
         tasks.append(asyncio.create_task(waiter(i)))
         # Queue them one after the other, so the expected order is known.
         await eventually(lambda n=i + 2: _has(holder_client, "/herd", n))
-    await eventually(lambda: _watching(waiters_client, 100))
-    # The server agrees: one watch per waiter, each on a different node.
+    # Each waiter watches the node ahead and its own node (to learn if a third party deletes
+    # it); within one client those share one server watch per node: the holder's node and
+    # the 100 waiters' nodes.
+    await eventually(lambda: _watching(waiters_client, 101))
+    # The server agrees: one watch per node, each on a different node.
     watched = server_watches(zookeeper.four_letter("wchc"), waiters_client.session_id)
-    assert len(watched) == 100
-    assert len(set(watched)) == 100
+    assert len(watched) == 101
+    assert len(set(watched)) == 101
     seen = count_dispatches(waiters_client)
     before = dict(waiters_client.session.sent)
 
@@ -146,7 +149,7 @@ async def test_woken_waiter_in_another_session_checks_what_it_knows(
         tasks.append(asyncio.create_task(locks[i].acquire()))
         await eventually(lambda n=i + 1: _has(clients[0], "/known", n))
     last = clients[-1]
-    await eventually(lambda: _watching(last, 1))
+    await eventually(lambda: _watching(last, 2))  # the node ahead, and its own
     before = dict(last.session.sent)
     await locks[0].release()
     for i in range(1, ahead):

@@ -7,9 +7,11 @@ malformed, and the client has no SASL exchange), so there is nothing to configur
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from typing import Any
 
 import pytest
@@ -34,7 +36,7 @@ from aiocoord import (
     SharedCount,
     State,
 )
-from aiocoord.errors import AuthFailedError, NoAuthError
+from aiocoord.errors import AuthFailedError, NoAuthError, NoNodeError
 from aiocoord.testing import FaultProxy, expire_session
 
 Factory = Callable[..., Awaitable[Client]]
@@ -143,9 +145,15 @@ async def test_authentication_survives_reconnects_and_new_sessions(
     await alice.wait_for(State.RECONNECTED, 10)
     assert alice.session_id == session
     assert (await alice.get("/kept"))[0] == b"x"
-    # New session after expiry: the credentials go with it too.
-    await expire_session(alice.session_id, alice.session.password, zookeeper.connect_string)
-    await alice.wait_for(State.LOST, 10)
+    # New session after expiry: the credentials go with it too. (Listen first: LOST and the
+    # new session may both have come by the time expire_session returns.)
+    renewed = asyncio.Event()
+    stop = alice.add_state_listener(lambda change: change.new_session and renewed.set())
+    try:
+        await expire_session(alice.session_id, alice.session.password, zookeeper.connect_string)
+        await asyncio.wait_for(renewed.wait(), 10)
+    finally:
+        stop()
     await alice.wait_for(State.CONNECTED, 10)
     assert alice.session_id != session
     assert (await alice.get("/kept"))[0] == b"x"
@@ -178,46 +186,153 @@ async def test_unknown_auth_scheme_is_refused(zk_connect: Factory) -> None:
 # --- ACLs on the nodes recipes create ----------------------------------------------------
 
 RECIPES: dict[str, Callable[[Client, list[ACL]], Any]] = {
-    "Lock": lambda c, acl: Lock(c, "/r", acl=acl),  # type: ignore[call-arg]
-    "ReadWriteLock": lambda c, acl: ReadWriteLock(c, "/r", acl=acl),  # type: ignore[call-arg]
-    "Semaphore": lambda c, acl: Semaphore(c, "/r", 2, acl=acl),  # type: ignore[call-arg]
-    "LeaderLatch": lambda c, acl: LeaderLatch(c, "/r", "me", acl=acl),  # type: ignore[call-arg]
-    "Election": lambda c, acl: Election(c, "/r", "me", acl=acl),  # type: ignore[call-arg]
-    "Queue": lambda c, acl: Queue(c, "/r", acl=acl),  # type: ignore[call-arg]
-    "LockingQueue": lambda c, acl: LockingQueue(c, "/r", acl=acl),  # type: ignore[call-arg]
-    "AtomicCounter": lambda c, acl: AtomicCounter(c, "/r", acl=acl),  # type: ignore[call-arg]
-    "SharedCount": lambda c, acl: SharedCount(c, "/r", 0, acl=acl),  # type: ignore[call-arg]
-    "Barrier": lambda c, acl: Barrier(c, "/r", acl=acl),  # type: ignore[call-arg]
-    "DoubleBarrier": lambda c, acl: DoubleBarrier(c, "/r", 2, acl=acl),  # type: ignore[call-arg]
-    "PersistentNode": lambda c, acl: PersistentNode(c, "/r", acl=acl),  # type: ignore[call-arg]
-    "GroupMember": lambda c, acl: GroupMember(c, "/r", "me", acl=acl),  # type: ignore[call-arg]
+    "Lock": lambda c, acl: Lock(c, "/r", acl=acl),
+    "ReadWriteLock": lambda c, acl: ReadWriteLock(c, "/r", acl=acl),
+    "Semaphore": lambda c, acl: Semaphore(c, "/r", 2, acl=acl),
+    "LeaderLatch": lambda c, acl: LeaderLatch(c, "/r", "me", acl=acl),
+    "Election": lambda c, acl: Election(c, "/r", "me", acl=acl),
+    "Queue": lambda c, acl: Queue(c, "/r", acl=acl),
+    "LockingQueue": lambda c, acl: LockingQueue(c, "/r", acl=acl),
+    "AtomicCounter": lambda c, acl: AtomicCounter(c, "/r", acl=acl),
+    "SharedCount": lambda c, acl: SharedCount(c, "/r", 0, acl=acl),
+    "Barrier": lambda c, acl: Barrier(c, "/r", acl=acl),
+    "DoubleBarrier": lambda c, acl: DoubleBarrier(c, "/r", 2, acl=acl),
+    "PersistentNode": lambda c, acl: PersistentNode(c, "/r", acl=acl),
+    "GroupMember": lambda c, acl: GroupMember(c, "/r", "me", acl=acl),
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="no recipe takes an ACL (or ACL provider): their nodes, and the parents they make "
-    "as containers, are always OPEN_ACL_UNSAFE (aiocoord/recipes/*.py)",
-)
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
-async def test_known_gap_recipes_take_an_acl(zk_connect: Factory, recipe: str) -> None:
+async def test_recipes_take_an_acl(zk_connect: Factory, recipe: str) -> None:
     client = await zk_connect(auth=[ALICE])
     RECIPES[recipe](client, only(ALICE[1]))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="consequence of the gap above: a lock node is world-writable, so an anonymous "
-    "client that knows its name can rewrite the holder's identifier (aiocoord/recipes/lock.py, "
-    "_queue.py ProtectedNode._create_once creates with the default ACL)",
-)
-async def test_known_gap_lock_nodes_refuse_anonymous_writes(zk_connect: Factory) -> None:
+async def _lock(r: Lock, done: AsyncExitStack) -> None:
+    assert await r.acquire(timeout=10)
+    done.push_async_callback(r.release)
+
+
+async def _rwlock(r: ReadWriteLock, done: AsyncExitStack) -> None:
+    assert await r.write.acquire(timeout=10)
+    done.push_async_callback(r.write.release)
+    assert await r.read.acquire(timeout=10)  # a downgrade: the non-sequential node
+    done.push_async_callback(r.read.release)
+
+
+async def _semaphore(r: Semaphore, done: AsyncExitStack) -> None:
+    (lease,) = await r.acquire(1, timeout=10)
+    done.push_async_callback(lease.release)
+
+
+async def _latch(r: LeaderLatch, done: AsyncExitStack) -> None:
+    await done.enter_async_context(r)
+    assert await r.wait_until_leader(10)
+
+
+async def _election(r: Election, done: AsyncExitStack) -> None:
+    await done.enter_async_context(r.leadership(10))
+
+
+async def _queue(r: Queue, done: AsyncExitStack) -> None:
+    done.push_async_callback(r.close)
+    await r.put(b"job")
+
+
+async def _locking_queue(r: LockingQueue, done: AsyncExitStack) -> None:
+    done.push_async_callback(r.close)
+    await r.put(b"job")
+    item = await r.take(10)
+    done.push_async_callback(item.release)
+
+
+async def _counter(r: AtomicCounter, done: AsyncExitStack) -> None:
+    done.push_async_callback(r.close)
+    assert (await r.increment()).succeeded
+
+
+async def _shared_count(r: SharedCount, done: AsyncExitStack) -> None:
+    await done.enter_async_context(r)
+    await r.try_set(1, r.versioned.version)  # leaves a marker node
+
+
+async def _barrier(r: Barrier, done: AsyncExitStack) -> None:
+    await r.set()
+
+
+async def _double_barrier(r: DoubleBarrier, done: AsyncExitStack) -> None:
+    other = DoubleBarrier(r.client, r.path, r.n, acl=r.acl)
+    assert all(await asyncio.gather(r.enter(10), other.enter(10)))
+    done.push_async_callback(lambda: asyncio.gather(r.leave(10), other.leave(10)))
+
+
+async def _persistent_node(r: PersistentNode, done: AsyncExitStack) -> None:
+    await done.enter_async_context(r)
+    assert await r.wait_for_initial_create(10)
+
+
+async def _group_member(r: GroupMember, done: AsyncExitStack) -> None:
+    await done.enter_async_context(r)
+    await r.wait_for(lambda members: "me" in members, 10)
+
+
+# What makes each recipe create its nodes (undone by the stack once they have been checked).
+USES: dict[str, Callable[[Any, AsyncExitStack], Awaitable[None]]] = {
+    "Lock": _lock,
+    "ReadWriteLock": _rwlock,
+    "Semaphore": _semaphore,
+    "LeaderLatch": _latch,
+    "Election": _election,
+    "Queue": _queue,
+    "LockingQueue": _locking_queue,
+    "AtomicCounter": _counter,
+    "SharedCount": _shared_count,
+    "Barrier": _barrier,
+    "DoubleBarrier": _double_barrier,
+    "PersistentNode": _persistent_node,
+    "GroupMember": _group_member,
+}
+
+
+async def _acls_under(client: Client, path: str) -> dict[str, list[ACL]]:
+    """The ACL of ``path`` and of every node below it (nodes that vanish meanwhile, such as
+    emptied containers, are left out)."""
+    out: dict[str, list[ACL]] = {}
+    try:
+        out[path], _ = await client.get_acl(path)
+        names = await client.children(path)
+    except NoNodeError:
+        return out
+    for name in names:
+        out.update(await _acls_under(client, f"{path}/{name}"))
+    return out
+
+
+@pytest.mark.parametrize("recipe", sorted(RECIPES))
+async def test_recipe_nodes_and_their_parents_carry_the_acl(
+    zk_connect: Factory, recipe: str
+) -> None:
+    """Every node a recipe creates, the container parents it makes included, has its ACL:
+    an anonymous client cannot even list them."""
+    alice = await zk_connect(auth=[ALICE])
+    anonymous = await zk_connect()
+    async with AsyncExitStack() as done:
+        await USES[recipe](RECIPES[recipe](alice, only(ALICE[1])), done)
+        acls = await _acls_under(alice, "/r")
+        assert "/r" in acls
+        assert acls == dict.fromkeys(acls, only(ALICE[1]))
+        with pytest.raises(NoAuthError):
+            await anonymous.children("/r")
+
+
+async def test_lock_nodes_with_an_acl_refuse_anonymous_writes(zk_connect: Factory) -> None:
+    """Without ``acl=`` a lock node is world-writable (OPEN_ACL_UNSAFE, as ZooKeeper's own
+    default): an anonymous client that knows its name could rewrite the holder's identifier."""
     alice = await zk_connect(auth=[ALICE])
     anonymous = await zk_connect()
     await alice.ensure_path("/locks")
     await alice.create("/locks/job", acl=only(ALICE[1]))
-    lock = Lock(alice, "/locks/job", identifier="alice")
+    lock = Lock(alice, "/locks/job", identifier="alice", acl=only(ALICE[1]))
     assert await lock.acquire(timeout=10)
     assert lock.node_path is not None
     try:

@@ -117,12 +117,7 @@ async def test_tls_client_on_the_plain_port_fails_in_time(
         )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="aiocoord/client.py open_client does not check the type of ssl=: a str ends in "
-    "AttributeError ('wrap_bio') from the session loop",
-)
-async def test_known_gap_ssl_argument_is_type_checked(
+async def test_ssl_argument_is_type_checked(
     tls: tuple[TLSConfig, ZooKeeperServer],
 ) -> None:
     from aiocoord.errors import InvalidTypeError

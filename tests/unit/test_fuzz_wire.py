@@ -373,14 +373,7 @@ def _multi_failed(code: int, n_ops: int) -> bytes:
     return body + head.pack(-1, True, -1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="aiocoord/client.py Transaction.commit: a multi refused because the session was "
-    "closing (per-op SESSIONEXPIRED, seen in the chaos mix on an ensemble) is raised as "
-    "TransactionFailedError(cause=SessionExpiredError), which the recipes' MarkedCommit "
-    "(Queue.put, AtomicCounter) passes to the caller instead of retrying on the new session",
-)
-async def test_known_gap_multi_refused_for_an_expired_session_is_a_session_error() -> None:
+async def test_multi_refused_for_an_expired_session_is_a_session_error() -> None:
     from aiocoord.errors import SessionExpiredError
 
     def handler(xid: int, opcode: int, body: bytes) -> bytes | None:

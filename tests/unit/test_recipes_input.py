@@ -1,5 +1,6 @@
-"""Bad input to the election, barrier, counter, queue and node recipes raises a typed error
-before anything is sent, and creates nothing."""
+"""Bad input to the election, barrier, counter, queue and node recipes (and a bad ``acl`` to
+any recipe that creates nodes) raises a typed error before anything is sent, and creates
+nothing."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aiocoord import Client
+from aiocoord import ACL, Client
 from aiocoord.errors import (
     BadArgumentsError,
     CoordinationError,
@@ -19,10 +20,17 @@ from aiocoord.errors import (
 from aiocoord.recipes.barrier import Barrier, DoubleBarrier
 from aiocoord.recipes.counter import AtomicCounter, SharedCount
 from aiocoord.recipes.election import Election, LeaderLatch
+from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
 from aiocoord.recipes.queue import LockingQueue, PriorityQueue, Queue
+from aiocoord.recipes.rwlock import ReadWriteLock
+from aiocoord.recipes.semaphore import Semaphore
 
 Make = Callable[[Client], Any]
+
+ANYONE = ACL(ACL.ALL, "world", "anyone")
+NO_PERMS = [ACL(0, "world", "anyone")]
+BAD_PERMS = [ACL(32, "world", "anyone")]
 
 CONSTRUCTORS: list[tuple[str, Make, type[CoordinationError]]] = [
     ("latch relative path", lambda c: LeaderLatch(c, "leader"), InvalidPathError),
@@ -56,6 +64,22 @@ CONSTRUCTORS: list[tuple[str, Make, type[CoordinationError]]] = [
     ("member id empty", lambda c: GroupMember(c, "/g", ""), BadArgumentsError),
     ("member id type", lambda c: GroupMember(c, "/g", 3), InvalidTypeError),  # type: ignore[arg-type]
     ("member path", lambda c: GroupMember(c, "g", "a"), InvalidPathError),
+    # The ACL is checked as Client.create checks it.
+    ("lock acl empty", lambda c: Lock(c, "/k", acl=[]), BadArgumentsError),
+    ("mutex acl str", lambda c: Mutex(c, "/k", acl="world:anyone"), InvalidTypeError),  # type: ignore[arg-type]
+    ("rwlock acl entry", lambda c: ReadWriteLock(c, "/k", acl=[("a", "b")]), InvalidTypeError),  # type: ignore[list-item]
+    ("semaphore acl perms", lambda c: Semaphore(c, "/s", 2, acl=NO_PERMS), BadArgumentsError),
+    ("latch acl", lambda c: LeaderLatch(c, "/l", acl=[]), BadArgumentsError),
+    ("election acl", lambda c: Election(c, "/e", acl=ANYONE), InvalidTypeError),  # type: ignore[arg-type]
+    ("barrier acl", lambda c: Barrier(c, "/b", acl=[]), BadArgumentsError),
+    ("double barrier acl", lambda c: DoubleBarrier(c, "/d", 2, acl=[]), BadArgumentsError),
+    ("shared count acl", lambda c: SharedCount(c, "/s", acl=[]), BadArgumentsError),
+    ("counter acl", lambda c: AtomicCounter(c, "/a", acl=BAD_PERMS), BadArgumentsError),
+    ("queue acl", lambda c: Queue(c, "/q", acl=[]), BadArgumentsError),
+    ("priority queue acl", lambda c: PriorityQueue(c, "/q", acl=b"x"), InvalidTypeError),  # type: ignore[arg-type]
+    ("locking queue acl", lambda c: LockingQueue(c, "/q", acl=[]), BadArgumentsError),
+    ("node acl", lambda c: PersistentNode(c, "/p", acl=[]), BadArgumentsError),
+    ("member acl", lambda c: GroupMember(c, "/g", "a", acl=[]), BadArgumentsError),
 ]
 
 
