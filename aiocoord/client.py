@@ -79,6 +79,9 @@ CREATOR_ALL_ACL: tuple[ACL, ...] = (ACL(ACL.ALL, "auth", ""),)
 #: Anyone may read (READ_ACL_UNSAFE).
 READ_ACL_UNSAFE: tuple[ACL, ...] = (ACL(ACL.READ, "world", "anyone"),)
 
+#: ``acl_provider(path)``: the ACL of a node created without an explicit one (None: open).
+ACLProvider = Callable[[str], Sequence[ACL] | None]
+
 #: The prefix of protected nodes, as Curator names them: ``_c_<uuid>-<name>``.
 PROTECTED_PREFIX = "_c_"
 
@@ -117,8 +120,16 @@ class Client:
     requests are pipelined on one connection.
     """
 
-    def __init__(self, session: Session, *, retry: RetryPolicy | None = None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        retry: RetryPolicy | None = None,
+        acl_provider: ACLProvider | None = None,
+    ) -> None:
         self._session = session
+        #: the ACL of every node created without an explicit ``acl`` (Curator's ACLProvider)
+        self.acl_provider = acl_provider
         self.chroot = session.chroot
         self.retry: RetryPolicy = retry if retry is not None else ExponentialBackoff()
         self._background: set[asyncio.Task[Any]] = set()
@@ -506,7 +517,9 @@ class Client:
             (with_stat, "with_stat"),
         ):
             validate_flag(flag, name)
-        acls = _validate_acl(acl)
+        acls = self._acls_for(path, acl)
+        # Parents get the node's explicit ACL, else each the provider's for its own path.
+        parent_acls = acls if acl is not None or self.acl_provider is None else None
         if container and (ephemeral or sequential or ttl is not None):
             raise BadArgumentsError(
                 "a container node cannot be ephemeral, sequential or have a TTL"
@@ -520,7 +533,14 @@ class Client:
             raise BadArgumentsError("cannot create the root node")
         if protected:
             created = await self._create_protected(
-                path, payload, ephemeral, sequential, acls, make_parents, parents_as_containers
+                path,
+                payload,
+                ephemeral,
+                sequential,
+                acls,
+                make_parents,
+                parents_as_containers,
+                parent_acls,
             )
         else:
             created = await self._create_parents_if_needed(
@@ -531,8 +551,18 @@ class Client:
                 ttl_ms,
                 make_parents,
                 parents_as_containers,
+                parent_acl=parent_acls,
             )
         return created if with_stat else created[0]
+
+    def _acls_for(self, path: str, acl: Sequence[ACL] | None) -> list[Any]:
+        """The ACL a create of ``path`` sends: ``acl``, else the provider's, else open."""
+        if acl is None and self.acl_provider is not None:
+            provided = self.acl_provider(path)
+            if provided is None:
+                return _validate_acl(None)
+            return _validate_acl(provided)
+        return _validate_acl(acl)
 
     async def _create_raw(
         self,
@@ -563,27 +593,32 @@ class Client:
         make_parents: bool,
         as_containers: bool,
         generation: int | None = None,
+        *,
+        parent_acl: list[Any] | None,
     ) -> tuple[str, Stat]:
         try:
             return await self._create_raw(path, data, mode, acl, ttl_ms, generation)
         except NoNodeError:
             if not make_parents:
                 raise
-        await self._ensure_path(_split(path)[0], as_containers, acl)
+        await self._ensure_path(_split(path)[0], as_containers, parent_acl)
         return await self._create_raw(path, data, mode, acl, ttl_ms, generation)
 
     async def ensure_path(
         self, path: str, *, container: bool = False, acl: Sequence[ACL] | None = None
     ) -> None:
-        """Create ``path`` and any missing ancestors (existing ones are left alone)."""
+        """Create ``path`` and any missing ancestors (existing ones are left alone). Without
+        ``acl`` each gets the client's :attr:`acl_provider` ACL for its path (else open)."""
         validate_path(path)
-        await self._ensure_path(path, container, _validate_acl(acl))
+        await self._ensure_path(path, container, None if acl is None else _validate_acl(acl))
 
-    async def _ensure_path(self, path: str, container: bool, acl: list[Any]) -> None:
+    async def _ensure_path(self, path: str, container: bool, acl: list[Any] | None) -> None:
+        """``acl`` None: each node gets :meth:`_acls_for` its own path."""
         mode = wire.MODE_CONTAINER if container else wire.MODE_PERSISTENT
 
         async def make(node: str) -> None:
-            await self._retrying(lambda: self._create_raw(node, b"", mode, acl, None))
+            node_acl = acl if acl is not None else self._acls_for(node, None)
+            await self._retrying(lambda: self._create_raw(node, b"", mode, node_acl, None))
 
         # Walk up from the deepest ancestor: in the common case only the last levels are
         # missing, so most calls cost one or two round trips.
@@ -611,6 +646,7 @@ class Client:
         acl: list[Any],
         make_parents: bool,
         as_containers: bool,
+        parent_acl: list[Any] | None,
     ) -> tuple[str, Stat]:
         parent, name = _split(path)
         mode = _mode(ephemeral, sequential, False, None)
@@ -623,7 +659,14 @@ class Client:
             while True:
                 try:
                     return await self._create_parents_if_needed(
-                        node_path, data, mode, acl, None, make_parents, as_containers
+                        node_path,
+                        data,
+                        mode,
+                        acl,
+                        None,
+                        make_parents,
+                        as_containers,
+                        parent_acl=parent_acl,
                     )
                 except ConnectionLossError:
                     pass
@@ -820,12 +863,11 @@ class Transaction:
         payload = validate_data(data, path)
         mode = _mode(ephemeral, sequential, container, None)
         full = self._client._full(path)
+        acls = self._client._acls_for(path, acl)
         if container:
-            req: Any = wire.CreateContainerRequest(
-                path=full, data=payload, acl=_validate_acl(acl), flags=mode
-            )
+            req: Any = wire.CreateContainerRequest(path=full, data=payload, acl=acls, flags=mode)
         else:
-            req = Create2Request(path=full, data=payload, acl=_validate_acl(acl), flags=mode)
+            req = Create2Request(path=full, data=payload, acl=acls, flags=mode)
         self._ops.append(("create", path, req))
         return self
 
@@ -926,6 +968,7 @@ async def connect(
     read_only: bool = False,
     reconnect_after_expiry: bool = True,
     ssl: _ssl.SSLContext | bool | None = None,
+    acl_provider: ACLProvider | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to ZooKeeper; yields a :class:`Client` and closes the session on exit.
 
@@ -933,8 +976,10 @@ async def connect(
     ``("digest", "user:password")`` are sent at connect and on every reconnect.
     ``reconnect_after_expiry`` starts a new session after LOST (announced as RECONNECTED with
     ``new_session=True``). ``ssl`` is an ``ssl.SSLContext`` for TLS, ``True`` for the default
-    context, or None/False for plain TCP. Raises NoServersError if no server answers in
-    ``connect_timeout``.
+    context, or None/False for plain TCP. ``acl_provider(path)`` gives the ACL of every node
+    created without an explicit ``acl`` (recipes' nodes and parents included), as Curator's
+    ``ACLProvider`` does; returning None means open. Raises NoServersError if no server answers
+    in ``connect_timeout``.
     """
     client = await open_client(
         hosts,
@@ -945,6 +990,7 @@ async def connect(
         read_only=read_only,
         reconnect_after_expiry=reconnect_after_expiry,
         ssl=ssl,
+        acl_provider=acl_provider,
     )
     try:
         yield client
@@ -962,6 +1008,7 @@ async def open_client(
     read_only: bool = False,
     reconnect_after_expiry: bool = True,
     ssl: _ssl.SSLContext | bool | None = None,
+    acl_provider: ACLProvider | None = None,
 ) -> Client:
     """Like :func:`connect`, without the context manager: call ``await client.close()``."""
     servers, chroot = parse_connect_string(hosts)
@@ -970,6 +1017,10 @@ async def open_client(
     timeout_ms = validate_duration_ms(session_timeout, "session_timeout", MAX_SESSION_TIMEOUT_MS)
     validate_flag(read_only, "read_only")
     validate_flag(reconnect_after_expiry, "reconnect_after_expiry")
+    if acl_provider is not None and not callable(acl_provider):
+        raise InvalidTypeError(
+            f"acl_provider must be a callable(path) -> ACL list, not {type(acl_provider).__name__}"
+        )
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise InvalidTypeError(
             f"retry must be an aiocoord.RetryPolicy or None, not {type(retry).__name__}"
@@ -996,10 +1047,11 @@ async def open_client(
         chroot=chroot,
     )
     await session.start()
-    return Client(session, retry=retry)
+    return Client(session, retry=retry, acl_provider=acl_provider)
 
 
 __all__ = [
+    "ACLProvider",
     "CREATOR_ALL_ACL",
     "OPEN_ACL_UNSAFE",
     "READ_ACL_UNSAFE",

@@ -1382,10 +1382,19 @@ async def stop_workers(chaos: Chaos, workers: Iterable[Worker], grace: float = 1
                 chaos.unexpected(t.get_name(), exc)
 
 
+#: the last transitions of each tracked client, for violations that point at one client
+STATE_HISTORY: dict[str, deque[str]] = {}
+
+
 def track_states(chaos: Chaos, client: Client, name: str) -> Callable[[], None]:
     """Count the client's LOST and SUSPENDED transitions in the summary."""
+    history = STATE_HISTORY[name] = deque(maxlen=12)
 
     def on_change(change: StateChange) -> None:
+        history.append(
+            f"{chaos.elapsed():8.3f}s 0x{change.session_id:x} {change.state.value}"
+            + (" (new session)" if change.new_session else "")
+        )
         chaos.note(
             f"{name} 0x{change.session_id:x} {change.state.value}"
             + (" (new session)" if change.new_session else "")
@@ -1592,10 +1601,16 @@ async def run_mix(
         for w in workers:
             if w.name == "tree-writer" or w.name.startswith("take-"):
                 continue  # consumers may find the queue empty
-            chaos.check(
-                w.ops > before[w.name],
+            if w.ops > before[w.name]:
+                continue
+            i = int(w.name.rsplit("-", 1)[1])
+            c = clients[i]
+            chaos.violate(
                 "progress after faults",
-                f"{w.name} did nothing in the {config.settle_seconds:.0f} s after the faults",
+                f"{w.name} did nothing in the {config.settle_seconds:.0f} s after the faults; "
+                f"c{i}: {c.state.value} 0x{c.session_id:x}, in flight "
+                f"{c.session.pending_count()}, background {c.pending_deletes()}, "
+                f"transitions {list(STATE_HISTORY.get(f'c{i}', ()))}",
             )
         await leaders.wait_leader(timeout=30)
         await stop_workers(chaos, workers)

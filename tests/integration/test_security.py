@@ -19,6 +19,7 @@ import pytest
 from aiocoord import (
     ACL,
     CREATOR_ALL_ACL,
+    OPEN_ACL_UNSAFE,
     READ_ACL_UNSAFE,
     AtomicCounter,
     Barrier,
@@ -340,3 +341,41 @@ async def test_lock_nodes_with_an_acl_refuse_anonymous_writes(zk_connect: Factor
             await anonymous.set(lock.node_path, b"mallory")
     finally:
         await lock.release()
+
+
+async def test_acl_provider_covers_every_create_without_an_acl(zk_connect: Factory) -> None:
+    """Curator's ACLProvider: the client's ``acl_provider(path)`` gives the ACL of each node
+    created without ``acl=``, recipe nodes and the parents made for them included; an
+    explicit ``acl=`` still wins, and None from the provider means open."""
+
+    def provider(path: str) -> list[ACL] | None:
+        return only(ALICE[1]) if path.startswith("/guarded") else None
+
+    alice = await zk_connect(auth=[ALICE], acl_provider=provider)
+    anonymous = await zk_connect()
+    await alice.create("/open/node", make_parents=True)
+    assert (await alice.get_acl("/open"))[0] == list(OPEN_ACL_UNSAFE)
+    assert (await alice.get_acl("/open/node"))[0] == list(OPEN_ACL_UNSAFE)
+    lock = Lock(alice, "/guarded/locks/job", identifier="alice")
+    async with lock:
+        acls = await _acls_under(alice, "/guarded")
+        assert lock.node_path in acls
+        assert sorted(acls) == sorted(
+            ["/guarded", "/guarded/locks", "/guarded/locks/job", lock.node_path]
+        )
+        assert all(acl == only(ALICE[1]) for acl in acls.values())
+        with pytest.raises(NoAuthError):
+            await anonymous.children("/guarded")
+        with pytest.raises(NoAuthError):
+            await anonymous.delete(lock.node_path)
+    txn = alice.transaction().create("/guarded/by-txn").create("/guarded/read", acl=READ_ACL_UNSAFE)
+    await txn.commit()
+    assert (await alice.get_acl("/guarded/by-txn"))[0] == only(ALICE[1])
+    assert (await alice.get_acl("/guarded/read"))[0] == list(READ_ACL_UNSAFE)
+
+
+async def test_acl_provider_must_be_callable(zk_connect: Factory) -> None:
+    from aiocoord.errors import InvalidTypeError
+
+    with pytest.raises(InvalidTypeError):
+        await zk_connect(acl_provider=only(ALICE[1]))
