@@ -49,6 +49,7 @@ OP_CREATE_CONTAINER = 19
 OP_CREATE_TTL = 21
 OP_AUTH = 100
 OP_SET_WATCHES = 101
+OP_SASL = 102
 OP_GET_EPHEMERALS = 103
 OP_GET_ALL_CHILDREN_NUMBER = 104
 OP_SET_WATCHES2 = 105
@@ -96,6 +97,7 @@ OP_NAMES = {
     OP_CREATE_TTL: "create",
     OP_AUTH: "add_auth",
     OP_SET_WATCHES: "set_watches",
+    OP_SASL: "sasl",
     OP_GET_EPHEMERALS: "get_ephemerals",
     OP_GET_ALL_CHILDREN_NUMBER: "count_descendants",
     OP_SET_WATCHES2: "set_watches",
@@ -274,6 +276,22 @@ class WhoAmIResponse(Response):  # type: ignore[misc]
 
     opcode = OP_WHO_AM_I
     parts = (("client_info", _prim.Vector.of(ClientInfo)),)
+
+
+class SaslRequest(Request):  # type: ignore[misc]
+    """One client token of the SASL exchange. (aiozk's SASLRequest declares its parts as
+    a flat pair, not a tuple of pairs, so it cannot encode.)"""
+
+    opcode = OP_SASL
+    parts = (("token", _prim.Buffer),)
+
+
+class SaslResponse(Response):  # type: ignore[misc]
+    """One server token of the SASL exchange (replaces aiozk's malformed SASLResponse as
+    the decoder of opcode 102)."""
+
+    opcode = OP_SASL
+    parts = (("token", _prim.Buffer),)
 
 
 class SetWatches2Request(Request):  # type: ignore[misc]

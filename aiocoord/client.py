@@ -133,6 +133,8 @@ class Client:
         self.chroot = session.chroot
         self.retry: RetryPolicy = retry if retry is not None else ExponentialBackoff()
         self._background: set[asyncio.Task[Any]] = set()
+        # ensure_path walks in flight, by path: (container, acl, task)
+        self._ensuring: dict[str, list[tuple[bool, list[Any] | None, asyncio.Task[None]]]] = {}
         #: When set, every request belongs to that session generation (see :meth:`bound`).
         self._generation: int | None = None
 
@@ -613,7 +615,32 @@ class Client:
         await self._ensure_path(path, container, None if acl is None else _validate_acl(acl))
 
     async def _ensure_path(self, path: str, container: bool, acl: list[Any] | None) -> None:
-        """``acl`` None: each node gets :meth:`_acls_for` its own path."""
+        """``acl`` None: each node gets :meth:`_acls_for` its own path.
+
+        Callers asking for the same path at the same time share one walk: a burst of
+        contenders on a missing lock path makes its parents once, not once each.
+        """
+        for key, shared_acl, task in self._ensuring.get(path, ()):
+            if key == container and shared_acl == acl:
+                await asyncio.shield(task)
+                return
+        task = asyncio.ensure_future(self._ensure_path_walk(path, container, acl))
+        entry = (container, acl, task)
+        self._ensuring.setdefault(path, []).append(entry)
+
+        def done(finished: asyncio.Future[None]) -> None:
+            if not finished.cancelled():
+                finished.exception()  # each caller got it (or left before it came)
+            entries = self._ensuring.get(path)
+            if entries is not None:
+                entries.remove(entry)
+                if not entries:
+                    del self._ensuring[path]
+
+        task.add_done_callback(done)
+        await asyncio.shield(task)
+
+    async def _ensure_path_walk(self, path: str, container: bool, acl: list[Any] | None) -> None:
         mode = wire.MODE_CONTAINER if container else wire.MODE_PERSISTENT
 
         async def make(node: str) -> None:
@@ -969,6 +996,7 @@ async def connect(
     reconnect_after_expiry: bool = True,
     ssl: _ssl.SSLContext | bool | None = None,
     acl_provider: ACLProvider | None = None,
+    sasl: tuple[str, str] | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to ZooKeeper; yields a :class:`Client` and closes the session on exit.
 
@@ -978,8 +1006,10 @@ async def connect(
     ``new_session=True``). ``ssl`` is an ``ssl.SSLContext`` for TLS, ``True`` for the default
     context, or None/False for plain TCP. ``acl_provider(path)`` gives the ACL of every node
     created without an explicit ``acl`` (recipes' nodes and parents included), as Curator's
-    ``ACLProvider`` does; returning None means open. Raises NoServersError if no server answers
-    in ``connect_timeout``.
+    ``ACLProvider`` does; returning None means open. ``sasl=(user, password)`` authenticates
+    every connection with SASL DIGEST-MD5 first (the server's JAAS ``Server`` section must know
+    the user; ACLs then name ``sasl:user``). Raises NoServersError if no server answers in
+    ``connect_timeout``, AuthFailedError if the server refuses the credentials.
     """
     client = await open_client(
         hosts,
@@ -991,6 +1021,7 @@ async def connect(
         reconnect_after_expiry=reconnect_after_expiry,
         ssl=ssl,
         acl_provider=acl_provider,
+        sasl=sasl,
     )
     try:
         yield client
@@ -1009,6 +1040,7 @@ async def open_client(
     reconnect_after_expiry: bool = True,
     ssl: _ssl.SSLContext | bool | None = None,
     acl_provider: ACLProvider | None = None,
+    sasl: tuple[str, str] | None = None,
 ) -> Client:
     """Like :func:`connect`, without the context manager: call ``await client.close()``."""
     servers, chroot = parse_connect_string(hosts)
@@ -1017,6 +1049,12 @@ async def open_client(
     timeout_ms = validate_duration_ms(session_timeout, "session_timeout", MAX_SESSION_TIMEOUT_MS)
     validate_flag(read_only, "read_only")
     validate_flag(reconnect_after_expiry, "reconnect_after_expiry")
+    if sasl is not None and not (
+        isinstance(sasl, tuple)
+        and len(sasl) == 2
+        and all(isinstance(part, str) and part for part in sasl)
+    ):
+        raise InvalidTypeError("sasl must be a (user, password) tuple of non-empty str, or None")
     if acl_provider is not None and not callable(acl_provider):
         raise InvalidTypeError(
             f"acl_provider must be a callable(path) -> ACL list, not {type(acl_provider).__name__}"
@@ -1045,6 +1083,7 @@ async def open_client(
         reconnect_after_expiry=reconnect_after_expiry,
         ssl=validate_ssl(ssl),
         chroot=chroot,
+        sasl=sasl,
     )
     await session.start()
     return Client(session, retry=retry, acl_provider=acl_provider)

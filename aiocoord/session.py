@@ -29,6 +29,7 @@ from aiozk.protocol import AuthRequest, CloseRequest, RemoveWatchesRequest, SetW
 
 from aiocoord import _protocol as wire
 from aiocoord._connection import Connection, NotSentError, Reply
+from aiocoord._sasl import DigestMD5
 from aiocoord._validation import validate_port
 from aiocoord._watches import PersistentWatch, Watch, WatchKind, WatchTable
 from aiocoord.errors import (
@@ -130,8 +131,11 @@ class Session:
         reconnect_after_expiry: bool = True,
         ssl: _ssl.SSLContext | None = None,
         chroot: str = "",
+        sasl: tuple[str, str] | None = None,
     ) -> None:
         self.servers = list(servers)
+        #: (user, password) for SASL DIGEST-MD5, exchanged on every new connection
+        self.sasl = sasl
         self.requested_timeout = session_timeout
         self.connect_timeout = connect_timeout if connect_timeout is not None else session_timeout
         self._auth = list(auth or [])
@@ -645,6 +649,16 @@ class Session:
         self.server = server
         self._last_contact = time.monotonic()
         conn.start_keepalive(self.negotiated_timeout)
+        if self.sasl is not None:
+            try:
+                await self._sasl_exchange(conn, *self.sasl)
+            except ConnectionLossError:
+                return  # the loop notices the closed connection
+            except AuthFailedError as refused:
+                if self._first is not None and not self._first.done():
+                    self._first.set_exception(refused)
+                conn.abort()
+                return
         # Auth and watch restore go first on the wire, ahead of any waiting request.
         auth_futs = [
             conn.send_special(wire.AUTH_XID, AuthRequest(type=0, scheme=s, auth=c))
@@ -673,6 +687,21 @@ class Session:
             self._set_state(State.READ_ONLY, new_session=new_session)
         else:
             self._set_state(State.RECONNECTED, new_session=new_session)
+
+    async def _sasl_exchange(self, conn: Connection, user: str, password: str) -> None:
+        """Authenticate the connection with SASL DIGEST-MD5 before anything else is sent."""
+        mechanism = DigestMD5(user, password)
+        token: bytes | None = b""
+        while token is not None:
+            reply = await conn.send(self._next_xid(), wire.SaslRequest(token=token))
+            self.sent[wire.OP_SASL] += 1
+            if reply.err:
+                raise AuthFailedError(
+                    f"SASL DIGEST-MD5 authentication as {user!r} refused by the server", op="sasl"
+                )
+            token = mechanism.respond(reply.body.token or b"")
+            if token is None and not mechanism.complete:
+                raise AuthFailedError("SASL exchange ended early", op="sasl")
 
     def _restore_watches(self, conn: Connection) -> list[asyncio.Future[Reply]]:
         lists = self._watches.restore_lists()

@@ -48,6 +48,7 @@ stricter policy, SUSPENDED) exactly once.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import itertools
 import logging
@@ -94,6 +95,9 @@ SEQUENCE_DIGITS = 10
 _PROBE_LIMIT = 2
 #: How many gone node names each (client, path) remembers; forgetting one only costs a probe.
 _GONE_LIMIT = 65536
+#: How many of the nearest nodes ahead a waiter keeps in view (more only when its driver needs
+#: more): deciding costs O(window), not O(queue length), so N waiters cost O(N), not O(N^2).
+_WINDOW = 32
 
 # Orders events in this process: a shared listing may serve a caller only if it was sent after
 # the caller's create was.
@@ -125,7 +129,7 @@ def join(parent: str, name: str) -> str:
     return parent.rstrip("/") + "/" + name
 
 
-async def delete_node(client: Client, path: str) -> None:
+async def delete_node(client: Client, path: str, *, cleared: bool = False) -> None:
     """Delete a node of ours for sure: now if connected, else in the background once
     reconnected. Cancelling the caller does not stop the deletion: the client finishes it in
     the background (a guaranteed delete).
@@ -133,8 +137,10 @@ async def delete_node(client: Client, path: str) -> None:
     The node counts as gone for this client's waiters at once: it is ours and no longer held
     (released, given up or lost), so a waiter of ours right behind it may go ahead while the
     delete is on its way. Waiters elsewhere see the node until the server has deleted it.
+    ``cleared``: the node was granted by an exclusive driver, so no node ahead of it was left
+    (see :meth:`_PathState.mark_gone`).
     """
-    _forget_node(client, path)
+    _forget_node(client, path, cleared)
     try:
         await client.delete(path, guaranteed=True)
     except NoNodeError:
@@ -410,16 +416,34 @@ class _Listing:
 class _PathState:
     """What one client knows about one queue path: names seen gone, and a shared listing."""
 
-    __slots__ = ("_last", "_listing", "_waiting", "gone", "users")
+    __slots__ = ("_last", "_listing", "_sorted", "_waiting", "cleared", "gone", "users")
 
     def __init__(self) -> None:
         self.gone: dict[str, None] = {}  # an ordered set: the oldest is forgotten first
+        #: gone names that had been granted by an exclusive driver: when such a node was
+        #: granted, no node ahead of it was left, and none can enter ahead later
+        self.cleared: dict[str, None] = {}
         self.users = 0
         self._listing: _Listing | None = None
         self._last: _Listing | None = None  # the latest completed listing
+        self._sorted: tuple[list[str], list[tuple[int, str]]] | None = None
         self._waiting: dict[str, list[asyncio.Future[None]]] = {}
 
-    def mark_gone(self, name: str) -> None:
+    def sorted_keys(self, names: list[str]) -> list[tuple[int, str]]:
+        """``(sequence, name)`` of the listing ``names``, sorted; computed once per listing
+        (waiters sharing a listing share the very list object)."""
+        cached = self._sorted
+        if cached is not None and cached[0] is names:
+            return cached[1]
+        keyed = sorted((seq, n) for n in names if (seq := sequence_of(n)) is not None)
+        self._sorted = (names, keyed)
+        return keyed
+
+    def mark_gone(self, name: str, cleared: bool = False) -> None:
+        if cleared:
+            self.cleared[name] = None
+            if len(self.cleared) > _GONE_LIMIT:
+                del self.cleared[next(iter(self.cleared))]
         self.gone[name] = None
         if len(self.gone) > _GONE_LIMIT:
             del self.gone[next(iter(self.gone))]
@@ -526,7 +550,7 @@ def _leave_state(client: Client, path: str, state: _PathState) -> None:
             del per_client[path]
 
 
-def _forget_node(client: Client, path: str) -> None:
+def _forget_node(client: Client, path: str, cleared: bool = False) -> None:
     """Tell this client's waiters on the node's queue that the node is gone."""
     per_client = _STATES.get(client)
     if not per_client:
@@ -534,7 +558,7 @@ def _forget_node(client: Client, path: str) -> None:
     parent, _, name = path.rpartition("/")
     state = per_client.get(parent or "/")
     if state is not None:
-        state.mark_gone(name)
+        state.mark_gone(name, cleared)
 
 
 # --- drivers ----------------------------------------------------------------------------
@@ -547,6 +571,13 @@ class Driver:
     Decisions must be *monotone*: removing a node from ``ahead`` never turns "through" into
     "blocked". The queue relies on it to decide on a superset of the live nodes.
     """
+
+    #: How many of the nearest relevant nodes ahead :meth:`blocker` looks at, at most (None:
+    #: all of them); a waiter keeps at least that many in view.
+    window: int | None = None
+    #: Whether a grant means no node at all was ahead (a mutex, a writer): then, once a granted
+    #: node goes, nothing ahead of it can block anyone behind it.
+    exclusive: bool = False
 
     def relevant(self, name: str) -> bool:
         """Whether a node ahead of ours can block us at all (others are ignored)."""
@@ -569,6 +600,8 @@ class LeaseDriver(Driver):
 
     def __init__(self, max_leases: int = 1) -> None:
         self.max_leases = max_leases
+        self.window = max_leases
+        self.exclusive = max_leases == 1
 
     def blocker(self, ahead: Sequence[str]) -> str | None:
         n = len(ahead)
@@ -758,7 +791,7 @@ class SequentialQueue:
     async def release(self, node: QueueNode) -> None:
         """Delete ``node`` for sure (in the background once reconnected, if need be); a
         waiter of this client right behind it goes ahead at once (see :func:`delete_node`)."""
-        await delete_node(self.client, node.path)
+        await delete_node(self.client, node.path, cleared=self.driver.exclusive)
 
     async def participants(self, name_filter: str | None = None) -> list[tuple[str, bytes]]:
         """``(name, data)`` of every queued node, in queue order; ``name_filter`` keeps
@@ -803,7 +836,10 @@ class SequentialQueue:
         node = await entry.result(deadline)
         if names is None or node.name not in names:
             names = await self._listing(node, state, deadline)
-        ahead = self._ahead(names, node, state)
+        # `ahead`: the nearest relevant nodes ahead of ours, taken from the listing `source`;
+        # `truncated`: more are further ahead in it (looked at once the nearest are gone).
+        source = names
+        ahead, truncated = self._ahead(source, node, state)
         # Requests made for the node run only in its session: a read retried on a new session
         # would keep waiting in a queue that the node, gone with the old session, has left.
         pinned = client.bound(node.generation)
@@ -824,8 +860,21 @@ class SequentialQueue:
                 for n in ahead:
                     if n in state.gone and driver.needs_listing_after(n):
                         need_listing = True
+                cut = 0
+                for i, n in enumerate(ahead):
+                    if n in state.cleared:
+                        cut = i + 1  # granted exclusively, then gone: nothing before it is left
+                if cut:
+                    ahead = ahead[cut:]
+                    truncated = False
                 ahead = [n for n in ahead if n not in state.gone]
             blocker = driver.blocker(ahead)
+            if blocker is None and truncated:
+                # The nodes in view are gone; look further ahead in the listing (those may
+                # have gone unseen, so they are checked before they are trusted).
+                ahead, truncated = self._ahead(source, node, state)
+                stale = bool(ahead)
+                continue
             if blocker is None and not need_listing:
                 if not node.alive_in(client):
                     raise _Restart()
@@ -863,7 +912,8 @@ class SequentialQueue:
             stale = False
             if fresh is not None:
                 gone.update(set(ahead) - set(fresh))
-                ahead = self._ahead(fresh, node, state)
+                source = fresh
+                ahead, truncated = self._ahead(source, node, state)
                 need_listing = False
                 if watch is not None and driver.blocker(ahead) != blocker:
                     watch.cancel()
@@ -911,20 +961,33 @@ class SequentialQueue:
         watch.keep()
         return watch
 
-    def _ahead(self, names: Sequence[str], node: QueueNode, state: _PathState) -> list[str]:
+    def _ahead(
+        self, names: list[str], node: QueueNode, state: _PathState
+    ) -> tuple[list[str], bool]:
+        """The nearest relevant nodes of ``names`` ahead of ``node`` not known to be gone,
+        oldest first, at most a window of them; and whether more are further ahead."""
+        keyed = state.sorted_keys(names)
+        i = bisect.bisect_left(keyed, (node.sequence, ""))
         relevant = self.driver.relevant
         gone = state.gone
-        keyed = [
-            (seq, n)
-            for n in names
-            if n != node.name
-            and (seq := sequence_of(n)) is not None
-            and seq < node.sequence
-            and n not in gone
-            and relevant(n)
-        ]
-        keyed.sort()
-        return [n for _, n in keyed]
+        cleared = state.cleared
+        window = self.driver.window
+        limit = len(keyed) if window is None else max(_WINDOW, window)
+        out: list[str] = []
+        truncated = False
+        while i > 0:
+            i -= 1
+            name = keyed[i][1]
+            if name in cleared:
+                break  # granted exclusively, then gone: nothing before it is left
+            if name == node.name or name in gone or not relevant(name):
+                continue
+            out.append(name)
+            if len(out) >= limit:
+                truncated = i > 0
+                break
+        out.reverse()
+        return out, truncated
 
     async def _listing(
         self, node: QueueNode, state: _PathState, deadline: float | None

@@ -44,6 +44,8 @@ WRITE_NAME = "__WRIT__"
 class _ReaderDriver(Driver):
     """Through while no writer is ahead; waits for the nearest writer ahead."""
 
+    window = 1
+
     def relevant(self, name: str) -> bool:
         return WRITE_NAME in name
 

@@ -1,8 +1,7 @@
 """Security against the real server: digest authentication, ACLs on creates, a lock whose
 path is protected by a digest ACL, authentication kept across reconnects and new sessions.
 
-SASL (DIGEST-MD5) is not tested: aiocoord does not speak SASL (aiozk's SASLRequest is
-malformed, and the client has no SASL exchange), so there is nothing to configure it against.
+SASL DIGEST-MD5 has its own module, test_sasl.py (it needs a server with JAAS users).
 """
 
 from __future__ import annotations

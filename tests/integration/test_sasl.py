@@ -1,0 +1,93 @@
+"""SASL DIGEST-MD5 against the real server (JAAS users from :mod:`aiocoord.testing.sasl`):
+the login gives the ``sasl`` identity, ``sasl`` ACLs keep others out, a wrong password is
+refused typed, and the login is made again on every new connection and new session."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from aiocoord import ACL, State, open_client
+from aiocoord.errors import AuthFailedError, InvalidTypeError, NoAuthError
+from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session
+from aiocoord.testing.sasl import sasl_server
+
+ALICE_ONLY = [ACL(ACL.ALL, "sasl", "alice")]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    with sasl_server(tmp_path_factory.mktemp("sasl"), {"alice": "secret", "bob": "pw"}) as s:
+        yield s
+
+
+async def test_login_gives_the_sasl_identity_and_sasl_acls_hold(server: ZooKeeperServer) -> None:
+    alice = await open_client(server.connect_string, sasl=("alice", "secret"))
+    bob = await open_client(server.connect_string, sasl=("bob", "pw"))
+    anonymous = await open_client(server.connect_string)
+    try:
+        assert ("sasl", "alice") in await alice.whoami()
+        # A delete is checked against the parent's ACL, so the node goes in a guarded parent.
+        await alice.create("/sasl-only", acl=ALICE_ONLY)
+        await alice.create("/sasl-only/data", b"for alice", acl=ALICE_ONLY)
+        assert (await alice.get("/sasl-only/data"))[0] == b"for alice"
+        for stranger in (bob, anonymous):
+            with pytest.raises(NoAuthError):
+                await stranger.get("/sasl-only/data")
+            with pytest.raises(NoAuthError):
+                await stranger.delete("/sasl-only/data")
+            with pytest.raises(NoAuthError):
+                await stranger.create("/sasl-only/mine")
+    finally:
+        await alice.delete("/sasl-only", recursive=True)
+        for c in (alice, bob, anonymous):
+            await c.close()
+
+
+# Not ("mallory", "secret"): ZooKeeper 3.8's SaslServerCallbackHandler is shared by all
+# connections and keeps the last *known* user name when it meets an unknown one, so after
+# alice has logged in, any unknown name with alice's password is admitted (as that name).
+# A server flaw, not the client's; it is reported in the project's notes.
+@pytest.mark.parametrize("credentials", [("alice", "wrong"), ("mallory", "guessed")])
+async def test_wrong_credentials_are_refused(
+    server: ZooKeeperServer, credentials: tuple[str, str]
+) -> None:
+    with pytest.raises(AuthFailedError):
+        await open_client(server.connect_string, sasl=credentials, connect_timeout=5)
+
+
+@pytest.mark.parametrize("bad", ["alice:secret", ("alice",), ("alice", 5), ("", "x")])
+async def test_sasl_argument_is_checked_before_connecting(bad: object) -> None:
+    with pytest.raises(InvalidTypeError):
+        await open_client("127.0.0.1:1", sasl=bad)  # type: ignore[arg-type]
+
+
+async def test_login_is_made_again_after_reconnects_and_new_sessions(
+    server: ZooKeeperServer,
+) -> None:
+    async with FaultProxy(server.host, server.port) as proxy:
+        alice = await open_client(proxy.connect_string, sasl=("alice", "secret"), session_timeout=4)
+        try:
+            await alice.create("/kept-sasl", b"x", acl=ALICE_ONLY)
+            session = alice.session_id
+            proxy.drop()
+            await alice.wait_for(State.RECONNECTED, 10)
+            assert alice.session_id == session
+            assert (await alice.get("/kept-sasl"))[0] == b"x"
+            renewed = asyncio.Event()
+            stop = alice.add_state_listener(lambda change: change.new_session and renewed.set())
+            try:
+                await expire_session(
+                    alice.session_id, alice.session.password, server.connect_string
+                )
+                await asyncio.wait_for(renewed.wait(), 10)
+            finally:
+                stop()
+            await alice.wait_for(State.CONNECTED, 10)
+            assert ("sasl", "alice") in await alice.whoami()
+            assert (await alice.get("/kept-sasl"))[0] == b"x"
+            await alice.delete("/kept-sasl")
+        finally:
+            await alice.close()
