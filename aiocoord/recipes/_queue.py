@@ -8,6 +8,15 @@ ahead). If not, it watches the one node the driver names with a getData watch (N
 "gone already": decide again at once) and waits for its deletion. Only that waiter wakes when
 the node goes: there is no herd.
 
+**Its own node, too.** A blocked waiter also keeps an exists watch on its own node (one more
+request in the same round trip as the first watch; within one client it is the same server
+watch as its successor's). A third party may delete the node (a recursive delete of the lock
+path, say); events come in zxid order, so if our node went before the node ahead of it, the
+waiter knows by the time that node's deletion wakes it, and queues again instead of taking a
+grant with no node behind it. Every request made for the node is pinned to its session
+(:meth:`Client.bound`): a read retried on a new session would wait in a queue the node has
+left with the old one.
+
 **Waking costs O(1).** Sequence numbers only grow, so nothing can enter the queue ahead of a
 node that already exists: the first listing is a superset of every node that can ever be ahead
 of ours. A woken waiter drops the deleted node and any node this client already knows to be
@@ -21,6 +30,13 @@ blocks), so deciding on a superset of the live nodes is always safe. The one exc
 "nothing is inserted ahead" is Curator's read-lock downgrade node, which reuses its write
 node's sequence number; the write-lock driver asks for a fresh listing whenever a writer ahead
 of it goes.
+
+**O(1) per waiter, whatever the queue length.** A waiter keeps the nearest nodes ahead in
+view (a window of 32, more if its driver needs more), from a listing sorted once per client and
+shared; it looks further ahead only once those are gone. A node granted by an exclusive driver
+(a mutex, a writer) and then released by this client clears everything ahead of it: when it
+was granted, nothing was left ahead, and nothing can enter ahead later. So N waiters in one
+client cost O(N) work, not the O(N^2) of each one sorting the whole listing.
 
 **Round trips.** The create and the first listing are pipelined (ZooKeeper answers one
 session's requests in order, so a listing written after the create sees it): an uncontended

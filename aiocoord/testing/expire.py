@@ -11,13 +11,17 @@ import asyncio
 import contextlib
 import random
 import struct
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from aiozk.protocol import CloseRequest, ConnectRequest, ConnectResponse
 
 from aiocoord.errors import NoServersError
+from aiocoord.session import State, StateChange
 
-__all__ = ["RawSession", "expire_session", "raw_session"]
+if TYPE_CHECKING:
+    from aiocoord.client import Client
+
+__all__ = ["RawSession", "expire_client", "expire_session", "raw_session"]
 
 _LENGTH = struct.Struct(">i")
 _CLOSE_XID = 1
@@ -191,3 +195,27 @@ async def _close_answered(reader: asyncio.StreamReader, deadline: float) -> bool
             xid, _zxid, err = struct.unpack_from(">iqi", reply)
             if xid == _CLOSE_XID:
                 return bool(err == 0)
+
+
+async def expire_client(client: Client, connect_string: str, *, timeout: float = 10.0) -> None:
+    """Expire ``client``'s session on the server and wait until the client has heard: a new
+    session announced (the default ``reconnect_after_expiry``), else the LOST state.
+
+    It listens before it expires, so a client quick to start its new session is not missed.
+    Raises ``asyncio.TimeoutError`` if that takes longer than ``timeout`` seconds.
+    """
+    heard = asyncio.Event()
+    renews = client.session.reconnect_after_expiry
+
+    def on_change(change: StateChange) -> None:
+        if change.new_session if renews else change.state is State.LOST:
+            heard.set()
+
+    stop = client.add_state_listener(on_change)
+    try:
+        await expire_session(
+            client.session_id, client.session.password, connect_string, timeout=timeout
+        )
+        await asyncio.wait_for(heard.wait(), timeout)
+    finally:
+        stop()

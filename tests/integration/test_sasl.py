@@ -4,14 +4,13 @@ refused typed, and the login is made again on every new connection and new sessi
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 
 import pytest
 
 from aiocoord import ACL, State, open_client
 from aiocoord.errors import AuthFailedError, InvalidTypeError, NoAuthError
-from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_session
+from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_client
 from aiocoord.testing.sasl import sasl_server
 
 ALICE_ONLY = [ACL(ACL.ALL, "sasl", "alice")]
@@ -76,15 +75,7 @@ async def test_login_is_made_again_after_reconnects_and_new_sessions(
             await alice.wait_for(State.RECONNECTED, 10)
             assert alice.session_id == session
             assert (await alice.get("/kept-sasl"))[0] == b"x"
-            renewed = asyncio.Event()
-            stop = alice.add_state_listener(lambda change: change.new_session and renewed.set())
-            try:
-                await expire_session(
-                    alice.session_id, alice.session.password, server.connect_string
-                )
-                await asyncio.wait_for(renewed.wait(), 10)
-            finally:
-                stop()
+            await expire_client(alice, server.connect_string)
             await alice.wait_for(State.CONNECTED, 10)
             assert ("sasl", "alice") in await alice.whoami()
             assert (await alice.get("/kept-sasl"))[0] == b"x"

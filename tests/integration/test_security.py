@@ -37,7 +37,7 @@ from aiocoord import (
     State,
 )
 from aiocoord.errors import AuthFailedError, NoAuthError, NoNodeError
-from aiocoord.testing import FaultProxy, expire_session
+from aiocoord.testing import FaultProxy, expire_client
 
 Factory = Callable[..., Awaitable[Client]]
 
@@ -145,15 +145,8 @@ async def test_authentication_survives_reconnects_and_new_sessions(
     await alice.wait_for(State.RECONNECTED, 10)
     assert alice.session_id == session
     assert (await alice.get("/kept"))[0] == b"x"
-    # New session after expiry: the credentials go with it too. (Listen first: LOST and the
-    # new session may both have come by the time expire_session returns.)
-    renewed = asyncio.Event()
-    stop = alice.add_state_listener(lambda change: change.new_session and renewed.set())
-    try:
-        await expire_session(alice.session_id, alice.session.password, zookeeper.connect_string)
-        await asyncio.wait_for(renewed.wait(), 10)
-    finally:
-        stop()
+    # New session after expiry: the credentials go with it too.
+    await expire_client(alice, zookeeper.connect_string)
     await alice.wait_for(State.CONNECTED, 10)
     assert alice.session_id != session
     assert (await alice.get("/kept"))[0] == b"x"
