@@ -187,3 +187,18 @@ def validate_ssl(value: Any) -> _ssl.SSLContext | None:
             f"ssl must be an ssl.SSLContext, a bool or None, not {type(value).__name__}"
         )
     return value
+
+
+def validate_sasl(value: Any) -> tuple[str, str] | None:
+    """Return SASL DIGEST-MD5 credentials ``(user, password)``, or None for no SASL."""
+    if value is None:
+        return None
+    if not (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and all(isinstance(part, str) and part for part in value)
+    ):
+        raise InvalidTypeError("sasl must be a (user, password) tuple of non-empty str, or None")
+    _utf8(value[0], "sasl user")
+    _utf8(value[1], "sasl password")
+    return value

@@ -44,6 +44,7 @@ from aiocoord._validation import (
     validate_duration_ms,
     validate_flag,
     validate_path,
+    validate_sasl,
     validate_ssl,
     validate_timeout,
     validate_version,
@@ -1049,12 +1050,7 @@ async def open_client(
     timeout_ms = validate_duration_ms(session_timeout, "session_timeout", MAX_SESSION_TIMEOUT_MS)
     validate_flag(read_only, "read_only")
     validate_flag(reconnect_after_expiry, "reconnect_after_expiry")
-    if sasl is not None and not (
-        isinstance(sasl, tuple)
-        and len(sasl) == 2
-        and all(isinstance(part, str) and part for part in sasl)
-    ):
-        raise InvalidTypeError("sasl must be a (user, password) tuple of non-empty str, or None")
+    sasl = validate_sasl(sasl)
     if acl_provider is not None and not callable(acl_provider):
         raise InvalidTypeError(
             f"acl_provider must be a callable(path) -> ACL list, not {type(acl_provider).__name__}"
