@@ -67,6 +67,8 @@ class Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._buffer = bytearray()
         self._pending: dict[int, _Pending] = {}
+        # xids whose callers gave up: their replies still come, in order, and count
+        self._forgotten: set[int] = set()
         # Auth and SetWatches replies carry fixed xids; the server answers them in order.
         self._special: dict[int, collections.deque[asyncio.Future[Reply]]] = {
             wire.AUTH_XID: collections.deque(),
@@ -174,24 +176,35 @@ class Connection(asyncio.Protocol):
             self._handshake.set_result(wire.decode_connect(frame))
             return
         xid, zxid, err = wire.decode_reply_header(frame)
-        if zxid > 0:
-            self._on_zxid(zxid)
+        # The zxid of a frame counts only once the frame is known to answer something of
+        # ours: the session offers it on reconnect as the newest state it has seen, and one
+        # taken from a stray frame (a connect reply read as a reply header gives the session
+        # timeout as epoch) makes every server refuse the client for good.
         if xid == wire.WATCH_XID:
+            self._note(zxid)
             self._on_watch(wire.decode_watch(frame, wire.REPLY_HEADER_SIZE))
             return
         if xid == wire.PING_XID:
+            self._note(zxid)
             return
         queue = self._special.get(xid)
         if queue is not None:
-            if queue:
-                fut = queue.popleft()
-                if not fut.done():
-                    fut.set_result(Reply(zxid, err, None))
+            if not queue:
+                raise ProtocolError(f"unexpected reply with xid {xid} from {self.host}:{self.port}")
+            self._note(zxid)
+            fut = queue.popleft()
+            if not fut.done():
+                fut.set_result(Reply(zxid, err, None))
             return
         pending = self._pending.pop(xid, None)
         if pending is None:
-            # The caller was cancelled and forgot this xid; the reply means nothing now.
-            return
+            if xid in self._forgotten:
+                # The caller was cancelled and forgot this xid; the reply means nothing now.
+                self._forgotten.discard(xid)
+                self._note(zxid)
+                return
+            raise ProtocolError(f"reply to xid {xid}, never sent, from {self.host}:{self.port}")
+        self._note(zxid)
         body = None
         has_body = len(frame) > wire.REPLY_HEADER_SIZE
         if has_body and (err == 0 or pending.opcode == wire.OP_MULTI):
@@ -236,7 +249,12 @@ class Connection(asyncio.Protocol):
 
     def forget(self, xid: int) -> None:
         """Drop a pending entry whose caller gave up (cancelled or timed out)."""
-        self._pending.pop(xid, None)
+        if self._pending.pop(xid, None) is not None:
+            self._forgotten.add(xid)
+
+    def _note(self, zxid: int) -> None:
+        if zxid > 0:
+            self._on_zxid(zxid)
 
     @property
     def pending_count(self) -> int:

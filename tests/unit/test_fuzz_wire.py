@@ -238,13 +238,11 @@ def _stream(script: Script, xids: list[int]) -> tuple[bytes, dict[int, str], boo
             parts.append(reply(wire.WATCH_XID, body=event))
         if position == script.fault_at and fault_frame is not None:
             parts.append(fault_frame)
-            if script.fault == "garbage_body" and xids[script.victim] in expect:
-                pass  # its reply came already: an xid nobody waits for is not even decoded
-            elif script.fault == "garbage_body":
+            if script.fault == "garbage_body" and xids[script.victim] not in expect:
                 expect[xids[script.victim]] = "protocol"
-                faulted = True
-            elif script.fault != "unknown_xid":
-                faulted = True
+            # Every fault kills the link, a reply to an xid never sent (or answered already)
+            # included: its zxid must not be taken for the newest state the client has seen.
+            faulted = True
         if index is None:
             break
         xid = xids[index]
@@ -388,3 +386,43 @@ async def test_multi_refused_for_an_expired_session_is_a_session_error() -> None
                 await client.transaction().create("/a").create("/b").commit()
         finally:
             await client.close()
+
+
+async def test_a_stray_connect_reply_neither_moves_the_zxid_nor_survives() -> None:
+    """Seen in the chaos soak: a connect reply read as a reply header has xid 0 and, as its
+    zxid, the session timeout (2000 ms) shifted into the epoch. Taken as the newest zxid seen,
+    it made every server refuse the client's reconnects for good ("client must try another
+    server"). A reply to an xid never sent now kills the link and its zxid is ignored."""
+    seen: list[int] = []
+    conn = Connection("127.0.0.1", 1, lambda _: None, seen.append)
+    conn._handshake.set_result(None)  # type: ignore[arg-type]
+    stray = struct.pack(">iiq", 0, 2000, 0x0200004E_00000001) + struct.pack(">i", 16) + b"p" * 16
+    conn.data_received(struct.pack(">i", len(stray) + 1) + stray + b"\x00")
+    assert seen == []
+    assert conn.closed.done()
+    assert isinstance(conn.closed.result(), ProtocolError)
+
+
+async def test_a_reply_for_a_forgotten_xid_still_counts() -> None:
+    """A caller that gave up forgets its xid; the reply still comes, in order, and its zxid
+    is real (the server applied the request)."""
+    seen: list[int] = []
+    conn = Connection("127.0.0.1", 1, lambda _: None, seen.append)
+    conn._handshake.set_result(None)  # type: ignore[arg-type]
+    conn._transport = _Sink()  # type: ignore[assignment]
+    fut = conn.send(7, GetDataRequest(path="/a", watch=False))
+    conn.forget(7)
+    conn.data_received(reply(7, zxid=42, body=get_data_body(b"late")))
+    assert seen == [42]
+    assert not conn.closed.done()
+    assert not fut.done()
+
+
+class _Sink:
+    """A transport that takes the bytes and goes nowhere."""
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
