@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test unit integration chaos lint typecheck check bench bench-quick soak zookeeper venv clean
+.PHONY: demo test unit integration chaos lint typecheck check bench bench-quick soak ci-local zookeeper venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ bench-quick: venv zookeeper
 MINUTES ?= 30
 soak: venv zookeeper
 	$(PY) -m tests.chaos.soak --minutes $(MINUTES)
+
+# What CI does, on a fresh clone of the committed tree (uncommitted changes are left out).
+ci-local:
+	rm -rf /tmp/aiocoord-ci && git clone -q . /tmp/aiocoord-ci && cd /tmp/aiocoord-ci && CI=true bash .ci/run
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
