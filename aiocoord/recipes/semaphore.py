@@ -302,7 +302,7 @@ class Semaphore:
                 first = None
             nodes = [await e.result(deadline) for e in entries]
             if first is None or any(node.name not in first for node in nodes):
-                first = await _bounded(client.children(self._leases_path), deadline)
+                first = await self._leases_of_ours(deadline)
             names: list[str] = first
             while True:
                 if any(node.name not in names for node in nodes):
@@ -317,9 +317,12 @@ class Semaphore:
                     except SessionExpiredError:
                         raise _Restart() from None
                     watch = None
-                names, watch = await _bounded(
-                    client.children(self._leases_path, watch=True), deadline
-                )
+                try:
+                    names, watch = await _bounded(
+                        client.children(self._leases_path, watch=True), deadline
+                    )
+                except NoNodeError:
+                    raise _Restart() from None  # see _leases_of_ours
         except BaseException:
             for e in entries:
                 await e.discard()
@@ -327,6 +330,15 @@ class Semaphore:
         finally:
             if watch is not None:
                 watch.cancel()
+
+    async def _leases_of_ours(self, deadline: float | None) -> list[str]:
+        """The lease names, from a listing that must hold our lease nodes. No leases parent
+        means they are gone: their session ended, and the server then removed the empty
+        container. Queue again (_Restart)."""
+        try:
+            return await _bounded(self.client.children(self._leases_path), deadline)
+        except NoNodeError:
+            raise _Restart() from None
 
     def __repr__(self) -> str:
         return f"<Semaphore {self.path} max_leases={self.max_leases}>"
