@@ -561,10 +561,7 @@ class Client:
     def _acls_for(self, path: str, acl: Sequence[ACL] | None) -> list[Any]:
         """The ACL a create of ``path`` sends: ``acl``, else the provider's, else open."""
         if acl is None and self.acl_provider is not None:
-            provided = self.acl_provider(path)
-            if provided is None:
-                return _validate_acl(None)
-            return _validate_acl(provided)
+            acl = self.acl_provider(path)
         return _validate_acl(acl)
 
     async def _create_raw(

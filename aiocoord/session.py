@@ -408,18 +408,25 @@ class Session:
         return self._watches.register(kind, server_path, user_path)
 
     def _remove_server_watch(self, kind: WatchKind, server_path: str) -> None:
+        wtype = wire.WATCHER_CHILDREN if kind is WatchKind.CHILD else wire.WATCHER_DATA
+        self._send_remove_watches(server_path, wtype)
+
+    def _remove_all_watches(self, server_path: str) -> asyncio.Future[Any] | None:
+        return self._send_remove_watches(server_path, wire.WATCHER_ANY)
+
+    def _send_remove_watches(self, server_path: str, wtype: int) -> asyncio.Future[Any] | None:
         conn = self._conn
         if conn is None or self.state is None or not self.state.is_connected or self._closing:
-            return  # not restored on reconnect, since the table no longer holds it
-        wtype = wire.WATCHER_CHILDREN if kind is WatchKind.CHILD else wire.WATCHER_DATA
+            return None  # the server dropped them with the connection; they are not restored
         # Written now, synchronously, so it reaches the server before any later request
-        # that sets the same watch again.
+        # that sets a watch on the path again.
         try:
             fut = conn.send(self._next_xid(), RemoveWatchesRequest(path=server_path, type=wtype))
         except NotSentError:
-            return
+            return None
         self.sent[wire.OP_REMOVE_WATCHES] += 1
         fut.add_done_callback(_ignore_result)
+        return fut
 
     async def add_persistent(self, watch: PersistentWatch, server_path: str) -> None:
         """Subscribe; sets the server's persistent watch when this is the first subscriber."""
@@ -464,22 +471,6 @@ class Session:
             self._watches.hold_over(server_path)
             return None
         return self._remove_all_watches(server_path)
-
-    def _remove_all_watches(self, server_path: str) -> asyncio.Future[Any] | None:
-        conn = self._conn
-        if conn is None or self.state is None or not self.state.is_connected or self._closing:
-            return None  # the server dropped them with the connection; they are not restored
-        # Written now, synchronously, so it reaches the server before any later request
-        # that sets a watch on the path again.
-        try:
-            fut = conn.send(
-                self._next_xid(), RemoveWatchesRequest(path=server_path, type=wire.WATCHER_ANY)
-            )
-        except NotSentError:
-            return None
-        self.sent[wire.OP_REMOVE_WATCHES] += 1
-        fut.add_done_callback(_ignore_result)
-        return fut
 
     async def add_auth(self, scheme: str, credential: bytes) -> None:
         """Authenticate this session; replayed automatically on every reconnect."""

@@ -457,12 +457,8 @@ class _PathState:
 
     def mark_gone(self, name: str, cleared: bool = False) -> None:
         if cleared:
-            self.cleared[name] = None
-            if len(self.cleared) > _GONE_LIMIT:
-                del self.cleared[next(iter(self.cleared))]
-        self.gone[name] = None
-        if len(self.gone) > _GONE_LIMIT:
-            del self.gone[next(iter(self.gone))]
+            _remember(self.cleared, name)
+        _remember(self.gone, name)
         for fut in self._waiting.pop(name, ()):
             if not fut.done():
                 fut.set_result(None)
@@ -538,6 +534,13 @@ class _PathState:
         fut.set_result(names)
         self._last = listing
         return names
+
+
+def _remember(names: dict[str, None], name: str) -> None:
+    """Add ``name`` to an ordered set of at most _GONE_LIMIT names (the oldest goes first)."""
+    names[name] = None
+    if len(names) > _GONE_LIMIT:
+        del names[next(iter(names))]
 
 
 class _LeaderGone(Exception):

@@ -215,22 +215,22 @@ class Chaos:
         others = set(others)
         tokens = list(other_tokens)
         if tokens and all(self.revoked(t) for t in tokens):
-            self.events["third-party deletion overlaps (fenced)"] += 1
-            now = self.elapsed()
-            self.tolerated.append(f"[{now:8.3f}s] {invariant}: {detail} (nodes deleted)")
-            self.note(f"tolerated: {invariant}: {detail}")
+            self._tolerate("third-party deletion overlaps (fenced)", invariant, detail)
         elif entering and entering in self.force_expired:
             # The newcomer is the stale one: its session was ended by force, and the recipe
             # granted it anyway (its token is older, so a fenced store refuses it).
             self.known_defect("stale grant", f"{invariant}: {detail}")
         elif others and others <= self.force_expired:
-            self.events["forced-expiry overlaps (fenced)"] += 1
-            now = self.elapsed()
-            recent = [f"      {t:8.3f}s {m}" for t, m in self.notes if now - t < 3.0][-10:]
-            self.tolerated.append(f"[{now:8.3f}s] {invariant}: {detail}\n" + "\n".join(recent))
-            self.note(f"tolerated: {invariant}: {detail}")
+            self._tolerate("forced-expiry overlaps (fenced)", invariant, detail)
         else:
             self.violate(invariant, detail)
+
+    def _tolerate(self, kind: str, invariant: str, detail: str) -> None:
+        self.events[kind] += 1
+        now = self.elapsed()
+        recent = [f"      {t:8.3f}s {m}" for t, m in self.notes if now - t < 3.0][-10:]
+        self.tolerated.append(f"[{now:8.3f}s] {invariant}: {detail}\n" + "\n".join(recent))
+        self.note(f"tolerated: {invariant}: {detail}")
 
     def check(self, condition: bool, invariant: str, detail: str) -> None:
         """Record a violation unless ``condition``."""
