@@ -1006,8 +1006,11 @@ async def connect(
     created without an explicit ``acl`` (recipes' nodes and parents included), as Curator's
     ``ACLProvider`` does; returning None means open. ``sasl=(user, password)`` authenticates
     every connection with SASL DIGEST-MD5 first (the server's JAAS ``Server`` section must know
-    the user; ACLs then name ``sasl:user``). Raises NoServersError if no server answers in
-    ``connect_timeout``, AuthFailedError if the server refuses the credentials.
+    the user; ACLs then name ``sasl:user``). ``read_only=True`` accepts a read-only server
+    when no quorum is reachable (state READ_ONLY); the client then asks the other servers now
+    and then whether they serve writes and moves to the first that does. Raises
+    NoServersError if no server answers in ``connect_timeout``, AuthFailedError if the server
+    refuses the credentials.
     """
     client = await open_client(
         hosts,

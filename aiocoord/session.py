@@ -44,6 +44,12 @@ from aiocoord.errors import (
 
 log = logging.getLogger("aiocoord.session")
 
+#: While connected read-only, other servers are asked whether they serve writes, first after
+#: this many seconds, then twice as long after each round that found none (the Java client's
+#: schedule), up to the max.
+RW_PROBE_MIN = 0.1
+RW_PROBE_MAX = 60.0
+
 
 class State(enum.Enum):
     """The connection state a client reports (Curator's ConnectionState, plus CLOSED)."""
@@ -165,6 +171,8 @@ class Session:
         self._closing = False
         self._last_contact = time.monotonic()
         self._first: asyncio.Future[None] | None = None
+        # A server found serving writes while we were read-only: the next connect tries it first.
+        self._preferred: Server | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -538,7 +546,17 @@ class Session:
                     conn.abort()
                     return
                 await self._connected_to(conn, reply, server)
-                reason = await conn.closed
+                seeker = None
+                if self.state is State.READ_ONLY and len(self.servers) > 1:
+                    seeker = asyncio.create_task(
+                        self._seek_rw_server(conn, server), name="aiocoord-rw-probe"
+                    )
+                try:
+                    reason = await conn.closed
+                finally:
+                    if seeker is not None:
+                        seeker.cancel()
+                        await asyncio.wait([seeker])
                 if self._closing:
                     return
                 log.info("connection to %s lost: %s", server, reason)
@@ -578,6 +596,10 @@ class Session:
             # The server we just lost goes last: it is the likeliest to be down.
             order.remove(self.server)
             order.append(self.server)
+        preferred, self._preferred = self._preferred, None
+        if preferred in order:
+            order.remove(preferred)
+            order.insert(0, preferred)
         delay = 0.0
         last_error: BaseException | None = None
         # Like the Java client: a share of the timeout per server, but never so long that one
@@ -678,6 +700,42 @@ class Session:
             self._set_state(State.READ_ONLY, new_session=new_session)
         else:
             self._set_state(State.RECONNECTED, new_session=new_session)
+
+    async def _seek_rw_server(self, conn: Connection, current: Server) -> None:
+        """While read-only on ``current``, ask the other servers now and then whether they
+        serve writes ("isro", which a server always answers); on the first that does, drop
+        ``conn`` so that the reconnect goes there (SUSPENDED, then the usual reconnect)."""
+        delay = RW_PROBE_MIN
+        others = [s for s in self.servers if s != current]
+        while not conn.closed.done():
+            await asyncio.sleep(delay)
+            for server in others:
+                if await self._serves_writes(server) and not conn.closed.done():
+                    log.info("%s serves writes: leaving read-only %s", server, current)
+                    self._preferred = server
+                    conn.abort()
+                    return
+            delay = min(delay * 2, RW_PROBE_MAX)
+
+    async def _serves_writes(self, server: Server) -> bool:
+        """Whether ``server`` answers "isro" with "rw" (not "ro", nothing, or an error)."""
+        writer: asyncio.StreamWriter | None = None
+
+        async def ask() -> bytes:
+            nonlocal writer
+            reader, writer = await asyncio.open_connection(server.host, server.port, ssl=self.ssl)
+            writer.write(b"isro")
+            return await reader.readexactly(2)
+
+        try:
+            answer = await asyncio.wait_for(ask(), max(min(self.negotiated_timeout / 3, 2.0), 0.5))
+        except (OSError, asyncio.TimeoutError, EOFError) as exc:
+            log.debug("read-write probe of %s failed: %r", server, exc)
+            return False
+        finally:
+            if writer is not None:
+                writer.close()
+        return answer == b"rw"
 
     async def _sasl_exchange(self, conn: Connection, user: str, password: str) -> None:
         """Authenticate the connection with SASL DIGEST-MD5 before anything else is sent."""

@@ -28,6 +28,7 @@ from chaoslib import (
     start_worker,
     stop_workers,
     tree_writer,
+    watched_paths,
 )
 
 from aiocoord import (
@@ -42,10 +43,11 @@ from aiocoord import (
     State,
     StateChange,
     TreeCache,
+    open_client,
 )
 from aiocoord.errors import ConnectionLossError, LockLostError, NotReadOnlyError
 from aiocoord.recipes.cache import CacheEventType
-from aiocoord.testing import FaultProxy, ZooKeeperEnsemble
+from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, ZooKeeperServer
 
 pytestmark = pytest.mark.ensemble
 
@@ -656,6 +658,60 @@ async def test_quorum_lost_read_only_mode_when_allowed(chaos: Chaos) -> None:
             await cluster.finish(allowed=["/data"])
         finally:
             await cluster.aclose()
+    chaos.assert_clean()
+
+
+async def test_read_only_client_moves_to_a_server_that_serves_writes(chaos: Chaos) -> None:
+    """A ``read_only=True`` client on a read-only member asks the other servers of its list
+    whether they serve writes (``isro``, as the Java client and kazoo do) and leaves for the
+    first that does, on its own: READ_ONLY -> SUSPENDED -> a read-write session there (the
+    read-only session is unknown to it: LOST first). Writes then work. The other server is a
+    standalone one that starts only once the client is read-only; without the probe the
+    client would stay read-only for as long as the member stays cut off."""
+    ensemble = ZooKeeperEnsemble(
+        3,
+        jvm_options=["-Dreadonlymode.enabled=true"],
+        extra_config={"localSessionsEnabled": "true"},
+    )
+    writable = ZooKeeperServer()  # its port is chosen now; it starts later
+    async with ensemble:
+        member = ensemble.members[0]
+        for i in (1, 2):
+            chaos.fault("kill")
+            await asyncio.to_thread(ensemble.kill, i)
+        client = await open_client(
+            f"{member.connect_string},{writable.connect_string}",
+            read_only=True,
+            session_timeout=3,
+            connect_timeout=30,
+        )
+        try:
+            await client.wait_for(State.READ_ONLY, 30)
+            seen = states(client)
+            await asyncio.to_thread(writable.start)
+            await client.wait_for(State.CONNECTED, 30)
+            server = client.session.server
+            chaos.check(
+                server is not None and server.port == writable.port,
+                "moved to the read-write server",
+                f"connected to {server}",
+            )
+            order = [c.state for c in seen]
+            chaos.check(
+                order[0] is State.SUSPENDED and order[-1] is State.RECONNECTED,
+                "states",
+                f"{[s.value for s in order]}",
+            )
+            await client.create("/moved", b"1")
+            await client.delete("/moved")
+            chaos.check(
+                await client.children("/") == ["zookeeper"], "no leftover znodes", "on the server"
+            )
+            wchc = watched_paths(await asyncio.to_thread(writable.four_letter, "wchc"))
+            chaos.check(not wchc, "no leftover watches (wchc)", f"{wchc}")
+        finally:
+            await client.close()
+            await asyncio.to_thread(writable.stop)
     chaos.assert_clean()
 
 
