@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test unit integration chaos lint typecheck check bench bench-quick soak ci-local zookeeper venv clean
+.PHONY: demo test unit integration chaos lint typecheck check bench bench-quick ab soak ci-local zookeeper venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,13 @@ bench: venv zookeeper
 bench-quick: venv zookeeper
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) -m benchmarks --quick
+
+# A commit against the working tree on one workload: `make ab REF=HEAD WORKLOAD=W2`.
+REF ?= HEAD
+WORKLOAD ?= W2
+ab: venv zookeeper
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) -m benchmarks.ab $(REF) --workload $(WORKLOAD)
 
 # The chaos mix for a chosen duration on an ensemble of its own: `make soak MINUTES=30`.
 MINUTES ?= 30

@@ -31,17 +31,14 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def quick_run(zookeeper: ServerHandle, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bench")
+    run_module("benchmarks", "--quick", "--connect", zookeeper.connect_string, "--out", str(out))
+    return out
+
+
+def run_module(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m <args>`` in the repository; fails the test unless it exits 0."""
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks",
-            "--quick",
-            "--connect",
-            zookeeper.connect_string,
-            "--out",
-            str(out),
-        ],
+        [sys.executable, "-m", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -49,7 +46,7 @@ def quick_run(zookeeper: ServerHandle, tmp_path_factory: pytest.TempPathFactory)
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return out
+    return proc
 
 
 def test_quick_run_writes_every_workload_for_every_peer(quick_run: Path) -> None:
@@ -248,3 +245,33 @@ def test_command_line_rejects_unknown_workloads_and_peers() -> None:
     args = cli.parse_args(["--quick", "--only", "w2,W1", "--peers", "aiozk,aiocoord"])
     assert args.only == ["W2", "W1"]
     assert args.peers == ["aiocoord", "aiozk"]
+
+
+def test_ab_compares_a_commit_with_the_working_tree(zookeeper: ServerHandle) -> None:
+    """``python -m benchmarks.ab HEAD`` runs both trees on the given server, prints a line per
+    counted run, the medians and the pair count, and leaves no git worktree behind."""
+    proc = run_module(
+        "benchmarks.ab",
+        "HEAD",
+        "--workload",
+        "W2",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--seconds",
+        "0.3",
+        "--connect",
+        zookeeper.connect_string,
+    )
+    lines = proc.stdout.splitlines()
+    assert sum("acq_per_s=" in line and "median" not in line for line in lines) == 2
+    assert any(line.strip().startswith("HEAD  median acq_per_s=") for line in lines)
+    assert any(line.strip().startswith("working tree  median acq_per_s=") for line in lines)
+    assert lines[-1].startswith("working tree better in ") and lines[-1].endswith(
+        " of 1 pairs (acq_per_s)"
+    )
+    worktrees = subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "list"], capture_output=True, text=True, check=True
+    )
+    assert "aiocoord-ab-" not in worktrees.stdout

@@ -1,0 +1,133 @@
+"""A/B: aiocoord at a git commit against the working tree, on one workload, on one server.
+
+``python -m benchmarks.ab REF [--workload W2] [--rounds 8] [--seconds 4] [--warmup 1]``
+
+Checks ``REF`` out into a temporary git worktree, then alternates short runs of aiocoord's
+worker for the workload from each tree (each run in a fresh process that imports aiocoord from
+that tree), against one local ZooKeeper, reversing the order every round so that neither side
+always runs first; the warm-up rounds (the server's JIT) are not counted. Prints every run and
+the medians. On this noisy shared machine a change worth keeping shows up in most pairs, not
+only in the medians; ``REF`` against ``HEAD`` with a clean tree (an A/A run) shows the noise
+floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks.cli import standalone_server
+from benchmarks.common import make_children
+
+#: Per workload: the metric compared (and whether higher is better), and a latency shown too.
+_METRICS = {
+    "W1": ("ops_per_s", True, "p50_ms"),
+    "W2": ("acq_per_s", True, "handoff_p50_ms"),
+    "W4": ("update_p50_ms", False, "update_p99_ms"),
+}
+_CHILDREN = 10_000
+
+_WORKER = """
+import json, sys
+from benchmarks.peers.aiocoord_peer import {fn}
+print(json.dumps({fn}(sys.argv[1], json.loads(sys.argv[2]))["metrics"]))
+"""
+
+
+def _params(workload: str, seconds: float, round_no: int) -> dict[str, Any]:
+    base: dict[str, Any] = {"session_timeout": 10.0}
+    if workload == "W1":
+        return {**base, "path": f"/ab/w1-{round_no}", "duration": seconds, "warmup": 20}
+    if workload == "W2":
+        return {**base, "path": f"/ab/w2-{round_no}", "duration": seconds, "clients": 8}
+    return {
+        **base,
+        "path": "/ab/w4",
+        "children": _CHILDREN,
+        "data_size": 100,
+        "updates": 500,
+        "seed": round_no,
+        "load_timeout": 120.0,
+    }
+
+
+def _run(tree: Path, workload: str, connect: str, params: dict[str, Any]) -> dict[str, Any]:
+    code = _WORKER.format(fn=workload.lower())
+    done = subprocess.run(
+        [sys.executable, "-c", code, connect, json.dumps(params)],
+        cwd=tree,  # `python -c` puts the working directory first on sys.path
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"worker in {tree} failed:\n{done.stderr[-2000:]}")
+    metrics: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the A/B and print the medians; exit status 0."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ab", description=__doc__)
+    parser.add_argument("ref", help="the commit to compare the working tree with (e.g. HEAD)")
+    parser.add_argument("--workload", default="W2", choices=sorted(_METRICS))
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=4.0, help="per run (W1, W2)")
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="rounds run first and not counted (server JIT)"
+    )
+    parser.add_argument("--connect", default=None, help="an existing ZooKeeper")
+    args = parser.parse_args(argv)
+    here = Path(__file__).resolve().parent.parent
+    metric, higher_better, extra = _METRICS[args.workload]
+    with tempfile.TemporaryDirectory(prefix="aiocoord-ab-") as tmp:
+        other = Path(tmp) / "ref"
+        subprocess.run(
+            ["git", "-C", str(here), "worktree", "add", "-q", "--detach", str(other), args.ref],
+            check=True,
+        )
+        trees = {args.ref: other, "working tree": here}
+        results: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+        try:
+            with standalone_server(args.connect) as (connect, _):
+                if args.workload == "W4":
+                    names = [f"c{i:05d}" for i in range(_CHILDREN)]
+                    make_children(connect, "/ab/w4", names, b"x" * 100)
+                order = list(trees)
+                for round_no in range(args.warmup + args.rounds):
+                    counted = round_no >= args.warmup
+                    for name in order if round_no % 2 == 0 else order[::-1]:
+                        params = _params(args.workload, args.seconds, round_no)
+                        m = _run(trees[name], args.workload, connect, params)
+                        if counted:
+                            results[name].append(m)
+                        print(
+                            f"{name:>14}  {metric}={m[metric]:.4g}  {extra}={m[extra]:.4g}"
+                            + ("" if counted else "  (warm-up)")
+                        )
+        finally:
+            subprocess.run(
+                ["git", "-C", str(here), "worktree", "remove", "--force", str(other)], check=False
+            )
+    print()
+    for name, runs in results.items():
+        if runs:
+            med = statistics.median(r[metric] for r in runs)
+            lat = statistics.median(r[extra] for r in runs)
+            print(f"{name:>14}  median {metric}={med:.4g}  median {extra}={lat:.4g}")
+    pairs = list(zip(*results.values(), strict=False))
+    wins = sum(
+        1 for a, b in pairs if (b[metric] > a[metric]) == higher_better and b[metric] != a[metric]
+    )
+    print(f"working tree better in {wins} of {len(pairs)} pairs ({metric})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
