@@ -3,7 +3,9 @@
 One :class:`Session` keeps one ZooKeeper session alive across connections. It connects to a
 server from the list, resumes the same session after a connection loss (restoring every
 watch from the last seen zxid), declares the session LOST when the server says it expired
-or when no server answered within the session timeout, and, if asked, starts a new one.
+or when no server answered within the session timeout, and, if asked, starts a new one. While
+connected read-only, it asks the other servers now and then whether they serve writes and
+moves to the first that does.
 
 Requests from any number of tasks are pipelined on the one socket. A request is written
 only while connected; one made while SUSPENDED waits for the reconnect (or fails with
