@@ -642,7 +642,14 @@ class Session:
                     )
                 except (OSError, asyncio.TimeoutError, CoordinationError) as exc:
                     log.debug("connect to %s failed: %r", server, exc)
-                    last_error = exc
+                    # A timeout (often the deadline cutting the last attempt short) tells less
+                    # than a refusal seen before it, such as a certificate that fails to verify.
+                    if not (
+                        isinstance(exc, asyncio.TimeoutError)
+                        and last_error is not None
+                        and not isinstance(last_error, asyncio.TimeoutError)
+                    ):
+                        last_error = exc
                     continue
                 if reply.timeout_ms <= 0:
                     conn.abort()
