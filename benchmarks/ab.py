@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.cli import standalone_server
-from benchmarks.common import make_children
+from benchmarks.common import make_w4_children, worker_params
 
 #: Per workload: the metric compared (and whether higher is better), and a latency shown too.
 _METRICS = {
@@ -31,7 +31,6 @@ _METRICS = {
     "W2": ("acq_per_s", True, "handoff_p50_ms"),
     "W4": ("update_p50_ms", False, "update_p99_ms"),
 }
-_CHILDREN = 10_000
 
 _WORKER = """
 import json, sys
@@ -41,20 +40,9 @@ print(json.dumps({fn}(sys.argv[1], json.loads(sys.argv[2]))["metrics"]))
 
 
 def _params(workload: str, seconds: float, round_no: int) -> dict[str, Any]:
-    base: dict[str, Any] = {"session_timeout": 10.0}
-    if workload == "W1":
-        return {**base, "path": f"/ab/w1-{round_no}", "duration": seconds, "warmup": 20}
-    if workload == "W2":
-        return {**base, "path": f"/ab/w2-{round_no}", "duration": seconds, "clients": 8}
-    return {
-        **base,
-        "path": "/ab/w4",
-        "children": _CHILDREN,
-        "data_size": 100,
-        "updates": 500,
-        "seed": round_no,
-        "load_timeout": 120.0,
-    }
+    # W1 and W2 get a fresh lock path per round; W4 reuses its one set of children.
+    path = "/ab/w4" if workload == "W4" else f"/ab/{workload.lower()}-{round_no}"
+    return worker_params(workload, seconds, path, seed=round_no)
 
 
 def _run(tree: Path, workload: str, connect: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -97,8 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             with standalone_server(args.connect) as (connect, _):
                 if args.workload == "W4":
-                    names = [f"c{i:05d}" for i in range(_CHILDREN)]
-                    make_children(connect, "/ab/w4", names, b"x" * 100)
+                    make_w4_children(connect, _params("W4", 0, 0)["path"])
                 order = list(trees)
                 for round_no in range(args.warmup + args.rounds):
                     counted = round_no >= args.warmup

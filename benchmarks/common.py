@@ -34,6 +34,36 @@ def run_path(workload: str) -> str:
     return f"{ROOT}/{workload.lower()}-{uuid.uuid4().hex[:12]}"
 
 
+#: W4's cache: this many children of CHILD_DATA, made before the worker runs.
+W4_CHILDREN = 10_000
+W4_CHILD_DATA = b"x" * 100
+
+
+def worker_params(workload: str, seconds: float, path: str, seed: int = 0) -> dict[str, Any]:
+    """aiocoord's worker parameters for one run of W1-W4 at full size on ``path`` (W4's
+    children must exist already: :func:`make_w4_children`)."""
+    base: dict[str, Any] = {"session_timeout": 10.0, "path": path}
+    if workload == "W1":
+        return {**base, "duration": seconds, "warmup": 50}
+    if workload == "W2":
+        return {**base, "duration": seconds, "clients": 8}
+    if workload == "W3":
+        return {**base, "n": 2000}
+    return {
+        **base,
+        "children": W4_CHILDREN,
+        "data_size": len(W4_CHILD_DATA),
+        "updates": 500,
+        "seed": seed,
+        "load_timeout": 120.0,
+    }
+
+
+def make_w4_children(connect: str, path: str) -> None:
+    """Create W4's children under ``path``."""
+    make_children(connect, path, [f"c{i:05d}" for i in range(W4_CHILDREN)], W4_CHILD_DATA)
+
+
 def percentile(sorted_samples: Sequence[float], q: float) -> float:
     """The ``q``-th percentile (0-100) of already sorted samples, linearly interpolated."""
     if not sorted_samples:

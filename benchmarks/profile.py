@@ -21,30 +21,10 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.cli import standalone_server
-from benchmarks.common import make_children, remove_tree, run_path, warm_up
+from benchmarks.common import make_w4_children, remove_tree, run_path, warm_up, worker_params
 
 #: The worker parameters of each workload, at full size.
 _KEYS = {"W1": "W1/lock", "W2": "W2/handoff", "W3": "W3/waiters", "W4": "W4/cache"}
-
-
-def _params(workload: str, seconds: float, connect: str) -> dict[str, object]:
-    base: dict[str, object] = {"session_timeout": 10.0, "path": run_path(workload)}
-    if workload == "W1":
-        return {**base, "duration": seconds, "warmup": 50}
-    if workload == "W2":
-        return {**base, "duration": seconds, "clients": 8}
-    if workload == "W3":
-        return {**base, "n": 2000}
-    path = str(base["path"])
-    make_children(connect, path, [f"c{i:05d}" for i in range(10_000)], b"x" * 100)
-    return {
-        **base,
-        "children": 10_000,
-        "data_size": 100,
-        "updates": 500,
-        "seed": 0,
-        "load_timeout": 120.0,
-    }
 
 
 def _frame(frame: str) -> tuple[str, str]:
@@ -120,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with standalone_server(args.connect) as (connect, _), tempfile.TemporaryDirectory() as tmp:
         warm_up(connect, 5.0)
-        params = _params(args.workload, args.seconds, connect)
+        params = worker_params(args.workload, args.seconds, run_path(args.workload))
+        if args.workload == "W4":
+            make_w4_children(connect, params["path"])
         spec = {"key": _KEYS[args.workload], "peer": args.peer, "connect": connect}
         spec["params"] = params
         raw = Path(args.raw) if args.raw else Path(tmp) / "profile.txt"
