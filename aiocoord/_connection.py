@@ -19,17 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiocoord import _protocol as wire
-from aiocoord.errors import ConnectionLossError, DataTooLargeError, ProtocolError
+from aiocoord.errors import ConnectionLossError, DataTooLargeError, NotSentError, ProtocolError
 
 # A frame larger than this is garbage, not a reply: drop the connection instead of allocating.
 MAX_FRAME = 64 * 1024 * 1024
 #: The largest request a default server reads (jute.maxbuffer = 0xfffff); a longer one makes
 #: it close the connection, losing every request in flight with it.
 MAX_REQUEST = 0xFFFFF
-
-
-class NotSentError(ConnectionLossError):
-    """The connection was closed before the request was written: it was never sent."""
 
 
 @dataclass(slots=True)
@@ -45,6 +41,8 @@ class Reply:
 class _Pending:
     opcode: int
     future: asyncio.Future[Reply]
+    #: when the request was written (an answer proves the server heard us at or after it)
+    sent: float
 
 
 class Connection(asyncio.Protocol):
@@ -79,6 +77,12 @@ class Connection(asyncio.Protocol):
         self._keepalive: asyncio.TimerHandle | None = None
         self.last_recv = time.monotonic()
         self.last_send = self.last_recv
+        #: when the newest request that was answered had been written: the server heard from
+        #: this session at or after that moment, so it cannot expire the session before
+        #: ``proof`` + the session timeout (see :attr:`Session.alive_until`)
+        self.proof = self.last_recv
+        # write times of the pings not yet answered (the server answers them in order)
+        self._pings: collections.deque[float] = collections.deque()
         self.requests_sent = 0
 
     # --- opening --------------------------------------------------------------------------
@@ -111,6 +115,7 @@ class Connection(asyncio.Protocol):
         async def handshake() -> wire.ConnectReply:
             await loop.create_connection(lambda: conn, host, port, ssl=ssl)
             assert conn._transport is not None
+            sent = time.monotonic()
             conn._transport.write(
                 wire.encode_connect(
                     last_zxid=last_zxid,
@@ -120,7 +125,9 @@ class Connection(asyncio.Protocol):
                     read_only=read_only,
                 )
             )
-            return await conn._handshake
+            reply = await conn._handshake
+            conn.proof = sent
+            return reply
 
         try:
             reply = await asyncio.wait_for(handshake(), timeout)
@@ -186,6 +193,8 @@ class Connection(asyncio.Protocol):
             return
         if xid == wire.PING_XID:
             self._note(zxid)
+            if self._pings:
+                self._prove(self._pings.popleft())
             return
         queue = self._special.get(xid)
         if queue is not None:
@@ -205,6 +214,7 @@ class Connection(asyncio.Protocol):
                 return
             raise ProtocolError(f"reply to xid {xid}, never sent, from {self.host}:{self.port}")
         self._note(zxid)
+        self._prove(pending.sent)
         body = None
         has_body = len(frame) > wire.REPLY_HEADER_SIZE
         if has_body and (err == 0 or pending.opcode == wire.OP_MULTI):
@@ -231,17 +241,22 @@ class Connection(asyncio.Protocol):
         frame = wire.encode(xid, request)
         if len(frame) - 4 > MAX_REQUEST:
             raise DataTooLargeError(len(frame) - 4, MAX_REQUEST, getattr(request, "path", None))
+        if self._transport.is_closing():
+            # Closed on our side but not yet reported lost: writing would only make asyncio
+            # log a failed send, and the request would never leave.
+            raise NotSentError(f"connection to {self.host}:{self.port} is closing")
         fut: asyncio.Future[Reply] = self._loop.create_future()
         # Registered before the bytes leave, so even an instant reply finds its future.
-        self._pending[xid] = _Pending(request.opcode, fut)
+        pending = self._pending[xid] = _Pending(request.opcode, fut, 0.0)
         self._write(frame)
+        pending.sent = self.last_send
         return fut
 
     def send_special(self, xid: int, request: Any) -> asyncio.Future[Reply]:
         """Write an auth or SetWatches request; its reply comes back under the same fixed xid."""
         fut: asyncio.Future[Reply] = self._loop.create_future()
-        if self.closed.done():
-            fut.set_exception(ConnectionLossError("connection closed"))
+        if self.closed.done() or self._transport is None or self._transport.is_closing():
+            fut.set_exception(NotSentError(f"connection to {self.host}:{self.port} is closed"))
             return fut
         self._special[xid].append(fut)
         self._write(wire.encode(xid, request))
@@ -255,6 +270,10 @@ class Connection(asyncio.Protocol):
     def _note(self, zxid: int) -> None:
         if zxid > 0:
             self._on_zxid(zxid)
+
+    def _prove(self, sent: float) -> None:
+        if sent > self.proof:
+            self.proof = sent
 
     @property
     def pending_count(self) -> int:
@@ -290,6 +309,7 @@ class Connection(asyncio.Protocol):
             if now - self.last_send >= interval:
                 self._transport.write(ping)
                 self.last_send = now
+                self._pings.append(now)
             self._keepalive = self._loop.call_later(tick, check)
 
         self._keepalive = self._loop.call_later(tick, check)

@@ -19,8 +19,10 @@ MAX_SESSION_TIMEOUT_MS = 2**31 - 1
 MAX_TTL_MS = 2**40 - 1
 
 
-# ZooKeeper's PathUtils refuses these code points anywhere in a path.
-_BAD_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
+# ZooKeeper's PathUtils refuses these UTF-16 code units anywhere in a path. A character outside
+# the Basic Multilingual Plane is a surrogate pair in Java (\ud800-\udfff), so it is refused
+# too: in Python it is one code point above \uffff.
+_BAD_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\U0010ffff]")
 
 
 def validate_path(path: Any, *, sequential: bool = False) -> str:

@@ -106,6 +106,10 @@ class Watch:
         its outcome is not reported as unretrieved."""
         self._future.add_done_callback(_consume)
 
+    def add_done_callback(self, callback: Callable[[Watch], None]) -> None:
+        """Call ``callback(watch)`` once the watch fired, failed or was cancelled."""
+        self._future.add_done_callback(lambda _fut: callback(self))
+
     def __repr__(self) -> str:
         return f"<Watch {self.kind.name} {self.path} {'done' if self.done() else 'pending'}>"
 

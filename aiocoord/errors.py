@@ -35,6 +35,7 @@ __all__ = [
     "NodeExistsError",
     "NotEmptyError",
     "NotReadOnlyError",
+    "NotSentError",
     "OperationTimeoutError",
     "ProtocolError",
     "RequestTimeoutError",
@@ -177,6 +178,14 @@ class DataInconsistencyError(ZooKeeperError):
 @_code(-4)
 class ConnectionLossError(ZooKeeperError):
     """The connection was lost before the reply came; the op may or may not have been applied."""
+
+
+class NotSentError(ConnectionLossError):
+    """The connection was lost before the request was written: it never left this process.
+
+    Unlike a plain :class:`ConnectionLossError`, the op was certainly not applied, so it is safe
+    to repeat even when it is not idempotent (a sequential create, say).
+    """
 
 
 @_code(-5)

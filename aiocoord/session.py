@@ -7,6 +7,20 @@ or when no server answered within the session timeout, and, if asked, starts a n
 connected read-only, it asks the other servers now and then whether they serve writes and
 moves to the first that does.
 
+**When the session can be trusted.** The server expires a session only after a whole session
+timeout in which it heard nothing from the client (unless someone expires it by force). Every
+answered request was received by the server at or after the moment it was written, so the
+session is alive at least until *proof* + timeout, where *proof* is the write time of the
+newest request (or ping) that got an answer (:attr:`Session.alive_until`). Two rules follow:
+
+- a client that has no connection declares the session LOST by itself a little before that
+  moment (:data:`EXPIRY_MARGIN`), never after it, so a holder under the *session* policy is
+  told of its loss before the server can give what it held to someone else;
+- the client acts on its session without asking the server (recipes hand a lock over inside
+  one client, say) only while :meth:`Session.trusted`: connected, with a proof younger than
+  the liveness window, the two thirds of the timeout after which a silent connection is
+  declared dead anyway. Otherwise it waits for the server to confirm.
+
 Requests from any number of tasks are pipelined on the one socket. A request is written
 only while connected; one made while SUSPENDED waits for the reconnect (or fails with
 SessionExpiredError if the session is lost meanwhile), so nothing is ever sent twice here.
@@ -18,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import ipaddress
 import logging
 import random
 import ssl as _ssl
@@ -30,16 +45,20 @@ from typing import Any
 from aiozk.protocol import AuthRequest, CloseRequest, RemoveWatchesRequest, SetWatchesRequest
 
 from aiocoord import _protocol as wire
-from aiocoord._connection import Connection, NotSentError, Reply
+from aiocoord._connection import Connection, Reply
 from aiocoord._sasl import DigestMD5
-from aiocoord._validation import validate_port
+from aiocoord._validation import validate_path, validate_port
 from aiocoord._watches import PersistentWatch, Watch, WatchKind, WatchTable
 from aiocoord.errors import (
     AuthFailedError,
+    BadArgumentsError,
     ClientClosedError,
     ConnectionLossError,
     CoordinationError,
+    InvalidPathError,
+    InvalidTypeError,
     NoServersError,
+    NotSentError,
     SessionExpiredError,
     error_for_code,
 )
@@ -51,6 +70,14 @@ log = logging.getLogger("aiocoord.session")
 #: schedule), up to the max.
 RW_PROBE_MIN = 0.1
 RW_PROBE_MAX = 60.0
+#: How much earlier than the server could (see the module docstring) a client with no
+#: connection declares its session LOST: a share of the timeout, to absorb timer and
+#: scheduling delays on both sides, capped so that long timeouts do not give up much.
+EXPIRY_MARGIN = 0.05
+EXPIRY_MARGIN_MAX = 0.25
+#: The share of the session timeout within which an answered request keeps the session
+#: trusted (the connection's own read timeout).
+LIVENESS_WINDOW = 2 / 3
 
 
 class State(enum.Enum):
@@ -93,32 +120,65 @@ class Server:
 
 
 def parse_connect_string(connect: str) -> tuple[list[Server], str]:
-    """Split ``"h1:2181,h2:2181/chroot"`` into servers and chroot ("" for none)."""
-    if not isinstance(connect, str):
-        from aiocoord.errors import InvalidTypeError
+    """Split ``"h1:2181,h2:2181/chroot"`` into servers and chroot ("" for none).
 
+    Every entry is ``host``, ``host:port``, ``[ipv6]``, ``[ipv6]:port`` or a bare IPv6
+    address; anything else is refused at once with BadArgumentsError quoting the bad part,
+    rather than failing only when the connect timeout runs out.
+    """
+    if not isinstance(connect, str):
         raise InvalidTypeError(f"connect string must be str, not {type(connect).__name__}")
     hosts, sep, chroot = connect.partition("/")
-    chroot = (sep + chroot).rstrip("/") if sep else ""
-    servers = []
-    for item in hosts.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        if item.startswith("["):  # [ipv6]:port
-            host, _, rest = item[1:].partition("]")
-            port = validate_port(rest[1:], item) if rest.startswith(":") else 2181
-        elif item.count(":") == 1:
-            host, port_s = item.split(":")
-            port = validate_port(port_s, item)
-        else:
-            host, port = item, 2181
-        servers.append(Server(host, port))
+    if sep:
+        chroot = sep + chroot
+        if chroot == "/":
+            raise BadArgumentsError(
+                f"connect string {connect!r}: the chroot after the hosts is empty; "
+                "drop the trailing '/' or name a path"
+            )
+        try:
+            validate_path(chroot)
+        except InvalidPathError as exc:
+            raise BadArgumentsError(f"connect string {connect!r}: bad chroot: {exc}") from None
+    else:
+        chroot = ""
+    servers = [_parse_server(item.strip(), connect) for item in hosts.split(",") if item.strip()]
     if not servers:
-        from aiocoord.errors import BadArgumentsError
-
         raise BadArgumentsError(f"connect string {connect!r} names no server")
     return servers, chroot
+
+
+def _parse_server(item: str, connect: str) -> Server:
+    def bad(why: str) -> BadArgumentsError:
+        return BadArgumentsError(f"connect string {connect!r}: entry {item!r}: {why}")
+
+    if item.startswith("["):  # [ipv6]:port
+        host, closed, rest = item[1:].partition("]")
+        if not closed:
+            raise bad("missing ']' after the IPv6 address")
+        if rest and not rest.startswith(":"):
+            raise bad(f"unexpected {rest!r} after ']'")
+        port = validate_port(rest[1:], item) if rest else 2181
+        if not _is_ipv6(host):
+            raise bad(f"{host!r} is not an IPv6 address")
+        return Server(host, port)
+    if item.count(":") > 1:
+        if not _is_ipv6(item):
+            raise bad("more than one ':' (write an IPv6 address as [address]:port)")
+        return Server(item, 2181)
+    host, colon, port_s = item.partition(":")
+    if not host:
+        raise bad("no host before the port")
+    if any(c.isspace() or c in "[]@/" for c in host):
+        raise bad(f"host {host!r} has a character a host name cannot have")
+    return Server(host, validate_port(port_s, item) if colon else 2181)
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        return isinstance(ipaddress.ip_address(text), ipaddress.IPv6Address)
+    except ValueError:
+        return False
 
 
 class _Expired(Exception):
@@ -304,6 +364,31 @@ class Session:
         finally:
             remove()
 
+    # --- liveness -----------------------------------------------------------------------
+
+    @property
+    def alive_until(self) -> float:
+        """The ``time.monotonic()`` moment before which the server cannot have expired this
+        session on its own: the write time of the newest answered request + the timeout."""
+        conn = self._conn
+        proof = self._last_contact
+        if conn is not None and conn.proof > proof:
+            proof = conn.proof
+        return proof + self.negotiated_timeout
+
+    def trusted(self) -> bool:
+        """Whether the session may be acted on without asking the server: connected, and the
+        newest answered request was written within the liveness window (see the module
+        docstring)."""
+        conn = self._conn
+        if conn is None or self.state is None or not self.state.is_connected:
+            return False
+        return time.monotonic() - conn.proof < self.negotiated_timeout * LIVENESS_WINDOW
+
+    def _expiry_deadline(self) -> float:
+        timeout = self.negotiated_timeout
+        return self.alive_until - min(timeout * EXPIRY_MARGIN, EXPIRY_MARGIN_MAX)
+
     # --- requests -----------------------------------------------------------------------
 
     def _next_xid(self) -> int:
@@ -360,7 +445,10 @@ class Session:
                     fut = conn.send(xid, request)
                     break
                 except NotSentError:
-                    continue  # the socket died before the loop noticed: wait for the next one
+                    # The socket is closing and the loop has not heard yet: nothing left, so
+                    # wait until the connection is reported lost, then for the next one.
+                    await asyncio.wait((conn.closed,))
+                    continue
         except BaseException:
             # Nothing was sent, so no server watch was set: the waiter must not linger (a
             # reconnect would otherwise restore it on the server).
@@ -510,8 +598,8 @@ class Session:
         if conn is not self._conn or self._closing:
             return
         self._conn = None
-        if conn.last_recv > self._last_contact:
-            self._last_contact = conn.last_recv
+        if conn.proof > self._last_contact:
+            self._last_contact = conn.proof
         if self.state is not None and self.state.is_connected:
             self._set_state(State.SUSPENDED)
 
@@ -589,7 +677,7 @@ class Session:
         if first:
             deadline: float | None = time.monotonic() + self.connect_timeout
         elif self.session_id:
-            deadline = self._last_contact + self.negotiated_timeout
+            deadline = self._expiry_deadline()
         else:
             deadline = None  # a fresh session after LOST: keep trying until closed
         order = list(self.servers)
@@ -609,6 +697,7 @@ class Session:
         per_server = self.negotiated_timeout / max(len(order), 1)
         attempt_timeout = max(min(per_server, self.negotiated_timeout / 3), 0.5)
         while True:
+            refusals = 0
             for server in order:
                 if self._closing:
                     raise asyncio.CancelledError()
@@ -650,16 +739,30 @@ class Session:
                         and not isinstance(last_error, asyncio.TimeoutError)
                     ):
                         last_error = exc
+                    if isinstance(exc, ConnectionRefusedError):
+                        refusals += 1
                     continue
                 if reply.timeout_ms <= 0:
                     conn.abort()
                     raise _Expired()
                 return conn, reply, server
+            if first and refusals == len(order):
+                # Nothing listens on any of the ports: waiting out the connect timeout would
+                # only hide the mistake (a wrong port, a server that is not running).
+                raise NoServersError(
+                    "connection refused by every server: "
+                    + ", ".join(map(str, self.servers))
+                    + f" ({last_error!r}); is ZooKeeper running there?"
+                )
             # A session that may still be alive is worth a tighter retry: an ensemble that
             # lost its leader answers again as soon as its election ends (a few hundred ms).
             cap = min(0.2, self.negotiated_timeout / 10) if deadline is not None else 1.0
             delay = min(max(delay * 2, 0.05), cap)
-            await asyncio.sleep(delay * (0.5 + random.random() / 2))
+            pause = delay * (0.5 + random.random() / 2)
+            if deadline is not None:
+                # Never sleep past the moment the session must be declared LOST.
+                pause = min(pause, max(deadline - time.monotonic(), 0.0))
+            await asyncio.sleep(pause)
 
     async def _connected_to(
         self, conn: Connection, reply: wire.ConnectReply, server: Server
@@ -669,7 +772,7 @@ class Session:
         self.password = reply.password
         self.negotiated_timeout = reply.timeout_ms / 1000
         self.server = server
-        self._last_contact = time.monotonic()
+        self._last_contact = conn.proof
         conn.start_keepalive(self.negotiated_timeout)
         if self.sasl is not None:
             try:

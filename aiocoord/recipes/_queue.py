@@ -45,7 +45,15 @@ client are shared when they were sent after the caller's create had been sent (c
 entering in one burst share one); a listing that does not contain the caller's node is never
 trusted. A release lets the next waiter *of the same client* in at once, without waiting for
 the server: the node is ours and no longer held, and everyone else still sees it until the
-delete lands, so nobody else can get ahead meanwhile.
+delete lands, so nobody else can get ahead meanwhile. That hand-over happens only while the
+session is *trusted* (connected, and answered within the liveness window; see
+:mod:`aiocoord.session`): then the server cannot expire the session before the client itself
+declares it LOST, so the new holder hears of any loss before another client can be let in.
+While SUSPENDED, or silent for too long, the waiter waits for the server's word instead.
+
+**No grant on an untrusted session.** Whatever woke it, a waiter returns its node only while
+the session is trusted; otherwise it first asks the server, in the node's session, whether the
+node still exists (:meth:`SequentialQueue._confirm_alive`).
 
 **Cancellation and timeouts leave no node.** The create runs in a task owned by the client. A
 contender that gives up deletes its node (a guaranteed delete, which finishes in the background
@@ -111,6 +119,9 @@ SEQUENCE_DIGITS = 10
 _PROBE_LIMIT = 2
 #: How many gone node names each (client, path) remembers; forgetting one only costs a probe.
 _GONE_LIMIT = 65536
+#: How long a release waits for the server to confirm its delete before it returns and lets
+#: the delete finish in the background: a reply on a live link comes well within it.
+RELEASE_WAIT = 0.025
 #: How many of the nearest nodes ahead a waiter keeps in view (more only when its driver needs
 #: more): deciding costs O(window), not O(queue length), so N waiters cost O(N), not O(N^2).
 _WINDOW = 32
@@ -146,17 +157,31 @@ def join(parent: str, name: str) -> str:
 
 
 async def delete_node(client: Client, path: str, *, cleared: bool = False) -> None:
-    """Delete a node of ours for sure: now if connected, else in the background once
-    reconnected. Cancelling the caller does not stop the deletion: the client finishes it in
-    the background (a guaranteed delete).
+    """Delete a node of ours for sure, waiting at most :data:`RELEASE_WAIT` for the server: the
+    delete finishes in the background if the reply takes longer (a dead link, SUSPENDED), and
+    cancelling the caller does not stop it (a guaranteed delete).
 
-    The node counts as gone for this client's waiters at once: it is ours and no longer held
-    (released, given up or lost), so a waiter of ours right behind it may go ahead while the
-    delete is on its way. Waiters elsewhere see the node until the server has deleted it.
+    While the session is trusted (:meth:`Session.trusted`), the node counts as gone for this
+    client's waiters at once: it is ours and no longer held (released, given up or lost), so a
+    waiter of ours right behind it may go ahead while the delete is on its way (the local
+    hand-over); waiters elsewhere see the node until the server has deleted it. Otherwise
+    (SUSPENDED, or no answer for the liveness window) the session may be expiring unseen and
+    the server may hand the lock to another client, so the waiters hear of the deletion only
+    from the server (their watch on the node), or lose their own node with the session.
     ``cleared``: the node was granted by an exclusive driver, so no node ahead of it was left
     (see :meth:`_PathState.mark_gone`).
     """
-    _forget_node(client, path, cleared)
+    if client.session.trusted():
+        _forget_node(client, path, cleared)
+    # Else the waiters' own watches on the node tell them once the server has deleted it.
+    task = client.spawn(_delete_for_sure(client, path), f"aiocoord-release:{path}")
+    # The caller's holding is over: it waits for the server only briefly, so that a release
+    # on a dead link (not yet detected) returns at once, and the delete goes on in the
+    # background (Client.wait_background waits for it; the session's end removes the node).
+    await asyncio.wait((task,), timeout=RELEASE_WAIT)
+
+
+async def _delete_for_sure(client: Client, path: str) -> None:
     try:
         await client.delete(path, guaranteed=True)
     except NoNodeError:
@@ -633,16 +658,19 @@ class LeaseDriver(Driver):
 class LossEvent:
     """Fires once when a held lock (or lease) is lost: ``await lock.lost``.
 
-    ``state`` says why: :attr:`State.LOST` (the session expired: the node is gone),
-    :attr:`State.SUSPENDED` (connection lost, under the ``suspended_is_loss`` policy) or
-    :attr:`State.CLOSED` (the client was closed).
+    ``state`` says why: :attr:`State.LOST` (the node is gone: the session expired, or someone
+    else deleted the node), :attr:`State.SUSPENDED` (connection lost, under the
+    ``suspended_is_loss`` policy) or :attr:`State.CLOSED` (the client was closed).
+    ``reason`` is the same as a word: ``"lost"``, ``"suspended"``, ``"closed"``, or
+    ``"deleted"`` when the node was deleted by someone other than its holder.
     """
 
-    __slots__ = ("_event", "state")
+    __slots__ = ("_event", "reason", "state")
 
     def __init__(self) -> None:
         self._event = asyncio.Event()
         self.state: State | None = None
+        self.reason: str | None = None
 
     def is_set(self) -> bool:
         """True once the loss happened."""
@@ -657,9 +685,10 @@ class LossEvent:
     def __await__(self) -> Generator[Any, None, State]:
         return self.wait().__await__()
 
-    def _fire(self, state: State) -> None:
+    def _fire(self, state: State, reason: str | None = None) -> None:
         if not self._event.is_set():
             self.state = state
+            self.reason = reason if reason is not None else state.value
             self._event.set()
 
     def __repr__(self) -> str:
@@ -677,10 +706,17 @@ def is_loss(change: StateChange, suspended_is_loss: bool) -> bool:
 
 
 class LossWatch:
-    """Calls ``callback(state)`` once when ``node`` can no longer be trusted to be held.
+    """Calls ``callback(state, reason)`` once when ``node`` can no longer be trusted to be
+    held: the session's end (and SUSPENDED under ``suspended_is_loss``), or the deletion of
+    the node by anyone but its holder (``State.LOST``, ``"deleted"``; with ``watch_node``).
 
     Start it in the same step as the grant (no ``await`` in between), so that no state change
     falls between the two. :meth:`close` stops it (on release).
+
+    The node is watched with an exists watch armed in the background: the grant does not
+    wait for it, and a deletion that comes before the watch is armed shows as "no node" in
+    its answer, so none is missed. The watch is left for the holder's own delete to consume
+    (nothing is sent to remove it).
     """
 
     __slots__ = ("_callback", "_client", "_node", "_remove", "_suspended_is_loss")
@@ -690,20 +726,58 @@ class LossWatch:
         client: Client,
         node: QueueNode,
         suspended_is_loss: bool,
-        callback: Callable[[State], None],
+        callback: Callable[[State, str], None],
+        *,
+        watch_node: bool = False,
     ) -> None:
         self._client = client
         self._node = node
         self._suspended_is_loss = suspended_is_loss
         self._callback = callback
         self._remove: Callable[[], None] | None = client.add_state_listener(self._on_change)
+        if watch_node:
+            client.spawn(self._arm(), f"aiocoord-hold:{node.path}")
 
     def _on_change(self, change: StateChange) -> None:
         if self._remove is None:
             return
         if is_loss(change, self._suspended_is_loss) or not self._node.alive_in(self._client):
             self.close()
-            self._callback(State.LOST if change.new_session else change.state)
+            state = State.LOST if change.new_session else change.state
+            self._callback(state, state.value)
+
+    async def _arm(self) -> None:
+        node = self._node
+        pinned = self._client.bound(node.generation)
+        while self._remove is not None:
+            try:
+                stat, watch = await pinned.exists(node.path, watch=True)
+            except ConnectionLossError:
+                continue  # lost in flight; the next try waits for the reconnect
+            except (SessionExpiredError, ClientClosedError):
+                return  # the state listener reports the session's end
+            if stat is None:
+                watch.cancel()  # an exists watch on a missing node waits for its creation
+                self._deleted()
+            else:
+                watch.keep()
+                watch.add_done_callback(self._on_node_event)
+            return
+
+    def _on_node_event(self, watch: Watch) -> None:
+        event = watch.fired()
+        if event is None or self._remove is None:
+            return  # the session ended (reported by the state listener), or released
+        if event.type is EventType.DELETED:
+            self._deleted()
+        else:  # a data change consumed the watch: arm it again
+            self._client.spawn(self._arm(), f"aiocoord-hold:{self._node.path}")
+
+    def _deleted(self) -> None:
+        if self._remove is None:
+            return
+        self.close()
+        self._callback(State.LOST, "deleted")
 
     def close(self) -> None:
         """Stop watching (idempotent)."""
@@ -895,8 +969,7 @@ class SequentialQueue:
                 stale = bool(ahead)
                 continue
             if blocker is None and not need_listing:
-                if not node.alive_in(client):
-                    raise _Restart()
+                await self._confirm_alive(pinned, node, deadline)
                 return node
             if not blocking:  # decided on the first, fresh listing
                 return None
@@ -961,6 +1034,33 @@ class SequentialQueue:
                 ahead = [n for n in ahead if n != blocker]
                 stale = bool(ahead)
             # Any other event (a data change) leaves the node in place: the loop re-arms.
+
+    async def _confirm_alive(self, pinned: Client, node: QueueNode, deadline: float | None) -> None:
+        """Return once ``node``'s session may be trusted (:meth:`Session.trusted`); raise
+        _Restart if the node or its session is gone.
+
+        A grant is only as good as the session behind it. A client that is connected and heard
+        from the server within the liveness window knows the server cannot have expired the
+        session (see :mod:`aiocoord.session`); any other client (SUSPENDED, or silent for
+        too long) asks the server first, in the node's session: an answer that finds the node
+        proves the session alive at a moment from which its loss would be reported in time.
+        """
+        client = self.client
+        while True:
+            if not node.alive_in(client):
+                raise _Restart()
+            if client.session.trusted():
+                return
+            try:
+                stat = await _bounded(pinned.exists(node.path), deadline)
+            except ConnectionLossError:
+                continue  # the request waits for the reconnect the next time round
+            except SessionExpiredError:
+                if client.session.reconnect_after_expiry:
+                    raise _Restart() from None
+                raise
+            if stat is None:
+                raise _Restart()
 
     async def _watch_own(self, pinned: Client, node: QueueNode) -> Watch | None:
         """Arm a watch on our own node, left in place until the node's deletion (by us or

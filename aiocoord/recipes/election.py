@@ -175,11 +175,12 @@ class _Holding:
         self.reason: str | None = None
         self._on_end = on_end
         self._ended = asyncio.Event()
+        # The node's deletion is followed below (it ends the term with its own reason).
         self._loss = LossWatch(client, node, suspended_is_loss, self._lost)
         self._task = asyncio.ensure_future(self._follow(watch))
 
-    def _lost(self, state: State) -> None:
-        self.end(state.value)
+    def _lost(self, state: State, reason: str) -> None:
+        self.end(reason)
 
     def end(self, reason: str) -> None:
         """End the term (idempotent; the first reason stands)."""

@@ -14,8 +14,10 @@ watches only the node just ahead of it, so a release wakes one waiter; see
 
 **Cancellation and timeouts.** A cancelled or timed-out ``acquire`` leaves no node behind
 (:meth:`Client.wait_background` waits for a deletion that had to wait for a reconnect).
-``release`` says "not held" at once; the node is deleted now if connected, else as soon as
-the connection is back (a guaranteed delete), and cancelling ``release`` does not stop it.
+``release`` says "not held" at once and returns within 25 ms whatever the link (a dead one
+included); the node is deleted now if connected, else as soon as the connection is back (a
+guaranteed delete, finished in the background: :meth:`Client.wait_background` waits for it),
+and cancelling ``release`` does not stop it.
 
 **Loss is never silent.** When the session is lost while the lock is held, :attr:`Lock.lost`
 fires and :attr:`Lock.is_held` turns false. Two policies say what "lost" means, as Curator's
@@ -249,19 +251,22 @@ class _QueueLock:
             self._lost = LossEvent()
         hold = _Hold(node, task)
         hold.watch = LossWatch(
-            self.client, node, self.suspended_is_loss, lambda state: self._on_loss(hold, state)
+            self.client,
+            node,
+            self.suspended_is_loss,
+            lambda state, reason: self._on_loss(hold, state, reason),
         )
         self._holds.append(hold)
         return hold
 
-    def _on_loss(self, hold: _Hold, state: State) -> None:
+    def _on_loss(self, hold: _Hold, state: State, reason: str) -> None:
         if hold.lost is not None or hold.released:
             return
         hold.lost = state
         # Closing the client while holding is an ordinary shutdown, not an incident.
         level = logging.INFO if state is State.CLOSED else logging.WARNING
-        log.log(level, "lock %s lost (%s) by task %s", self.path, state.value, hold.task.get_name())
-        self._lost._fire(state)
+        log.log(level, "lock %s lost (%s) by task %s", self.path, reason, hold.task.get_name())
+        self._lost._fire(state, reason)
         if state is not State.CLOSED:
             # After LOST the node is gone already; after SUSPENDED it is deleted once the
             # connection is back, so that nobody waits on a lock its owner has given up.

@@ -102,12 +102,12 @@ class Lease:
         """True until the lease is released or lost."""
         return not self._released and not self.lost.is_set()
 
-    def _on_loss(self, state: State) -> None:
+    def _on_loss(self, state: State, reason: str) -> None:
         if self._released:
             return
         level = logging.INFO if state is State.CLOSED else logging.WARNING
-        log.log(level, "lease %s lost (%s)", self.node.path, state.value)
-        self.lost._fire(state)
+        log.log(level, "lease %s lost (%s)", self.node.path, reason)
+        self.lost._fire(state, reason)
         client = self.semaphore.client
         if state is not State.CLOSED:
             client.spawn(delete_node(client, self.node.path), "aiocoord-lease-loss")

@@ -424,5 +424,8 @@ class _Sink:
     def write(self, data: bytes) -> None:
         pass
 
+    def is_closing(self) -> bool:
+        return False
+
     def abort(self) -> None:
         pass

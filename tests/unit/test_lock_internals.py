@@ -133,8 +133,9 @@ async def test_loss_watch_reports_once_under_each_policy() -> None:
     node = QueueNode("/l/n", "n", 1, 10, client.session_id, session.generation)
     lenient: list[State] = []
     strict: list[State] = []
-    lenient_watch = LossWatch(client, node, False, lenient.append)
-    LossWatch(client, node, True, strict.append)
+    # No server here: the node's deletion is not watched (the integration tests do that).
+    lenient_watch = LossWatch(client, node, False, lambda s, _: lenient.append(s), watch_node=False)
+    LossWatch(client, node, True, lambda s, _: strict.append(s), watch_node=False)
     session._set_state(State.SUSPENDED)
     assert (lenient, strict) == ([], [State.SUSPENDED])
     session._set_state(State.RECONNECTED)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from aiocoord import ExponentialBackoff, NoRetry, RetryNTimes, RetryUntilElapsed
@@ -26,8 +28,14 @@ def test_policies_refuse_bad_parameters() -> None:
 
 
 def test_connect_string_with_chroot_and_ipv6() -> None:
-    servers, chroot = parse_connect_string("a:1,b:2,[::1]:3,c/app/x/")
-    assert servers == [Server("a", 1), Server("b", 2), Server("::1", 3), Server("c", 2181)]
+    servers, chroot = parse_connect_string("a:1,b:2,[::1]:3,c,fe80::1/app/x")
+    assert servers == [
+        Server("a", 1),
+        Server("b", 2),
+        Server("::1", 3),
+        Server("c", 2181),
+        Server("fe80::1", 2181),
+    ]
     assert chroot == "/app/x"
     assert parse_connect_string("h:5")[1] == ""
 
@@ -37,3 +45,25 @@ def test_connect_string_errors() -> None:
         parse_connect_string(" , /x")
     with pytest.raises(InvalidTypeError):
         parse_connect_string(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        (":2181", "':2181'"),
+        ("[::1", "'[::1'"),
+        ("a:b:c", "'a:b:c'"),
+        ("host:99999", "'99999'"),
+        ("", "''"),
+        ("host:2181/", "empty"),
+        ("host:2181/app/", "'/app/'"),
+        ("[::1]x", "'x'"),
+        ("[nope]:1", "'nope'"),
+        ("ho st:1", "'ho st'"),
+    ],
+)
+def test_malformed_connect_strings_are_refused_at_once_quoting_the_bad_part(
+    text: str, quoted: str
+) -> None:
+    with pytest.raises(BadArgumentsError, match=re.escape(quoted)):
+        parse_connect_string(text)

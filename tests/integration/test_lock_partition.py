@@ -1,0 +1,197 @@
+"""Mutual exclusion across a partition, against a real server behind a fault proxy.
+
+Client A holds a lock and one of A's own tasks waits behind it on the same path. A's link is
+blackholed (the socket stays open, nothing flows) past the session timeout, so the server
+expires A's session and client B takes the lock. A's holder releases while A is still cut
+off: at once, once A is SUSPENDED, or once B holds the lock. A grant log records every
+holding of every client (token, start, end at release or at the loss the holder is told of)
+and must show no overlap and strictly increasing fencing tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+
+import pytest
+from support import GrantLog, eventually
+
+from aiocoord import Client, LeaderLatch, Semaphore, State
+from aiocoord.errors import LockLostError, NoNodeError
+from aiocoord.recipes.lock import Lock
+from aiocoord.testing import FaultProxy
+
+Factory = Callable[..., Awaitable[Client]]
+SESSION_TIMEOUT = 4.0
+
+
+async def hold(
+    lock: Lock,
+    name: str,
+    log: GrantLog,
+    until: asyncio.Event,
+    timeout: float = 30.0,
+    again_after_loss: bool = False,
+) -> None:
+    """Take ``lock``, log the grant, hold it until ``until`` is set or the loss is reported,
+    log the end, release; with ``again_after_loss``, take it again after a loss."""
+    while True:
+        assert await lock.acquire(timeout=timeout), f"{name} timed out"
+        grant = log.enter(name, lock.fencing_token)
+        lost = lock.lost
+        stop = asyncio.ensure_future(until.wait())
+        loss = asyncio.ensure_future(lost.wait())
+        try:
+            await asyncio.wait((stop, loss), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            log.exit(grant)
+            stop.cancel()
+            loss.cancel()
+        with contextlib.suppress(LockLostError):
+            await lock.release()
+        if until.is_set() or not again_after_loss:
+            return
+
+
+@pytest.mark.parametrize("release_when", ["connected", "suspended", "after_other_holder"])
+async def test_no_stale_grant_to_a_same_client_waiter_when_the_holder_releases_cut_off(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, release_when: str
+) -> None:
+    a = await zk_connect(zk_fault_proxy.connect_string, session_timeout=SESSION_TIMEOUT)
+    b = await zk_connect()
+    log = GrantLog()
+    release_a = asyncio.Event()
+    end_waiter = asyncio.Event()
+    end_b = asyncio.Event()
+    a_holder = asyncio.create_task(
+        hold(Lock(a, "/p", identifier="a-holder"), "a-holder", log, release_a)
+    )
+    await eventually(lambda: _count(b, "/p", 1))
+    a_waiter = asyncio.create_task(
+        hold(
+            Lock(a, "/p", identifier="a-waiter"),
+            "a-waiter",
+            log,
+            end_waiter,
+            timeout=60,
+            again_after_loss=True,
+        )
+    )
+    await eventually(lambda: _count(b, "/p", 2))
+    await eventually(lambda: _idle(a))  # the waiter's watches are armed: it is waiting
+
+    zk_fault_proxy.blackhole()
+    b_lock = Lock(b, "/p", identifier="b")
+    b_task = asyncio.create_task(hold(b_lock, "b", log, end_b))
+    if release_when == "suspended":
+        await a.wait_for(State.SUSPENDED, timeout=10)
+    elif release_when == "after_other_holder":
+        await eventually(lambda: _held(log, "b"), timeout=20)
+    release_a.set()
+    await a_holder
+    # B gets the lock once A's session has expired on the server; it holds a while, during
+    # which A (still cut off) must not think its waiter holds the lock too.
+    await eventually(lambda: _held(log, "b"), timeout=20)
+    await asyncio.sleep(1.0)  # B's critical section: time for a stale grant to show
+    end_b.set()
+    await b_task
+    zk_fault_proxy.heal()
+    # A hears that its session is gone; its waiter queues again and gets the lock for real.
+    await eventually(lambda: _held(log, "a-waiter", after="b"), timeout=30)
+    end_waiter.set()
+    await a_waiter
+    assert log.violations() == []
+    holders = [g.holder for g in log.grants]
+    if release_when == "connected":
+        # Released while A still trusted its session: the hand-over inside A may happen at
+        # once, and A hears of the loss before the server can let B in (no overlap above).
+        assert holders in (["a-holder", "b", "a-waiter"], ["a-holder", "a-waiter", "b", "a-waiter"])
+    else:
+        # Released while A could not trust its session: the waiter waited for the server.
+        assert holders == ["a-holder", "b", "a-waiter"]
+
+
+async def _count(client: Client, path: str, n: int) -> bool:
+    return await client.exists(path) is not None and len(await client.children(path)) == n
+
+
+async def _idle(client: Client) -> bool:
+    return client.session.pending_count == 0
+
+
+async def _held(log: GrantLog, holder: str, after: str | None = None) -> bool:
+    names = [g.holder for g in log.grants]
+    if after is not None and after in names:
+        names = names[names.index(after) :]
+    return holder in names
+
+
+# --- releasing on a dead link -----------------------------------------------------------------
+
+PROMPT = 0.1  # seconds: a release on a dead link returns well within this
+
+
+async def _blackholed_client(zk_connect: Factory, proxy: FaultProxy) -> Client:
+    return await zk_connect(proxy.connect_string, session_timeout=SESSION_TIMEOUT)
+
+
+async def _released_promptly(release: Awaitable[None]) -> float:
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    await release
+    return loop.time() - start
+
+
+async def _gone_after_heal(client: Client, observer: Client, path: str, proxy: FaultProxy) -> None:
+    proxy.heal()
+    await client.wait_background()
+    await eventually(lambda: _empty(observer, path))
+
+
+async def _empty(client: Client, path: str) -> bool:
+    try:
+        return not await client.children(path)
+    except NoNodeError:
+        return True  # a container parent the server removed once it was empty
+
+
+@pytest.mark.parametrize("exit_by", ["release", "async_with"])
+async def test_lock_release_returns_at_once_on_a_blackholed_link(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, exit_by: str
+) -> None:
+    client = await _blackholed_client(zk_connect, zk_fault_proxy)
+    observer = await zk_connect()
+    lock = Lock(client, "/dead-link")
+    loop = asyncio.get_running_loop()
+    if exit_by == "release":
+        assert await lock.acquire(timeout=10)
+        zk_fault_proxy.blackhole()
+        took = await _released_promptly(lock.release())
+    else:
+        async with lock:
+            zk_fault_proxy.blackhole()
+            start = loop.time()
+        took = loop.time() - start
+    assert took < PROMPT
+    assert not lock.is_held
+    assert client.state is State.CONNECTED  # the dead link is not even detected yet
+    # The node is not left behind: the delete is delivered once the link heals.
+    await _gone_after_heal(client, observer, "/dead-link", zk_fault_proxy)
+
+
+async def test_semaphore_lease_and_latch_leave_at_once_on_a_blackholed_link(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await _blackholed_client(zk_connect, zk_fault_proxy)
+    observer = await zk_connect()
+    sem = Semaphore(client, "/dead-sem", 2)
+    (lease,) = await sem.acquire(timeout=10)
+    latch = LeaderLatch(client, "/dead-latch", "me")
+    await latch.start()
+    assert await latch.wait_until_leader(timeout=10)
+    zk_fault_proxy.blackhole()
+    assert await _released_promptly(lease.release()) < PROMPT
+    assert await _released_promptly(latch.close()) < PROMPT
+    await _gone_after_heal(client, observer, "/dead-sem/leases", zk_fault_proxy)
+    await eventually(lambda: _empty(observer, "/dead-latch"))
