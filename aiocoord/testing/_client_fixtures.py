@@ -5,13 +5,34 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
-import pytest_asyncio
 
 from aiocoord.client import Client, open_client
 from aiocoord.testing.server import SUPER_AUTH
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _async_fixture_decorator() -> Callable[[Any], Any]:
+    try:
+        import pytest_asyncio
+    except ImportError:
+        return pytest.fixture
+    return pytest_asyncio.fixture
+
+
+_DECORATE = _async_fixture_decorator()
+
+
+def async_fixture(func: _F) -> _F:
+    """Declare an async fixture: with pytest-asyncio's decorator where it is installed (it
+    runs async fixtures in strict mode too), else with pytest's own (anyio's pytest plugin
+    runs async fixtures of ``@pytest.mark.anyio`` tests). Importing the plugin thus never
+    needs pytest-asyncio, and is harmless in a project that does not use it."""
+    return cast(_F, _DECORATE(func))
+
 
 #: Every test namespace lives under this node, so a crashed run's leftovers are easy to find.
 NAMESPACE_ROOT = "/aiocoord-test"
@@ -26,7 +47,7 @@ def zk_namespace(request: pytest.FixtureRequest) -> str:
     return f"{NAMESPACE_ROOT}/{name}-{uuid.uuid4().hex[:8]}"
 
 
-@pytest_asyncio.fixture
+@async_fixture
 async def zk_connect(zookeeper: Any, zk_namespace: str) -> AsyncIterator[ClientFactory]:
     """A factory of clients, each with its own session, chrooted to :func:`zk_namespace`.
 
@@ -56,7 +77,7 @@ async def zk_connect(zookeeper: Any, zk_namespace: str) -> AsyncIterator[ClientF
         await admin.close()
 
 
-@pytest_asyncio.fixture
+@async_fixture
 async def zk_client(zk_connect: ClientFactory) -> Client:
     """A connected :class:`aiocoord.Client` chrooted to this test's namespace."""
     return await zk_connect()

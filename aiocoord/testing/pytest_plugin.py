@@ -10,26 +10,22 @@ Fixtures:
   front of ``zookeeper``.
 
 Session-scoped fixtures are synchronous on purpose: they need no event loop, so they work
-with any pytest-asyncio loop scope.
+with any pytest-asyncio loop scope. Loading the plugin (pytest loads it in every run where
+aiocoord is installed) imports nothing beyond pytest and aiocoord and does no I/O: JVMs left
+by killed runs are swept when a server is first started.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-import pytest_asyncio
 
 from aiocoord.errors import ServerSetupError
 from aiocoord.testing._backend import ServerHandle, select_backend, start_server
-from aiocoord.testing._process import sweep_orphans
+from aiocoord.testing._client_fixtures import async_fixture
 from aiocoord.testing.faults import FaultProxy
 from aiocoord.testing.server import ZooKeeperEnsemble
-
-# JVMs left by test runs that were killed before they could clean up.
-with contextlib.suppress(OSError):
-    sweep_orphans()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,7 +58,7 @@ def zookeeper_ensemble() -> Iterator[ZooKeeperEnsemble]:
         yield ensemble
 
 
-@pytest_asyncio.fixture
+@async_fixture
 async def zk_fault_proxy(zookeeper: ServerHandle) -> AsyncIterator[FaultProxy]:
     """A started :class:`FaultProxy` in front of ``zookeeper``; closed after the test."""
     async with FaultProxy(zookeeper.host, zookeeper.port) as proxy:
