@@ -79,7 +79,7 @@ import logging
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from aiocoord._protocol import ACL, Stat
@@ -207,6 +207,9 @@ class QueueNode:
     session_id: int
     #: the client's session generation the node belongs to (``client.session.generation``)
     generation: int
+    #: a watch on the node itself that a waiter armed while it waited, handed to the holding
+    #: (:class:`LossWatch`) so that a contended grant costs no request to watch the node
+    own: Watch | None = field(default=None, compare=False)
 
     def alive_in(self, client: Client) -> bool:
         """False once the session that owns the node has ended."""
@@ -728,14 +731,18 @@ class LossWatch:
         suspended_is_loss: bool,
         callback: Callable[[State, str], None],
         *,
-        watch_node: bool = False,
+        watch_node: bool = True,
     ) -> None:
         self._client = client
         self._node = node
         self._suspended_is_loss = suspended_is_loss
         self._callback = callback
         self._remove: Callable[[], None] | None = client.add_state_listener(self._on_change)
-        if watch_node:
+        if not watch_node:
+            return
+        if node.own is not None and not node.own.done():
+            node.own.add_done_callback(self._on_node_event)
+        else:
             client.spawn(self._arm(), f"aiocoord-hold:{node.path}")
 
     def _on_change(self, change: StateChange) -> None:
@@ -970,6 +977,8 @@ class SequentialQueue:
                 continue
             if blocker is None and not need_listing:
                 await self._confirm_alive(pinned, node, deadline)
+                if own is not None and not own.done():
+                    return replace(node, own=own)
                 return node
             if not blocking:  # decided on the first, fresh listing
                 return None

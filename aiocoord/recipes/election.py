@@ -176,7 +176,7 @@ class _Holding:
         self._on_end = on_end
         self._ended = asyncio.Event()
         # The node's deletion is followed below (it ends the term with its own reason).
-        self._loss = LossWatch(client, node, suspended_is_loss, self._lost)
+        self._loss = LossWatch(client, node, suspended_is_loss, self._lost, watch_node=False)
         self._task = asyncio.ensure_future(self._follow(watch))
 
     def _lost(self, state: State, reason: str) -> None:

@@ -19,9 +19,11 @@ included); the node is deleted now if connected, else as soon as the connection 
 guaranteed delete, finished in the background: :meth:`Client.wait_background` waits for it),
 and cancelling ``release`` does not stop it.
 
-**Loss is never silent.** When the session is lost while the lock is held, :attr:`Lock.lost`
-fires and :attr:`Lock.is_held` turns false. Two policies say what "lost" means, as Curator's
-``ConnectionStateErrorPolicy`` does:
+**Loss is never silent.** When the session is lost while the lock is held, or someone else
+deletes the held node (an operator's recursive delete, say: ``lost.reason == "deleted"``),
+:attr:`Lock.lost` fires and :attr:`Lock.is_held` turns false. The holder keeps a watch on its
+own node for that (the one it watched while waiting, else one armed right after the grant).
+Two policies say what "lost" means, as Curator's ``ConnectionStateErrorPolicy`` does:
 
 - *session* (``suspended_is_loss=False``, the default): only the session's end (LOST) loses
   the lock. While SUSPENDED the lock node still exists and is still ours unless the session

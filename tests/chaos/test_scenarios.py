@@ -981,8 +981,8 @@ async def test_latch_parent_vanishes(cluster: Cluster, chaos: Chaos) -> None:
 async def test_lock_parent_vanishes(cluster: Cluster, chaos: Chaos) -> None:
     """The lock path is deleted, with every node in it, under a holder and two waiters. The
     waiters must not hang: they queue again (the path is re-created) and take the lock one
-    after the other. (The holder is not told: like Curator's InterProcessMutex, a lock does
-    not watch its own node, so a deletion by a third party goes unnoticed until release.)"""
+    after the other. The holder is told (unlike Curator's InterProcessMutex): its loss fires
+    with reason "deleted", and its release raises LockLostError."""
     holder_client = await cluster.client(session_timeout=4)
     waiter_clients = [await cluster.client(session_timeout=4) for _ in range(2)]
     observer = cluster.observer
@@ -1007,7 +1007,11 @@ async def test_lock_parent_vanishes(cluster: Cluster, chaos: Chaos) -> None:
     await eventually(queued, what="the waiters queued")
     await revoke_children(chaos, observer, "/lock")
     await observer.delete("/lock", recursive=True)
+    assert await holder.lost.wait(10) is State.LOST
+    assert holder.lost.reason == "deleted"
+    assert not holder.is_held
     await asyncio.wait_for(asyncio.gather(*tasks), 30)
-    await holder.release()  # its node is gone already: nothing to delete
+    with pytest.raises(LockLostError):
+        await holder.release()  # its node is gone already: nothing to delete
     await cluster.finish(allowed=["/lock"])
     chaos.assert_clean()

@@ -195,3 +195,55 @@ async def test_semaphore_lease_and_latch_leave_at_once_on_a_blackholed_link(
     assert await _released_promptly(latch.close()) < PROMPT
     await _gone_after_heal(client, observer, "/dead-sem/leases", zk_fault_proxy)
     await eventually(lambda: _empty(observer, "/dead-latch"))
+
+
+# --- a third party deletes the holder's node --------------------------------------------------
+
+
+async def test_lock_holder_is_told_when_another_client_deletes_its_node(
+    zk_connect: Factory,
+) -> None:
+    client, operator, other = await zk_connect(), await zk_connect(), await zk_connect()
+    lock = Lock(client, "/deleted-by-operator", cancel_on_loss=True)
+    entered = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def body() -> None:
+        async with lock:
+            entered.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+    task = asyncio.create_task(body())
+    await asyncio.wait_for(entered.wait(), 10)
+    lost = lock.lost
+    node = lock.node_path
+    assert node is not None
+    await operator.delete(node)
+    assert await lost.wait(10) is State.LOST
+    assert lost.reason == "deleted"
+    assert not lock.is_held
+    with pytest.raises(LockLostError):
+        await asyncio.wait_for(task, 10)
+    assert cancelled.is_set()
+    # The lock is free for the next contender, and the old holder may take it again.
+    other_lock = Lock(other, "/deleted-by-operator")
+    assert await other_lock.acquire(timeout=10)
+    await other_lock.release()
+    assert await lock.acquire(timeout=10)
+    await lock.release()
+
+
+async def test_semaphore_lease_is_lost_when_its_node_is_deleted(zk_connect: Factory) -> None:
+    client, operator = await zk_connect(), await zk_connect()
+    sem = Semaphore(client, "/sem-deleted", 1)
+    (lease,) = await sem.acquire(timeout=10)
+    await operator.delete(lease.path)
+    assert await lease.lost.wait(10) is State.LOST
+    assert lease.lost.reason == "deleted"
+    assert not lease.is_held
+    with pytest.raises(LockLostError):
+        await lease.release()
