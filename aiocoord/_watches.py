@@ -271,6 +271,26 @@ class WatchTable:
             return True
         return False
 
+    # --- ZOOKEEPER-4466 -----------------------------------------------------------------
+    # A server before 3.9 keeps one watch mode per path and session in each of its two watch
+    # managers (data/exist watches; child watches), and the mode set last wins. A persistent
+    # watch sits in the data manager (and, unless recursive, in the child manager too), so:
+    # - a one-shot watch set there *after* it turns it into a one-shot: such one-shot
+    #   watches are not set on the server at all but served from the persistent watch's
+    #   events, which report everything they wait for (served_by_persistent);
+    # - removing such a one-shot watch on the server would remove the persistent one with it
+    #   (the session skips that: served_by_persistent again);
+    # - a one-shot child watch set *before* a recursive one on the same path is left alone
+    #   (different manager), but a recursive watch reports no child-list change; the one-shot
+    #   waiters are fired from the child's creation or deletion (_child_change_from_recursive).
+
+    def served_by_persistent(self, kind: WatchKind, server_path: str) -> bool:
+        """Whether a one-shot watch of ``kind`` on the path is served from a persistent watch
+        of this session on the same path (and must not be set or removed on the server)."""
+        if (False, server_path) in self._persistent:
+            return True
+        return kind is WatchKind.DATA and (True, server_path) in self._persistent
+
     # --- events -------------------------------------------------------------------------
 
     def dispatch(self, etype: int, server_path: str, user_path: str) -> None:
@@ -296,6 +316,26 @@ class WatchTable:
         for ancestor in _ancestors(server_path):
             for sub in self._persistent.get((True, ancestor), ()):
                 sub._put(event)
+        if etype in (EventType.CREATED, EventType.DELETED) and server_path != "/":
+            self._child_change_from_recursive(server_path, user_path)
+
+    def _child_change_from_recursive(self, server_path: str, user_path: str) -> None:
+        """ZOOKEEPER-4466 (see above): the creation or deletion of a direct child, which a
+        recursive watch reports, is the child-list change it does not report: fire the
+        parent's one-shot child waiters from it. (Where the server sends the change itself
+        too, the first one fires the waiters and the other finds none.)"""
+        parent = server_path.rsplit("/", 1)[0] or "/"
+        if (True, parent) not in self._persistent:
+            return
+        entry = self._one_shot.pop((WatchKind.CHILD, parent), None)
+        if entry is None:
+            return
+        user_parent = user_path.rsplit("/", 1)[0] or "/"
+        event = WatchEvent(EventType.CHILDREN_CHANGED, user_parent)
+        for fut in entry.waiters:
+            if not fut.done():
+                fut.set_result(event)
+        self._path_changed(parent)
 
     def fail_all(self, exc: BaseException) -> None:
         """Fail every waiter and subscription (session expired or client closed)."""
@@ -322,6 +362,8 @@ class WatchTable:
             "persistent_recursive_watches": [],
         }
         for (kind, path), entry in self._one_shot.items():
+            if self.served_by_persistent(kind, path):
+                continue  # ZOOKEEPER-4466: the persistent watch restored below serves it
             if kind is WatchKind.CHILD:
                 lists["child_watches"].append(path)
             elif entry.exists:

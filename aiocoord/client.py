@@ -13,8 +13,7 @@ import copy
 import logging
 import ssl as _ssl
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
@@ -296,7 +295,11 @@ class Client:
             w = self._session.register_watch(WatchKind.DATA, full, path) if watch else None
             try:
                 reply = await self._request(
-                    ExistsRequest(path=full, watch=watch), path=path, watch=w
+                    ExistsRequest(
+                        path=full, watch=watch and self._session.wire_watch(WatchKind.DATA, full)
+                    ),
+                    path=path,
+                    watch=w,
                 )
             except NoNodeError:
                 if w is not None:
@@ -321,7 +324,10 @@ class Client:
 
         async def once() -> Any:
             w = self._session.register_watch(WatchKind.DATA, full, path) if watch else None
-            reply = await self._request(GetDataRequest(path=full, watch=watch), path=path, watch=w)
+            wire_watch = watch and self._session.wire_watch(WatchKind.DATA, full)
+            reply = await self._request(
+                GetDataRequest(path=full, watch=wire_watch), path=path, watch=w
+            )
             data = reply.body.data or b""
             stat = wire.stat_from(reply.body.stat)
             return (data, stat, w) if watch else (data, stat)
@@ -355,10 +361,11 @@ class Client:
 
         async def once() -> Any:
             w = self._session.register_watch(WatchKind.CHILD, full, path) if watch else None
+            wire_watch = watch and self._session.wire_watch(WatchKind.CHILD, full)
             req: Any = (
-                GetChildren2Request(path=full, watch=watch)
+                GetChildren2Request(path=full, watch=wire_watch)
                 if with_stat
-                else GetChildrenRequest(path=full, watch=watch)
+                else GetChildrenRequest(path=full, watch=wire_watch)
             )
             reply = await self._request(req, path=path, watch=w)
             names: list[str] = list(reply.body.children or [])
@@ -982,8 +989,30 @@ def check_acl(acl: Sequence[ACL] | None) -> tuple[ACL, ...] | None:
     return tuple(acl)
 
 
-@asynccontextmanager
-async def connect(
+class Connecting:
+    """What :func:`connect` returns: ``await`` it for a long-lived :class:`Client` (close it
+    with ``await client.close()``), or use it as ``async with connect(...) as client:`` to
+    close the session on exit. Nothing is sent until one of the two starts."""
+
+    def __init__(self, hosts: str, options: dict[str, Any]) -> None:
+        self._hosts = hosts
+        self._options = options
+        self._client: Client | None = None
+
+    def __await__(self) -> Generator[Any, None, Client]:
+        return open_client(self._hosts, **self._options).__await__()
+
+    async def __aenter__(self) -> Client:
+        self._client = await open_client(self._hosts, **self._options)
+        return self._client
+
+    async def __aexit__(self, *exc: object) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+
+def connect(
     hosts: str,
     *,
     session_timeout: float = 10.0,
@@ -995,8 +1024,10 @@ async def connect(
     ssl: _ssl.SSLContext | bool | None = None,
     acl_provider: ACLProvider | None = None,
     sasl: tuple[str, str] | None = None,
-) -> AsyncIterator[Client]:
-    """Connect to ZooKeeper; yields a :class:`Client` and closes the session on exit.
+) -> Connecting:
+    """Connect to ZooKeeper: ``async with connect(hosts) as client:`` (the session is closed
+    on exit), or ``client = await connect(hosts)`` for a long-lived client (then
+    ``await client.close()``).
 
     ``hosts`` is ``"h1:2181,h2:2181/optional/chroot"``. ``auth`` entries such as
     ``("digest", "user:password")`` are sent at connect and on every reconnect.
@@ -1012,22 +1043,20 @@ async def connect(
     NoServersError if no server answers in ``connect_timeout``, AuthFailedError if the server
     refuses the credentials.
     """
-    client = await open_client(
+    return Connecting(
         hosts,
-        session_timeout=session_timeout,
-        connect_timeout=connect_timeout,
-        auth=auth,
-        retry=retry,
-        read_only=read_only,
-        reconnect_after_expiry=reconnect_after_expiry,
-        ssl=ssl,
-        acl_provider=acl_provider,
-        sasl=sasl,
+        {
+            "session_timeout": session_timeout,
+            "connect_timeout": connect_timeout,
+            "auth": auth,
+            "retry": retry,
+            "read_only": read_only,
+            "reconnect_after_expiry": reconnect_after_expiry,
+            "ssl": ssl,
+            "acl_provider": acl_provider,
+            "sasl": sasl,
+        },
     )
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 async def open_client(
@@ -1043,7 +1072,8 @@ async def open_client(
     acl_provider: ACLProvider | None = None,
     sasl: tuple[str, str] | None = None,
 ) -> Client:
-    """Like :func:`connect`, without the context manager: call ``await client.close()``."""
+    """A connected :class:`Client` (the same as ``await connect(...)``); call
+    ``await client.close()`` when done. See :func:`connect` for the options."""
     servers, chroot = parse_connect_string(hosts)
     if chroot:
         validate_path(chroot)
@@ -1082,7 +1112,34 @@ async def open_client(
         sasl=sasl,
     )
     await session.start()
-    return Client(session, retry=retry, acl_provider=acl_provider)
+    client = Client(session, retry=retry, acl_provider=acl_provider)
+    if chroot:
+        try:
+            await _ensure_chroot(client, chroot)
+        except BaseException:
+            await client.close()
+            raise
+    return client
+
+
+async def _ensure_chroot(client: Client, chroot: str) -> None:
+    """Create the chroot (and its parents) if it does not exist, as Curator's namespace does,
+    so that the first call under a new chroot does not fail with NoNodeError. Persistent
+    nodes, with the ACL the client gives the chroot's root ("/" to its ``acl_provider``)."""
+    session = client.session
+    try:
+        await session.request(ExistsRequest(path=chroot, watch=False), path=chroot)
+        return
+    except NoNodeError:
+        pass
+    acl = client._acls_for("/", None)
+    prefix = ""
+    for part in chroot.strip("/").split("/"):
+        prefix += "/" + part
+        with contextlib.suppress(NodeExistsError):
+            await session.request(
+                Create2Request(path=prefix, data=b"", acl=acl, flags=0), path=prefix
+            )
 
 
 __all__ = [
@@ -1092,6 +1149,7 @@ __all__ = [
     "READ_ACL_UNSAFE",
     "ChildData",
     "Client",
+    "Connecting",
     "OpResult",
     "Transaction",
     "connect",

@@ -505,7 +505,14 @@ class Session:
             raise ClientClosedError("client is closed")
         return self._watches.register(kind, server_path, user_path)
 
+    def wire_watch(self, kind: WatchKind, server_path: str) -> bool:
+        """Whether a read asking for a one-shot watch of ``kind`` on the path sets it on the
+        server (False: a persistent watch of ours there serves it; see WatchTable)."""
+        return not self._watches.served_by_persistent(kind, server_path)
+
     def _remove_server_watch(self, kind: WatchKind, server_path: str) -> None:
+        if self._watches.served_by_persistent(kind, server_path):
+            return  # ZOOKEEPER-4466: it would remove our persistent watch with it
         wtype = wire.WATCHER_CHILDREN if kind is WatchKind.CHILD else wire.WATCHER_DATA
         self._send_remove_watches(server_path, wtype)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -240,3 +241,34 @@ async def test_versioned_set_whose_reply_was_lost_is_not_reported_as_a_conflict(
     assert (await client.get("/cas"))[0] == b"1"
     with pytest.raises(BadVersionError):  # a real conflict is still a conflict
         await client.set("/cas", b"2", version=0)
+
+
+async def test_connect_is_awaitable_and_an_async_context_manager(
+    zookeeper: Any,
+) -> None:
+    hosts = zookeeper.connect_string
+    client = await aiocoord.connect(hosts, session_timeout=10)
+    try:
+        assert client.connected
+        assert await client.exists("/") is not None
+    finally:
+        await client.close()
+    assert client.closed
+    async with aiocoord.connect(hosts, session_timeout=10) as scoped:
+        assert scoped.connected
+    assert scoped.closed
+
+
+async def test_a_chroot_that_does_not_exist_is_created_on_connect(
+    zookeeper: Any, zk_client: Client, zk_namespace: str
+) -> None:
+    # zk_client is chrooted to the test's namespace; a client under a deeper, missing chroot
+    # finds it made for it (as Curator's namespace is), and a second connect finds it there.
+    for _ in range(2):
+        async with aiocoord.connect(
+            f"{zookeeper.connect_string}{zk_namespace}/new/app", session_timeout=10
+        ) as client:
+            await client.create("/config", b"v1")
+            assert (await client.get("/config"))[0] == b"v1"
+            await client.delete("/config")
+    assert await zk_client.exists("/new/app") is not None

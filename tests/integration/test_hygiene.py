@@ -394,14 +394,7 @@ async def test_persistent_watch_sharing_a_path_is_removed_eventually(
         await client.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="aiocoord/_watches.py WatchTable / session.py add_persistent: on ZooKeeper 3.8 a "
-    "session keeps one watch mode per path (ZOOKEEPER-4466, fixed in 3.9), so a recursive "
-    "persistent watch replaces the session's one-shot child watch on the same path, and a "
-    "recursive watch reports no child-list changes: the one-shot child waiter never fires",
-)
-async def test_known_gap_queue_consumer_and_cache_on_one_path_and_client(
+async def test_queue_consumer_and_tree_cache_on_one_path_and_client(
     zookeeper: Any, zk_namespace: str, zk_connect: Any
 ) -> None:
     """A consumer waits on /jobs (a children watch); the same client then starts a
@@ -423,3 +416,57 @@ async def test_known_gap_queue_consumer_and_cache_on_one_path_and_client(
     finally:
         await client.close()
         await producer.close()
+
+
+@pytest.mark.parametrize("recursive", [False, True], ids=["persistent", "recursive"])
+@pytest.mark.parametrize("one_shot", ["data", "exist", "child"])
+@pytest.mark.parametrize(
+    "one_shot_first", [True, False], ids=["one-shot-first", "persistent-first"]
+)
+async def test_one_shot_and_persistent_watches_on_one_path_and_client(
+    zookeeper: Any, zk_connect: Any, recursive: bool, one_shot: str, one_shot_first: bool
+) -> None:
+    """Every one-shot kind with every persistent mode on the same path of one session, set in
+    either order (ZOOKEEPER-4466: a 3.8 server keeps one mode per path and session): the
+    one-shot waiter fires on its change, and the persistent watch goes on reporting after."""
+    client, writer = await zk_connect(), await zk_connect()
+    await client.ensure_path("/w")
+
+    async def arm_one_shot() -> Any:
+        if one_shot == "data":
+            return (await client.get("/w", watch=True))[2]
+        if one_shot == "exist":
+            return (await client.exists("/w", watch=True))[1]
+        return (await client.children("/w", watch=True))[1]
+
+    if one_shot_first:
+        watch = await arm_one_shot()
+        persistent = await client.add_watch("/w", recursive=recursive)
+    else:
+        persistent = await client.add_watch("/w", recursive=recursive)
+        watch = await arm_one_shot()
+    if one_shot == "child":
+        await writer.create("/w/c", b"")
+    else:
+        await writer.set("/w", b"1")
+    event = await asyncio.wait_for(watch.wait(), 5)
+    assert event.path == "/w"
+    for value in (b"2", b"3"):
+        await writer.set("/w", value)
+    # The persistent watch saw every data change of /w (the first set too, unless the
+    # one-shot change was a child's creation): it was not turned into a one-shot.
+    expected = 2 if one_shot == "child" else 3
+
+    async def data_changes() -> int:
+        seen = 0
+        async for e in persistent:
+            if e.path == "/w" and e.type.name == "DATA_CHANGED":
+                seen += 1
+                if seen == expected:
+                    break
+        return seen
+
+    assert await asyncio.wait_for(data_changes(), 5) == expected
+    await persistent.aclose()
+    await client.wait_background()
+    await assert_no_watches(client, zookeeper)
