@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from types import FrameType
 
+from aiocoord import __version__
 from aiocoord._cli_inspect import KINDS, queue_lines, tree_lines
 from aiocoord._validation import validate_path
 from aiocoord.client import Client
@@ -47,12 +48,22 @@ def _default_connect() -> str:
     return os.environ.get(CONNECT_ENV) or DEFAULT_CONNECT
 
 
+def program_name() -> str:
+    """How the command line was invoked: ``aiocoord`` (the console script) or
+    ``python -m aiocoord``."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if not name or name in ("__main__.py", "-c") or name.startswith("python"):
+        return "python -m aiocoord"
+    return name
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m aiocoord",
+        prog=program_name(),
         description="asyncio-native coordination for Apache ZooKeeper: demo, dev server, "
         "and read-only views of a live ensemble.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -165,7 +176,7 @@ async def _read_only(
     except NoServersError as exc:
         print(
             f"aiocoord {what}: cannot reach ZooKeeper at {connect}: {exc}\n"
-            "  (start a local one with: python -m aiocoord server)",
+            f"  (start a local one with: {program_name()} server)",
             file=sys.stderr,
         )
         return 1
@@ -200,6 +211,7 @@ def _server(port: int, data_dir: str | None) -> int:
     server = ZooKeeperServer(port=port, data_dir=data_dir, startup_timeout=60)
     print(f"aiocoord server: starting ZooKeeper on 127.0.0.1:{port} ...", flush=True)
     stopping = False
+    started = False
 
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
         # Treated as Ctrl-C, so that `kill <pid>` stops the JVM cleanly too.
@@ -214,17 +226,20 @@ def _server(port: int, data_dir: str | None) -> int:
         try:
             server.start()
         except PortInUseError:
+            prog = program_name()
             print(
-                f"aiocoord server: port {port} is already in use: another ZooKeeper (or another "
-                "program) listens there.\n"
-                f"  If it is a ZooKeeper, use it: --connect 127.0.0.1:{port}\n"
-                f"  Or start this one elsewhere: python -m aiocoord server --port {port + 1}",
+                f"aiocoord server: port {port} is already in use (another ZooKeeper, or "
+                "another program, listens there); nothing was started.\n"
+                f"  Start this one on another port: {prog} server --port {port + 1}\n"
+                f"  If it is a ZooKeeper, point clients at it: {prog} tree --connect "
+                f"127.0.0.1:{port}",
                 file=sys.stderr,
             )
             return 2
         except ServerSetupError as exc:
             print(f"aiocoord server: {exc}", file=sys.stderr)
             return 1
+        started = True
         version = ""
         with contextlib.suppress(OSError):
             found = re.search(r"version: (\d+(?:\.\d+)*)", server.four_letter("srvr"))
@@ -253,7 +268,7 @@ def _server(port: int, data_dir: str | None) -> int:
         server.close()
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        if not server.is_running:
+        if started and not server.is_running:
             print("aiocoord server: stopped", flush=True)
 
 

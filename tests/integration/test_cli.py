@@ -8,6 +8,7 @@ import asyncio
 import os
 import re
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -197,7 +198,19 @@ async def test_server_on_a_port_in_use_says_so(zookeeper: ServerHandle) -> None:
     code, out = await cli("server", "--port", str(zookeeper.port))
     assert code == 2, out
     assert f"port {zookeeper.port} is already in use" in out
-    assert "--port" in out  # and what to do about it
+    assert "server --port" in out  # and what to do about it
+    assert "stopped" not in out  # nothing was started
+
+
+def test_version_and_program_name() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "aiocoord", "--version"], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == f"python -m aiocoord {aiocoord.__version__}"
+    script = Path(sys.executable).with_name("aiocoord")
+    if script.exists():
+        done = subprocess.run([str(script), "--version"], capture_output=True, text=True)
+        assert done.stdout.strip() == f"aiocoord {aiocoord.__version__}"
 
 
 # --- tree -----------------------------------------------------------------------------------

@@ -103,3 +103,21 @@ def test_versions_and_timeouts() -> None:
         validate_timeout(-0.1)
     with pytest.raises(InvalidTypeError):
         validate_timeout("1")
+
+
+def test_every_exception_class_is_exported() -> None:
+    import inspect
+
+    import aiocoord
+    import aiocoord.errors as errors
+
+    classes = {
+        name
+        for name, obj in vars(errors).items()
+        if inspect.isclass(obj)
+        and issubclass(obj, BaseException)
+        and obj.__module__ == "aiocoord.errors"
+    }
+    assert classes <= set(errors.__all__)
+    assert all(getattr(aiocoord, name) is getattr(errors, name) for name in classes)
+    assert all(issubclass(getattr(errors, name), errors.CoordinationError) for name in classes)
