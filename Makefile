@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test unit integration chaos lint typecheck check bench bench-quick ab soak ci-local zookeeper venv clean
+.PHONY: demo test unit integration chaos lint typecheck check plugin-check docs bench bench-quick ab soak ci-local zookeeper venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,15 @@ typecheck: venv
 	$(PY) -m mypy aiocoord
 
 check: lint typecheck test
+
+# The docs site into site/; a broken reference or a warning fails it.
+docs: venv
+	$(PY) -m pip install -q -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -q
+
+# The pytest plugin in three scratch projects outside the repo (bare, pytest-asyncio, anyio).
+plugin-check: venv zookeeper
+	PYTHON=$(PY) ./scripts/check-plugin-isolation
 
 bench: venv zookeeper
 	$(PY) -m pip install -q -e '.[bench]'

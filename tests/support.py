@@ -7,9 +7,12 @@ have no local event, and the grant log that referees exclusive holdings.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+
+from aiocoord import Client, Lock, LockLostError, NoNodeError
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
@@ -43,13 +46,32 @@ class GrantLog:
 
     def __init__(self) -> None:
         self.grants: list[Grant] = []
+        self._waiters: list[asyncio.Future[None]] = []
 
     def enter(self, holder: str, token: int | None) -> Grant:
         """``holder`` was granted the lock with fencing ``token``."""
         assert token is not None, f"{holder} holds with no fencing token"
         grant = Grant(holder, token, time.monotonic())
         self.grants.append(grant)
+        waiters, self._waiters = self._waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
         return grant
+
+    def granted(self, holder: str, after: str | None = None) -> bool:
+        """Whether ``holder`` was granted the lock (after ``after``'s first grant, if given)."""
+        names = [g.holder for g in self.grants]
+        if after is not None:
+            names = names[names.index(after) :] if after in names else []
+        return holder in names
+
+    async def wait_granted(self, holder: str, after: str | None = None) -> None:
+        """Wait until :meth:`granted` is true."""
+        while not self.granted(holder, after):
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(fut)
+            await fut
 
     def exit(self, grant: Grant) -> None:
         """The holding ended (released, or its holder was told it was lost)."""
@@ -76,3 +98,83 @@ class GrantLog:
                     f"{cur.holder} was granted token {cur.token} after {prev.holder}'s {prev.token}"
                 )
         return found
+
+
+async def hold(
+    lock: Lock,
+    name: str,
+    log: GrantLog,
+    until: asyncio.Event,
+    timeout: float = 30.0,
+    again_after_loss: bool = False,
+) -> None:
+    """Take ``lock``, log the grant, hold it until ``until`` is set or the loss is reported,
+    log the end, release; with ``again_after_loss``, take it again after a loss."""
+    while True:
+        assert await lock.acquire(timeout=timeout), f"{name} timed out"
+        grant = log.enter(name, lock.fencing_token)
+        lost = lock.lost
+        stop = asyncio.ensure_future(until.wait())
+        loss = asyncio.ensure_future(lost.wait())
+        try:
+            await asyncio.wait((stop, loss), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            log.exit(grant)
+            stop.cancel()
+            loss.cancel()
+        with contextlib.suppress(LockLostError):
+            await lock.release()
+        if until.is_set() or not again_after_loss:
+            return
+
+
+async def _children_are(client: Client, path: str, n: int) -> bool:
+    try:
+        return len(await client.children(path)) == n
+    except NoNodeError:
+        return False
+
+
+async def stale_grant_scenario(
+    a: Client,
+    b: Client,
+    *,
+    cut: Callable[[], None],
+    heal: Callable[[], None],
+    release: Callable[[GrantLog], Awaitable[None]],
+    b_holds: float,
+    path: str = "/p",
+) -> GrantLog:
+    """Client ``a`` holds the lock on ``path`` and one of its own tasks waits behind; ``cut()``
+    partitions ``a`` and ``b`` asks for the lock (it gets it once ``a``'s session expires).
+    ``a``'s holder releases when ``release(log)`` returns; ``b`` holds ``b_holds`` seconds (the
+    window a stale grant would show in); then ``heal()``, and ``a``'s waiter, after the loss it
+    is told of, takes the lock for real. Returns the grant log of every client."""
+    log = GrantLog()
+    release_a, end_waiter, end_b = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    a_holder = asyncio.ensure_future(hold(Lock(a, path), "a-holder", log, release_a))
+    await eventually(lambda: _children_are(b, path, 1))
+    a_waiter = asyncio.ensure_future(
+        hold(Lock(a, path), "a-waiter", log, end_waiter, timeout=60, again_after_loss=True)
+    )
+    await eventually(lambda: _children_are(b, path, 2))
+    # The waiter has armed its watches (no request of ``a`` in flight): it is waiting.
+    await eventually(lambda: _idle(a))
+    cut()
+    b_task = asyncio.ensure_future(hold(Lock(b, path), "b", log, end_b))
+    await release(log)
+    release_a.set()
+    await a_holder
+    await asyncio.wait_for(log.wait_granted("b"), 20)
+    await asyncio.sleep(b_holds)  # b's critical section
+    end_b.set()
+    await b_task
+    heal()
+    await asyncio.wait_for(log.wait_granted("a-waiter", after="b"), 30)
+    end_waiter.set()
+    await a_waiter
+    return log
+
+
+async def _idle(client: Client) -> bool:
+    return client.session.pending_count == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 
 import pytest
@@ -30,6 +31,7 @@ from chaoslib import (
     tree_writer,
     watched_paths,
 )
+from support import GrantLog, stale_grant_scenario
 
 from aiocoord import (
     AtomicCounter,
@@ -1014,4 +1016,35 @@ async def test_lock_parent_vanishes(cluster: Cluster, chaos: Chaos) -> None:
     with pytest.raises(LockLostError):
         await holder.release()  # its node is gone already: nothing to delete
     await cluster.finish(allowed=["/lock"])
+    chaos.assert_clean()
+
+
+@pytest.mark.parametrize("draw", range(4))
+async def test_same_client_waiter_is_not_granted_while_its_session_expires_unseen(
+    cluster: Cluster, chaos: Chaos, draw: int
+) -> None:
+    """Client A holds a lock with one of its own tasks waiting behind; A is partitioned past
+    its session timeout and B takes the lock. A's holder releases at a moment drawn from the
+    seed (while A still trusts its session, while SUSPENDED, or after B's grant). A grant log
+    of every client must show no overlap and strictly increasing tokens."""
+    rng = random.Random(f"{chaos.seed}-{draw}")
+    timeout = 2.0
+    a = await cluster.client(session_timeout=timeout)
+    b = await cluster.client(session_timeout=timeout)
+    links = cluster.links_of(a)
+    delay = rng.uniform(0.0, 1.6 * timeout)
+
+    def cut() -> None:
+        chaos.fault("partition")
+        chaos.note(f"A's holder releases {delay:.2f} s into the partition")
+        links.blackhole()
+
+    async def release(log: GrantLog) -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(log.wait_granted("b"), delay)
+
+    log = await stale_grant_scenario(a, b, cut=cut, heal=links.heal, release=release, b_holds=0.5)
+    for problem in log.violations():
+        chaos.violate("lock: mutual exclusion and fencing", problem)
+    await cluster.finish(allowed=["/p"])
     chaos.assert_clean()

@@ -25,6 +25,7 @@ EXPECTED = {
     "leader_worker.py": "one leader at a time, tokens increasing: yes",
     "rw_lock.py": "reader and writer together: never, torn reads: 0",
     "queue_workers.py": "jobs taken again after a crash: 1",
+    "asgi_service.py": "jobs done: 10 of 10, tokens increasing: True",
 }
 
 

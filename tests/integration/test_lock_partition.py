@@ -11,11 +11,10 @@ and must show no overlap and strictly increasing fencing tokens.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 
 import pytest
-from support import GrantLog, eventually
+from support import GrantLog, eventually, stale_grant_scenario
 
 from aiocoord import Client, LeaderLatch, Semaphore, State
 from aiocoord.errors import LockLostError, NoNodeError
@@ -26,81 +25,22 @@ Factory = Callable[..., Awaitable[Client]]
 SESSION_TIMEOUT = 4.0
 
 
-async def hold(
-    lock: Lock,
-    name: str,
-    log: GrantLog,
-    until: asyncio.Event,
-    timeout: float = 30.0,
-    again_after_loss: bool = False,
-) -> None:
-    """Take ``lock``, log the grant, hold it until ``until`` is set or the loss is reported,
-    log the end, release; with ``again_after_loss``, take it again after a loss."""
-    while True:
-        assert await lock.acquire(timeout=timeout), f"{name} timed out"
-        grant = log.enter(name, lock.fencing_token)
-        lost = lock.lost
-        stop = asyncio.ensure_future(until.wait())
-        loss = asyncio.ensure_future(lost.wait())
-        try:
-            await asyncio.wait((stop, loss), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            log.exit(grant)
-            stop.cancel()
-            loss.cancel()
-        with contextlib.suppress(LockLostError):
-            await lock.release()
-        if until.is_set() or not again_after_loss:
-            return
-
-
 @pytest.mark.parametrize("release_when", ["connected", "suspended", "after_other_holder"])
 async def test_no_stale_grant_to_a_same_client_waiter_when_the_holder_releases_cut_off(
     zk_connect: Factory, zk_fault_proxy: FaultProxy, release_when: str
 ) -> None:
     a = await zk_connect(zk_fault_proxy.connect_string, session_timeout=SESSION_TIMEOUT)
     b = await zk_connect()
-    log = GrantLog()
-    release_a = asyncio.Event()
-    end_waiter = asyncio.Event()
-    end_b = asyncio.Event()
-    a_holder = asyncio.create_task(
-        hold(Lock(a, "/p", identifier="a-holder"), "a-holder", log, release_a)
-    )
-    await eventually(lambda: _count(b, "/p", 1))
-    a_waiter = asyncio.create_task(
-        hold(
-            Lock(a, "/p", identifier="a-waiter"),
-            "a-waiter",
-            log,
-            end_waiter,
-            timeout=60,
-            again_after_loss=True,
-        )
-    )
-    await eventually(lambda: _count(b, "/p", 2))
-    await eventually(lambda: _idle(a))  # the waiter's watches are armed: it is waiting
 
-    zk_fault_proxy.blackhole()
-    b_lock = Lock(b, "/p", identifier="b")
-    b_task = asyncio.create_task(hold(b_lock, "b", log, end_b))
-    if release_when == "suspended":
-        await a.wait_for(State.SUSPENDED, timeout=10)
-    elif release_when == "after_other_holder":
-        await eventually(lambda: _held(log, "b"), timeout=20)
-    release_a.set()
-    await a_holder
-    # B gets the lock once A's session has expired on the server; it holds a while, during
-    # which A (still cut off) must not think its waiter holds the lock too.
-    await eventually(lambda: _held(log, "b"), timeout=20)
-    await asyncio.sleep(1.0)  # B's critical section: time for a stale grant to show
-    end_b.set()
-    await b_task
-    zk_fault_proxy.heal()
-    # A hears that its session is gone; its waiter queues again and gets the lock for real.
-    await eventually(lambda: _held(log, "a-waiter", after="b"), timeout=30)
-    end_waiter.set()
-    await a_waiter
+    async def release(log: GrantLog) -> None:
+        if release_when == "suspended":
+            await a.wait_for(State.SUSPENDED, timeout=10)
+        elif release_when == "after_other_holder":
+            await asyncio.wait_for(log.wait_granted("b"), 20)
+
+    log = await stale_grant_scenario(
+        a, b, cut=zk_fault_proxy.blackhole, heal=zk_fault_proxy.heal, release=release, b_holds=1.0
+    )
     assert log.violations() == []
     holders = [g.holder for g in log.grants]
     if release_when == "connected":
@@ -110,21 +50,6 @@ async def test_no_stale_grant_to_a_same_client_waiter_when_the_holder_releases_c
     else:
         # Released while A could not trust its session: the waiter waited for the server.
         assert holders == ["a-holder", "b", "a-waiter"]
-
-
-async def _count(client: Client, path: str, n: int) -> bool:
-    return await client.exists(path) is not None and len(await client.children(path)) == n
-
-
-async def _idle(client: Client) -> bool:
-    return client.session.pending_count == 0
-
-
-async def _held(log: GrantLog, holder: str, after: str | None = None) -> bool:
-    names = [g.holder for g in log.grants]
-    if after is not None and after in names:
-        names = names[names.index(after) :]
-    return holder in names
 
 
 # --- releasing on a dead link -----------------------------------------------------------------

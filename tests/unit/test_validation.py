@@ -121,3 +121,21 @@ def test_every_exception_class_is_exported() -> None:
     assert classes <= set(errors.__all__)
     assert all(getattr(aiocoord, name) is getattr(errors, name) for name in classes)
     assert all(issubclass(getattr(errors, name), errors.CoordinationError) for name in classes)
+
+
+def test_every_public_name_is_in_the_api_reference() -> None:
+    from pathlib import Path
+
+    import aiocoord
+    import aiocoord.errors as errors
+
+    api = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text()
+    missing = [
+        name
+        for name in aiocoord.__all__
+        if name not in errors.__all__
+        and name != "__version__"
+        and f"::: aiocoord.{name}\n" not in api
+    ]
+    assert missing == [], "add them to docs/api.md"
+    assert "::: aiocoord.errors" in api

@@ -1,5 +1,6 @@
-"""Every Python block of README.md runs as written, twice (a re-run must work too), against
-the test server: the README's address ``127.0.0.1:2181`` is replaced by the test server's,
+"""Every Python block of README.md and of the docs (docs/*.md) runs as written, twice (a
+re-run must work too), against the test server: the address ``127.0.0.1:2181`` is replaced by
+the test server's,
 under a namespace of the test's own. A block preceded by ``<!-- not run: reason -->`` is
 deliberately partial and skipped. Each block must exit 0 and print what the ``text`` block
 after it shows (line by line, up to the numbers, which differ from run to run)."""
@@ -14,14 +15,22 @@ from typing import Any
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
-README_ADDRESS = "127.0.0.1:2181"
+ADDRESS = "127.0.0.1:2181"
 
 
 def python_blocks() -> list[tuple[str, str, str | None]]:
     """(name, code, expected output or None) for every runnable Python block."""
-    text = README.read_text()
+    out: list[tuple[str, str, str | None]] = []
+    for document in DOCUMENTS:
+        out.extend(_blocks_of(document))
+    return out
+
+
+def _blocks_of(document: Path) -> list[tuple[str, str, str | None]]:
+    text = document.read_text()
     blocks = list(FENCE.finditer(text))
     out: list[tuple[str, str, str | None]] = []
     for i, match in enumerate(blocks):
@@ -39,7 +48,7 @@ def python_blocks() -> list[tuple[str, str, str | None]]:
             and not text[match.end() : following.start()].strip()
         ):
             expected = following.group(2)
-        out.append((f"README.md:{line}", match.group(2), expected))
+        out.append((f"{document.relative_to(ROOT)}:{line}", match.group(2), expected))
     return out
 
 
@@ -50,7 +59,7 @@ def _shape(line: str) -> str:
 @pytest.mark.parametrize(
     ("where", "code", "expected"), [pytest.param(*b, id=b[0]) for b in python_blocks()]
 )
-def test_readme_block_runs_as_written(
+def test_doc_block_runs_as_written(
     zookeeper: Any,
     zk_namespace: str,
     zk_connect: Any,  # makes the namespace, and removes it with all the blocks left after
@@ -59,9 +68,9 @@ def test_readme_block_runs_as_written(
     expected: str | None,
     tmp_path: Path,
 ) -> None:
-    assert README_ADDRESS in code, f"{where}: the block names no server to point at the test's"
+    assert ADDRESS in code, f"{where}: the block names no server to point at the test's"
     script = tmp_path / "block.py"
-    script.write_text(code.replace(README_ADDRESS, zookeeper.connect_string + zk_namespace))
+    script.write_text(code.replace(ADDRESS, zookeeper.connect_string + zk_namespace))
     for _ in range(2):
         done = subprocess.run(
             [sys.executable, str(script)], capture_output=True, text=True, timeout=60
