@@ -293,13 +293,10 @@ class Client:
 
         async def once() -> Any:
             w = self._session.register_watch(WatchKind.DATA, full, path) if watch else None
+            wire_watch = watch and self._session.wire_watch(WatchKind.DATA, full)
             try:
                 reply = await self._request(
-                    ExistsRequest(
-                        path=full, watch=watch and self._session.wire_watch(WatchKind.DATA, full)
-                    ),
-                    path=path,
-                    watch=w,
+                    ExistsRequest(path=full, watch=wire_watch), path=path, watch=w
                 )
             except NoNodeError:
                 if w is not None:
@@ -1074,9 +1071,7 @@ async def open_client(
 ) -> Client:
     """A connected :class:`Client` (the same as ``await connect(...)``); call
     ``await client.close()`` when done. See :func:`connect` for the options."""
-    servers, chroot = parse_connect_string(hosts)
-    if chroot:
-        validate_path(chroot)
+    servers, chroot = parse_connect_string(hosts)  # the chroot is validated there
     timeout_ms = validate_duration_ms(session_timeout, "session_timeout", MAX_SESSION_TIMEOUT_MS)
     validate_flag(read_only, "read_only")
     validate_flag(reconnect_after_expiry, "reconnect_after_expiry")
