@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from aiocoord._paths import join, sort_by_sequence
 from aiocoord._protocol import Stat
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError
-from aiocoord.recipes._queue import join, sort_by_sequence
 from aiocoord.recipes.election import ELECTION_NAME, LATCH_NAME
 from aiocoord.recipes.lock import LOCK_NAME
 from aiocoord.recipes.rwlock import READ_NAME, WRITE_NAME

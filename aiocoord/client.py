@@ -33,6 +33,7 @@ from aiozk.protocol import (
 )
 
 from aiocoord import _protocol as wire
+from aiocoord._paths import PROTECTED_PREFIX, join, protected_id, split
 from aiocoord._protocol import ACL, Stat
 from aiocoord._validation import (
     MAX_SESSION_TIMEOUT_MS,
@@ -82,9 +83,6 @@ READ_ACL_UNSAFE: tuple[ACL, ...] = (ACL(ACL.READ, "world", "anyone"),)
 #: ``acl_provider(path)``: the ACL of a node created without an explicit one (None: open).
 ACLProvider = Callable[[str], Sequence[ACL] | None]
 
-#: The prefix of protected nodes, as Curator names them: ``_c_<uuid>-<name>``.
-PROTECTED_PREFIX = "_c_"
-
 
 @dataclass(frozen=True, slots=True)
 class ChildData:
@@ -93,24 +91,6 @@ class ChildData:
     path: str
     data: bytes
     stat: Stat
-
-
-def protected_id(name: str) -> str | None:
-    """The UUID of a protected node name (``_c_<uuid>-rest``), or None if not protected."""
-    if name.startswith(PROTECTED_PREFIX) and len(name) >= len(PROTECTED_PREFIX) + 37:
-        candidate = name[len(PROTECTED_PREFIX) : len(PROTECTED_PREFIX) + 36]
-        if name[len(PROTECTED_PREFIX) + 36] == "-":
-            return candidate
-    return None
-
-
-def _split(path: str) -> tuple[str, str]:
-    parent, _, name = path.rpartition("/")
-    return parent or "/", name
-
-
-def _join(parent: str, name: str) -> str:
-    return parent.rstrip("/") + "/" + name
 
 
 class Client:
@@ -137,6 +117,22 @@ class Client:
         self._ensuring: dict[str, list[tuple[bool, list[Any] | None, asyncio.Task[None]]]] = {}
         #: When set, every request belongs to that session generation (see :meth:`bound`).
         self._generation: int | None = None
+        # Per-client state of extensions (see extension_state); bound views share it.
+        self._extensions: dict[object, Any] = {}
+
+    def extension_state(self, key: object, factory: Callable[[], T]) -> T:
+        """State an extension keeps per client: the object ``factory()`` made on the first
+        call with ``key``, the same one on every later call (from views made by
+        :meth:`bound` too), for as long as the client lives.
+
+        The recipes keep what one client knows of a queue here (its shared listings), so that
+        it ends with the client instead of living in a module global.
+        """
+        try:
+            state: T = self._extensions[key]
+        except KeyError:
+            state = self._extensions[key] = factory()
+        return state
 
     def bound(self, generation: int | None = None) -> Client:
         """A view of this client whose requests run only in one session.
@@ -605,7 +601,7 @@ class Client:
         except NoNodeError:
             if not make_parents:
                 raise
-        await self._ensure_path(_split(path)[0], as_containers, parent_acl)
+        await self._ensure_path(split(path)[0], as_containers, parent_acl)
         return await self._create_raw(path, data, mode, acl, ttl_ms, generation)
 
     async def ensure_path(
@@ -661,7 +657,7 @@ class Client:
                 break
             except NoNodeError:
                 missing.append(current)
-                current = _split(current)[0]
+                current = split(current)[0]
         for node in reversed(missing):
             with contextlib.suppress(NodeExistsError):
                 await make(node)
@@ -677,13 +673,13 @@ class Client:
         as_containers: bool,
         parent_acl: list[Any] | None,
     ) -> tuple[str, Stat]:
-        parent, name = _split(path)
+        parent, name = split(path)
         mode = _mode(ephemeral, sequential, False, None)
         delays = self.retry.delays()
         while True:
             uid = str(uuid.uuid4())
             prefix = f"{PROTECTED_PREFIX}{uid}-"
-            node_path = _join(parent, prefix + name)
+            node_path = join(parent, prefix + name)
             generation = self._session.generation
             while True:
                 try:
@@ -731,7 +727,7 @@ class Client:
             return None
         for n in names:
             if n.startswith(prefix):
-                return _join(parent, n)
+                return join(parent, n)
         return None
 
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
@@ -787,7 +783,7 @@ class Client:
                 names = await self.children(path)
             except NoNodeError:
                 return
-            await asyncio.gather(*(self._delete_tree(_join(path, n)) for n in names))
+            await asyncio.gather(*(self._delete_tree(join(path, n)) for n in names))
             try:
                 await self._retrying(lambda: self._delete_once(path, -1))
                 return

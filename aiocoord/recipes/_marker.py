@@ -30,8 +30,9 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from aiocoord._paths import PROTECTED_PREFIX
 from aiocoord._protocol import ACL
-from aiocoord.client import PROTECTED_PREFIX, Client, OpResult, Transaction
+from aiocoord.client import Client, OpResult, Transaction
 from aiocoord.errors import (
     ConnectionLossError,
     CoordinationError,

@@ -1,15 +1,32 @@
-"""Deadlines for recipes that wait on watches: bounded watch-setting calls, and waiting for
-the first of several watches, without leaking a watch when the deadline passes."""
+"""Deadlines for waiting recipes: the one place their arithmetic lives.
+
+A deadline is a point in loop time (None: none). Two conventions meet here and are kept apart
+on purpose: :func:`time_left`, :func:`bounded` and :func:`result_by` raise the private
+:class:`TimedOut`, so that the sequential-node queue can tell its caller's deadline from a
+``TimeoutError`` of anything it awaits; :func:`remaining`, :func:`call_with_watch` and
+:func:`wait_watches` raise ``asyncio.TimeoutError`` for the recipes that pass it on. Bounded
+watch-setting calls and waiting for the first of several watches never leak a watch when the
+deadline passes."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from aiocoord._watches import Watch
 
-__all__ = ["call_with_watch", "deadline_after", "remaining", "wait_watches"]
+__all__ = [
+    "TimedOut",
+    "bounded",
+    "call_with_watch",
+    "deadline_after",
+    "remaining",
+    "result_by",
+    "retrieve",
+    "time_left",
+    "wait_watches",
+]
 
 T = TypeVar("T")
 
@@ -27,6 +44,51 @@ def remaining(deadline: float | None) -> float | None:
     if left <= 0:
         raise asyncio.TimeoutError()
     return left
+
+
+class TimedOut(Exception):
+    """The caller's deadline passed."""
+
+
+def time_left(deadline: float | None) -> float | None:
+    """Seconds left before ``deadline``; TimedOut if it has passed."""
+    if deadline is None:
+        return None
+    left = deadline - asyncio.get_running_loop().time()
+    if left <= 0:
+        raise TimedOut()
+    return left
+
+
+async def bounded(aw: Awaitable[T], deadline: float | None) -> T:
+    """Await ``aw`` before ``deadline`` (TimedOut after it)."""
+    if deadline is None:
+        return await aw
+    try:
+        left = time_left(deadline)
+    except TimedOut:
+        if asyncio.iscoroutine(aw):
+            aw.close()
+        raise
+    try:
+        return await asyncio.wait_for(aw, left)
+    except asyncio.TimeoutError:
+        raise TimedOut() from None
+
+
+async def result_by(fut: asyncio.Future[T], deadline: float | None) -> T:
+    """The future's result, waiting at most until ``deadline``; never cancels ``fut``."""
+    if not fut.done():
+        await asyncio.wait((fut,), timeout=time_left(deadline))
+        if not fut.done():
+            raise TimedOut()
+    return fut.result()
+
+
+def retrieve(fut: asyncio.Future[Any]) -> None:
+    """Mark a future's exception as retrieved (a done-callback for futures nobody may await)."""
+    if not fut.cancelled():
+        fut.exception()
 
 
 def _watches_in(result: Any) -> list[Watch]:

@@ -42,7 +42,7 @@ from aiocoord.errors import (
     NoNodeError,
     SessionExpiredError,
 )
-from aiocoord.recipes._queue import delete_node
+from aiocoord.recipes._nodes import delete_node
 from aiocoord.recipes._waiting import call_with_watch, deadline_after, wait_watches
 from aiocoord.session import State
 

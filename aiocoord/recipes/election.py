@@ -60,13 +60,10 @@ from aiocoord.errors import (
     InvalidTypeError,
     SessionExpiredError,
 )
-from aiocoord.recipes._queue import (
-    LeaseDriver,
-    LossWatch,
-    QueueNode,
-    SequentialQueue,
-    delete_node,
-)
+from aiocoord.recipes._drivers import LeaseDriver
+from aiocoord.recipes._holding import LossWatch
+from aiocoord.recipes._nodes import QueueNode, delete_node
+from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.recipes._stream import EventStream, EventSubscription
 from aiocoord.session import State
 

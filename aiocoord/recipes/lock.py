@@ -58,15 +58,10 @@ from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord.client import Client, check_acl
 from aiocoord.errors import InvalidTypeError, LockLostError, LockNotOwnedError
-from aiocoord.recipes._queue import (
-    Driver,
-    LeaseDriver,
-    LossEvent,
-    LossWatch,
-    QueueNode,
-    SequentialQueue,
-    delete_node,
-)
+from aiocoord.recipes._drivers import Driver, LeaseDriver
+from aiocoord.recipes._holding import LossEvent, LossWatch
+from aiocoord.recipes._nodes import QueueNode, delete_node
+from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.session import State
 
 __all__ = ["LOCK_NAME", "Lock", "LossEvent", "Mutex"]

@@ -47,7 +47,7 @@ from aiocoord.errors import (
     NoNodeError,
     SessionExpiredError,
 )
-from aiocoord.recipes._queue import delete_node
+from aiocoord.recipes._nodes import delete_node
 from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import ChildrenCache, NodeEvent
 from aiocoord.session import State

@@ -54,7 +54,7 @@ from aiocoord.errors import (
     TransactionFailedError,
 )
 from aiocoord.recipes._marker import MarkedCommit
-from aiocoord.recipes._queue import delete_node
+from aiocoord.recipes._nodes import delete_node
 from aiocoord.recipes._waiting import call_with_watch, deadline_after, remaining, wait_watches
 from aiocoord.session import State
 

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+from aiocoord._paths import join, sort_by_sequence
 from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._watches import Watch
@@ -39,20 +40,11 @@ from aiocoord.errors import (
     NoNodeError,
     SessionExpiredError,
 )
-from aiocoord.recipes._queue import (
-    LeaseDriver,
-    LossEvent,
-    LossWatch,
-    ProtectedNode,
-    QueueNode,
-    SequentialQueue,
-    _bounded,
-    _Restart,
-    _TimedOut,
-    delete_node,
-    join,
-    sort_by_sequence,
-)
+from aiocoord.recipes._drivers import LeaseDriver
+from aiocoord.recipes._holding import LossEvent, LossWatch
+from aiocoord.recipes._nodes import ProtectedNode, QueueNode, Restart, delete_node
+from aiocoord.recipes._queue import SequentialQueue
+from aiocoord.recipes._waiting import TimedOut, bounded
 from aiocoord.recipes.lock import (
     LOCK_NAME,
     check_client,
@@ -266,9 +258,9 @@ class Semaphore:
             leases: list[Lease] = []
             try:
                 leases = await self._take(n, data, deadline)
-            except _Restart:
+            except Restart:
                 pass  # our session ended while we held the lock: queue again
-            except _TimedOut:
+            except TimedOut:
                 await self._locks.release(lock_node)
                 return []
             except BaseException:
@@ -295,7 +287,7 @@ class Semaphore:
             # Let the creates be written first: the listing then pipelines with them.
             await asyncio.sleep(0)
             try:
-                first: list[str] | None = await _bounded(
+                first: list[str] | None = await bounded(
                     client.children(self._leases_path), deadline
                 )
             except NoNodeError:
@@ -306,23 +298,23 @@ class Semaphore:
             names: list[str] = first
             while True:
                 if any(node.name not in names for node in nodes):
-                    raise _Restart()  # the session that held them has ended
+                    raise Restart()  # the session that held them has ended
                 if len(names) <= self.max_leases:
                     if not all(node.alive_in(client) for node in nodes):
-                        raise _Restart()
+                        raise Restart()
                     return [Lease(self, node) for node in nodes]
                 if watch is not None:
                     try:
-                        await _bounded(watch, deadline)
+                        await bounded(watch, deadline)
                     except SessionExpiredError:
-                        raise _Restart() from None
+                        raise Restart() from None
                     watch = None
                 try:
-                    names, watch = await _bounded(
+                    names, watch = await bounded(
                         client.children(self._leases_path, watch=True), deadline
                     )
                 except NoNodeError:
-                    raise _Restart() from None  # see _leases_of_ours
+                    raise Restart() from None  # see _leases_of_ours
         except BaseException:
             for e in entries:
                 await e.discard()
@@ -334,11 +326,11 @@ class Semaphore:
     async def _leases_of_ours(self, deadline: float | None) -> list[str]:
         """The lease names, from a listing that must hold our lease nodes. No leases parent
         means they are gone: their session ended, and the server then removed the empty
-        container. Queue again (_Restart)."""
+        container. Queue again (Restart)."""
         try:
-            return await _bounded(self.client.children(self._leases_path), deadline)
+            return await bounded(self.client.children(self._leases_path), deadline)
         except NoNodeError:
-            raise _Restart() from None
+            raise Restart() from None
 
     def __repr__(self) -> str:
         return f"<Semaphore {self.path} max_leases={self.max_leases}>"

@@ -13,7 +13,7 @@ import pytest
 
 from aiocoord import Client, State
 from aiocoord.errors import NoNodeError
-from aiocoord.recipes._queue import QueueNode
+from aiocoord.recipes._nodes import QueueNode
 from aiocoord.recipes.election import (
     Election,
     LeaderLatch,

@@ -10,16 +10,11 @@ import uuid
 import pytest
 
 from aiocoord import Client, State, StateChange
+from aiocoord._paths import sequence_of, sort_by_sequence
 from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError
-from aiocoord.recipes._queue import (
-    LeaseDriver,
-    LossEvent,
-    LossWatch,
-    QueueNode,
-    is_loss,
-    sequence_of,
-    sort_by_sequence,
-)
+from aiocoord.recipes._drivers import LeaseDriver
+from aiocoord.recipes._holding import LossEvent, LossWatch, is_loss
+from aiocoord.recipes._nodes import QueueNode
 from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.recipes.multilock import MultiLock
 from aiocoord.recipes.rwlock import ReadWriteLock, _ReaderDriver, _WriterDriver

@@ -1,0 +1,62 @@
+"""Node names: joining and splitting paths, protected names (Curator's ``_c_<uuid>-``) and
+sequence numbers. Pure functions; the one place the client, the recipes and the CLI take them
+from."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "PROTECTED_PREFIX",
+    "SEQUENCE_DIGITS",
+    "join",
+    "protected_id",
+    "sequence_of",
+    "sort_by_sequence",
+    "split",
+]
+
+#: The prefix of protected nodes, as Curator names them: ``_c_<uuid>-<name>``.
+PROTECTED_PREFIX = "_c_"
+#: Width of the counter ZooKeeper appends to sequential nodes.
+SEQUENCE_DIGITS = 10
+
+
+def join(parent: str, name: str) -> str:
+    """``parent`` + ``/`` + ``name`` (``parent`` may be ``/``)."""
+    return parent.rstrip("/") + "/" + name
+
+
+def split(path: str) -> tuple[str, str]:
+    """``(parent, name)`` of an absolute path; the root's children have parent ``/``."""
+    parent, _, name = path.rpartition("/")
+    return parent or "/", name
+
+
+def protected_id(name: str) -> str | None:
+    """The UUID of a protected node name (``_c_<uuid>-rest``), or None if not protected."""
+    if name.startswith(PROTECTED_PREFIX) and len(name) >= len(PROTECTED_PREFIX) + 37:
+        candidate = name[len(PROTECTED_PREFIX) : len(PROTECTED_PREFIX) + 36]
+        if name[len(PROTECTED_PREFIX) + 36] == "-":
+            return candidate
+    return None
+
+
+def sequence_of(name: str) -> int | None:
+    """The trailing 10-digit sequence number of a node name, or None if it has none."""
+    tail = name[-SEQUENCE_DIGITS:]
+    if len(tail) == SEQUENCE_DIGITS and tail.isascii() and tail.isdigit():
+        return int(tail)
+    return None
+
+
+def sort_by_sequence(names: Sequence[str]) -> list[str]:
+    """The names that carry a sequence number, ordered by it alone (as Curator orders them).
+
+    The protected prefix (a random UUID) must not decide the order, so names are never
+    compared whole; ties (a read-lock downgrade node shares its write node's number) keep
+    a stable order by name.
+    """
+    keyed = [(seq, n) for n in names if (seq := sequence_of(n)) is not None]
+    keyed.sort()
+    return [n for _, n in keyed]

@@ -1,0 +1,347 @@
+"""Our nodes in a queue: making them (protected, so a lost reply never leaves an orphan),
+knowing them (:class:`QueueNode`, with the session that owns it), trusting them before a grant,
+and deleting them for sure.
+
+**Cancellation and timeouts leave no node.** The create runs in a task owned by the client. A
+contender that gives up deletes its node (a guaranteed delete, which finishes in the background
+if the connection is down); if it gives up while the create is still in flight, the create task
+deletes the node when its reply comes; and if the reply was lost to a connection loss, the node
+is found by its protected prefix after a ``sync`` and deleted. :meth:`Client.wait_background`
+waits for those background deletions.
+
+**Release.** A release deletes the node in a task the client owns and waits at most
+:data:`RELEASE_WAIT` for the server, so that it returns at once on a dead link. While the
+session is trusted it lets the client's own waiter right behind the node in at once (the local
+hand-over, see :func:`delete_node`).
+
+**No grant on an untrusted session.** Whatever woke a waiter, its node is granted only while
+the session is trusted (connected, and answered within the liveness window; see
+:mod:`aiocoord.session`); otherwise it first asks the server, in the node's session, whether the
+node still exists (:func:`confirm_alive`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from aiocoord._paths import PROTECTED_PREFIX, join, sequence_of
+from aiocoord._protocol import ACL, Stat
+from aiocoord._watches import Watch
+from aiocoord.client import Client
+from aiocoord.errors import (
+    ClientClosedError,
+    ConnectionLossError,
+    CoordinationError,
+    NoNodeError,
+    SessionExpiredError,
+)
+from aiocoord.recipes._listing import forget_node, next_stamp
+from aiocoord.recipes._waiting import bounded, result_by, retrieve
+
+__all__ = [
+    "RELEASE_WAIT",
+    "ProtectedNode",
+    "QueueNode",
+    "Restart",
+    "abandon_watch",
+    "confirm_alive",
+    "delete_node",
+    "watch_own",
+]
+
+log = logging.getLogger("aiocoord.recipes")
+
+#: How long a release waits for the server to confirm its delete before it returns and lets
+#: the delete finish in the background: a reply on a live link comes well within it.
+RELEASE_WAIT = 0.025
+
+
+@dataclass(frozen=True, slots=True)
+class QueueNode:
+    """A node of ours in a queue: where it is, its place, and the session that owns it."""
+
+    path: str
+    name: str
+    sequence: int
+    #: the zxid of its creation: grows with every node created later (a fencing token)
+    czxid: int
+    session_id: int
+    #: the client's session generation the node belongs to (``client.session.generation``)
+    generation: int
+    #: a watch on the node itself that a waiter armed while it waited, handed to the holding
+    #: (:class:`LossWatch`) so that a contended grant costs no request to watch the node
+    own: Watch | None = field(default=None, compare=False)
+
+    def alive_in(self, client: Client) -> bool:
+        """False once the session that owns the node has ended."""
+        return client.session.generation == self.generation and client.session_id == (
+            self.session_id
+        )
+
+
+class Restart(Exception):
+    """Our node is gone (session expired, or deleted by someone): enter the queue again."""
+
+
+async def delete_node(client: Client, path: str, *, cleared: bool = False) -> None:
+    """Delete a node of ours for sure, waiting at most :data:`RELEASE_WAIT` for the server: the
+    delete finishes in the background if the reply takes longer (a dead link, SUSPENDED), and
+    cancelling the caller does not stop it (a guaranteed delete).
+
+    While the session is trusted (:meth:`Session.trusted`), the node counts as gone for this
+    client's waiters at once: it is ours and no longer held (released, given up or lost), so a
+    waiter of ours right behind it may go ahead while the delete is on its way (the local
+    hand-over); waiters elsewhere see the node until the server has deleted it. Otherwise
+    (SUSPENDED, or no answer for the liveness window) the session may be expiring unseen and
+    the server may hand the lock to another client, so the waiters hear of the deletion only
+    from the server (their watch on the node), or lose their own node with the session.
+    ``cleared``: the node was granted by an exclusive driver, so no node ahead of it was left
+    (see :meth:`_PathState.mark_gone`).
+    """
+    if client.session.trusted():
+        forget_node(client, path, cleared)
+    # Else the waiters' own watches on the node tell them once the server has deleted it.
+    task = client.spawn(_delete_for_sure(client, path), f"aiocoord-release:{path}")
+    # The caller's holding is over: it waits for the server only briefly, so that a release
+    # on a dead link (not yet detected) returns at once, and the delete goes on in the
+    # background (Client.wait_background waits for it; the session's end removes the node).
+    await asyncio.wait((task,), timeout=RELEASE_WAIT)
+
+
+async def _delete_for_sure(client: Client, path: str) -> None:
+    try:
+        await client.delete(path, guaranteed=True)
+    except NoNodeError:
+        pass
+    except (ClientClosedError, SessionExpiredError):
+        pass  # the session, and with it every ephemeral node of ours, is gone
+    except CoordinationError as exc:
+        log.warning("could not delete %s: %r", path, exc)
+
+
+# --- making nodes ------------------------------------------------------------------------
+
+
+class ProtectedNode:
+    """One protected ephemeral node being created: ``<parent>/_c_<uuid>-<name>[<seq>]``.
+
+    The create runs in a task owned by the client, so it is written at once and pipelines with
+    whatever the caller sends next. :meth:`result` waits for it; after a connection loss it
+    finds the node by its prefix (after a ``sync``, so a create still on its way is ordered
+    first) or creates it again. :meth:`discard` makes sure the node does not outlive its
+    caller, whatever state the create is in.
+    ``acl`` is the node's, and its parents' if they are made (None: OPEN_ACL_UNSAFE).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        parent: str,
+        name: str,
+        data: bytes,
+        *,
+        sequential: bool = True,
+        acl: Sequence[ACL] | None = None,
+    ) -> None:
+        self.client = client
+        self.parent = parent
+        self.acl = acl
+        self.prefix = f"{PROTECTED_PREFIX}{uuid.uuid4()}-"
+        self._path = join(parent, self.prefix + name)
+        self._data = data
+        self._sequential = sequential
+        self.node: QueueNode | None = None
+        #: when the create was handed to the session (None until it was)
+        self.sent_stamp: int | None = None
+        self._abandoned = False
+        self._maybe_exists = True
+        self._reply: asyncio.Future[tuple[str, Stat]]
+        self._start()
+
+    def _start(self) -> None:
+        self._reply = asyncio.get_running_loop().create_future()
+        self._reply.add_done_callback(retrieve)
+        self.client.spawn(self._create(self._reply), f"aiocoord-create:{self._path}")
+
+    async def _create(self, reply: asyncio.Future[tuple[str, Stat]]) -> None:
+        self.sent_stamp = next_stamp()
+        try:
+            result = await self._create_once()
+        except asyncio.CancelledError:
+            # Only the client cancels the tasks it owns, and only when it is closed.
+            if not reply.done():
+                reply.set_exception(ClientClosedError("client closed while creating a node"))
+            raise
+        except BaseException as exc:
+            if self._abandoned:
+                if isinstance(exc, ConnectionLossError):
+                    await self._sweep()
+            elif not reply.done():
+                reply.set_exception(exc)
+            return
+        if self._abandoned:
+            # The caller left while the reply was on its way: the node is ours to remove.
+            await delete_node(self.client, result[0])
+        elif not reply.done():
+            reply.set_result(result)
+
+    async def _create_once(self) -> tuple[str, Stat]:
+        attempts = 3
+        while True:
+            try:
+                return await self.client.create(
+                    self._path,
+                    self._data,
+                    ephemeral=True,
+                    sequential=self._sequential,
+                    make_parents=True,
+                    parents_as_containers=True,
+                    acl=self.acl,
+                    with_stat=True,
+                )
+            except NoNodeError:
+                # The server removes an empty container parent on its own schedule; it may
+                # have done so between making the parents and this create.
+                attempts -= 1
+                if attempts == 0:
+                    raise
+
+    async def result(self, deadline: float | None) -> QueueNode:
+        """The created node; raises Restart if it belongs to a session that has ended."""
+        client = self.client
+        while self.node is None:
+            try:
+                path, stat = await result_by(self._reply, deadline)
+            except ConnectionLossError:
+                found = await self._find(deadline)
+                if found is None:
+                    # Not created (a sync ran first, so a create still in flight would show):
+                    # the same name is safe to try again.
+                    self._maybe_exists = True
+                    self._start()
+                    continue
+                path, stat = found
+            if stat.ephemeral_owner != client.session_id:
+                raise Restart()  # made by a session that has ended: it vanishes with it
+            name = path.rsplit("/", 1)[1]
+            seq = sequence_of(name)
+            assert seq is not None, name
+            self.node = QueueNode(
+                path, name, seq, stat.czxid, stat.ephemeral_owner, client.session.generation
+            )
+        return self.node
+
+    async def _find(self, deadline: float | None) -> tuple[str, Stat] | None:
+        client = self.client
+        try:
+            await bounded(client.sync(self.parent), deadline)
+            names = await bounded(client.children(self.parent), deadline)
+        except NoNodeError:
+            names = []
+        for name in names:
+            if name.startswith(self.prefix):
+                path = join(self.parent, name)
+                stat = await bounded(client.exists(path), deadline)
+                if stat is not None:
+                    return path, stat
+        self._maybe_exists = False
+        return None
+
+    async def _sweep(self) -> None:
+        """Find the node by its prefix and delete it (the create's reply was lost)."""
+        client = self.client
+        try:
+            await client.sync(self.parent)
+            names = await client.children(self.parent)
+        except NoNodeError:
+            return
+        except CoordinationError as exc:
+            log.info("could not look for %s* in %s: %r", self.prefix, self.parent, exc)
+            return
+        for name in names:
+            if name.startswith(self.prefix):
+                await delete_node(client, join(self.parent, name))
+
+    async def discard(self) -> None:
+        """Make sure this node does not outlive its caller.
+
+        A known node is deleted now (or in the background if the connection is down). A
+        create still in flight deletes its node when the reply comes. A node whose create
+        reply was lost is looked for by its prefix in the background.
+        """
+        self._abandoned = True
+        if self.node is not None:
+            await delete_node(self.client, self.node.path)
+            return
+        reply = self._reply
+        if not reply.done() or reply.cancelled():
+            return  # the create task sees _abandoned when it finishes
+        exc = reply.exception()
+        if exc is None:
+            await delete_node(self.client, reply.result()[0])
+        elif isinstance(exc, ConnectionLossError) and self._maybe_exists:
+            self.client.spawn(self._sweep(), f"aiocoord-sweep:{self.parent}")
+
+
+async def abandon_watch(task: asyncio.Future[Watch | None]) -> None:
+    """Stop arming a watch on our own node (the node is about to be discarded, which consumes
+    the watch if it was armed)."""
+    if not task.done():
+        task.cancel()
+    await asyncio.wait((task,))
+    retrieve(task)
+
+
+# --- trusting nodes ----------------------------------------------------------------------
+
+
+async def confirm_alive(
+    client: Client, pinned: Client, node: QueueNode, deadline: float | None
+) -> None:
+    """Return once ``node``'s session may be trusted (:meth:`Session.trusted`); raise
+    Restart if the node or its session is gone.
+
+    A grant is only as good as the session behind it. A client that is connected and heard
+    from the server within the liveness window knows the server cannot have expired the
+    session (see :mod:`aiocoord.session`); any other client (SUSPENDED, or silent for
+    too long) asks the server first, in the node's session: an answer that finds the node
+    proves the session alive at a moment from which its loss would be reported in time.
+    """
+    while True:
+        if not node.alive_in(client):
+            raise Restart()
+        if client.session.trusted():
+            return
+        try:
+            stat = await bounded(pinned.exists(node.path), deadline)
+        except ConnectionLossError:
+            continue  # the request waits for the reconnect the next time round
+        except SessionExpiredError:
+            if client.session.reconnect_after_expiry:
+                raise Restart() from None
+            raise
+        if stat is None:
+            raise Restart()
+
+
+async def watch_own(client: Client, pinned: Client, node: QueueNode) -> Watch | None:
+    """Arm a watch on our own node, left in place until the node's deletion (by us or
+    anyone) consumes it. None if it could not be armed now (a connection loss: the next
+    probe tries again); raises Restart if the node or its session is gone."""
+    try:
+        stat, watch = await pinned.exists(node.path, watch=True)
+    except ConnectionLossError:
+        return None
+    except SessionExpiredError:
+        if client.session.reconnect_after_expiry:
+            raise Restart() from None
+        raise
+    if stat is None:
+        watch.cancel()
+        raise Restart()
+    watch.keep()
+    return watch
