@@ -10,16 +10,24 @@ once; :class:`LossEvent` is what a holder awaits (``await lock.lost``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Callable, Generator
 from typing import Any
 
 from aiocoord._watches import EventType, Watch
 from aiocoord.client import Client
-from aiocoord.errors import ClientClosedError, ConnectionLossError, SessionExpiredError
-from aiocoord.recipes._nodes import QueueNode
+from aiocoord.errors import (
+    ClientClosedError,
+    ConnectionLossError,
+    CoordinationError,
+    LockLostError,
+    SessionExpiredError,
+)
+from aiocoord.recipes._nodes import QueueNode, delete_node
 from aiocoord.session import State, StateChange
 
-__all__ = ["LossEvent", "LossWatch", "is_loss"]
+__all__ = ["Holding", "LossEvent", "LossWatch", "is_loss"]
 
 
 class LossEvent:
@@ -155,3 +163,174 @@ class LossWatch:
         remove, self._remove = self._remove, None
         if remove is not None:
             remove()
+
+
+class Holding:
+    """A granted node, held by its owner until released or lost, once.
+
+    Made in the same step as the grant (no ``await`` in between), so that no state change
+    falls between the two. On loss (see the module docstring) it fires :attr:`lost`, logs it
+    (INFO for a closed client, an ordinary shutdown; WARNING otherwise), deletes the node in
+    the background (after SUSPENDED it still exists, and nobody should wait on a holding its
+    owner has given up; after LOST it is gone already), cancels the bodies running under it
+    if ``cancel_on_loss``, and calls ``on_loss(state, reason)``.
+
+    ``what`` names the holding in messages (``"lock /a"``); ``exclusive``: granted by an
+    exclusive driver, which lets the client's next waiter in faster on release (see
+    :func:`~aiocoord.recipes._nodes.delete_node`).
+    """
+
+    __slots__ = (
+        "_cancels",
+        "_exclusive",
+        "_log",
+        "_on_loss",
+        "_watch",
+        "bodies",
+        "cancel_on_loss",
+        "client",
+        "lost",
+        "node",
+        "released",
+        "what",
+    )
+
+    def __init__(
+        self,
+        client: Client,
+        node: QueueNode,
+        *,
+        what: str,
+        logger: logging.Logger,
+        suspended_is_loss: bool,
+        cancel_on_loss: bool = False,
+        exclusive: bool = False,
+        on_loss: Callable[[State, str], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.node = node
+        self.what = what
+        self.cancel_on_loss = cancel_on_loss
+        #: fires once if the holding is lost while held
+        self.lost = LossEvent()
+        #: True once the holder released it (or left it after a loss)
+        self.released = False
+        #: the tasks running a body under this holding (a task once per body it runs)
+        self.bodies: list[asyncio.Task[Any]] = []
+        self._cancels: dict[asyncio.Task[Any], int] = {}
+        self._exclusive = exclusive
+        self._log = logger
+        self._on_loss = on_loss
+        self._watch = LossWatch(client, node, suspended_is_loss, self._lose)
+
+    @property
+    def fencing_token(self) -> int:
+        """The node's creation zxid: larger for every later holder of the same queue."""
+        return self.node.czxid
+
+    @property
+    def is_held(self) -> bool:
+        """True until released or lost."""
+        return not self.released and not self.lost.is_set()
+
+    def _lose(self, state: State, reason: str) -> None:
+        if self.released or self.lost.is_set():
+            return
+        self.lost._fire(state, reason)
+        level = logging.INFO if state is State.CLOSED else logging.WARNING
+        self._log.log(level, "%s lost (%s)", self.what, reason)
+        client = self.client
+        if state is not State.CLOSED:
+            client.spawn(delete_node(client, self.node.path), f"aiocoord-loss:{self.node.path}")
+        if self.cancel_on_loss:
+            for task in dict.fromkeys(self.bodies):
+                if not task.done():
+                    self._cancels[task] = self._cancels.get(task, 0) + 1
+                    task.cancel(f"{self.what} lost ({reason})")
+        if self._on_loss is not None:
+            self._on_loss(state, reason)
+
+    def _end(self) -> bool:
+        """Stop holding; True if it had been lost (its node is being deleted already)."""
+        self.released = True
+        self._watch.close()
+        return self.lost.is_set()
+
+    async def release(self) -> None:
+        """End the holding and delete the node (see :func:`delete_node`); idempotent. Raises
+        LockLostError if it had been lost (it is ended all the same)."""
+        if self.released:
+            return
+        if self._end():
+            raise LockLostError(f"{self.what} was lost ({self.lost.reason})")
+        await delete_node(self.client, self.node.path, cleared=self._exclusive)
+
+    async def leave(self) -> str | None:
+        """End the holding like :meth:`release`, but return the reason of a loss instead of
+        raising it (None if it was held to the end)."""
+        if self.released:
+            return self.lost.reason
+        if self._end():
+            return self.lost.reason
+        await delete_node(self.client, self.node.path, cleared=self._exclusive)
+        return None
+
+    def discard(self) -> None:
+        """End the holding without waiting: the node is deleted in the background (for
+        clean-up while unwinding)."""
+        if not self.released and not self._end():
+            client = self.client
+            client.spawn(delete_node(client, self.node.path), f"aiocoord-return:{self.node.path}")
+
+    def enter_body(self, task: asyncio.Task[Any]) -> None:
+        """``task`` starts a body (``async with``) under this holding."""
+        self.bodies.append(task)
+
+    async def exit_body(
+        self,
+        task: asyncio.Task[Any],
+        exc: BaseException | None,
+        error: type[CoordinationError] = LockLostError,
+    ) -> None:
+        """``task`` leaves a body it entered. If the holding was lost, raise ``error`` in place
+        of our own cancellation (or of a normal exit); any other exception of the body, or a
+        cancellation by someone else, goes on."""
+        self.bodies.remove(task)
+        if not self.lost.is_set():
+            return
+        message = f"{self.what} was lost ({self.lost.reason})"
+        ours = self._cancels.get(task, 0)
+        if ours:
+            if ours == 1:
+                del self._cancels[task]
+            else:
+                self._cancels[task] = ours - 1
+            if not isinstance(exc, asyncio.CancelledError) and not _others_cancelling(task):
+                # The body ended before our cancellation reached it: take it here, so that it
+                # does not hit the caller's next await.
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.sleep(0)
+            others_pending = not _uncancel(task)
+            if isinstance(exc, asyncio.CancelledError):
+                if others_pending:
+                    return  # someone else cancelled too: their cancellation goes on
+                raise error(message + "; the body was cancelled") from None
+        if exc is None:
+            raise error(message + " while the body ran")
+
+    def __repr__(self) -> str:
+        state = "held" if self.is_held else "released" if self.released else "lost"
+        return f"<Holding {self.node.path} {state}>"
+
+
+def _uncancel(task: asyncio.Task[Any]) -> bool:
+    """Withdraw one cancellation we requested; True if no other one is pending."""
+    withdraw = getattr(task, "uncancel", None)  # Python 3.11+
+    if withdraw is None:
+        return True
+    return int(withdraw()) == 0
+
+
+def _others_cancelling(task: asyncio.Task[Any]) -> bool:
+    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+    return cancelling is not None and int(cancelling()) > 1

@@ -21,6 +21,7 @@ __all__ = [
     "bounded",
     "call_with_watch",
     "deadline_after",
+    "left_or_zero",
     "remaining",
     "result_by",
     "retrieve",
@@ -34,6 +35,13 @@ T = TypeVar("T")
 def deadline_after(timeout: float | None) -> float | None:
     """The loop time ``timeout`` seconds from now (None: no deadline)."""
     return None if timeout is None else asyncio.get_running_loop().time() + timeout
+
+
+def left_or_zero(deadline: float | None) -> float | None:
+    """Seconds left before ``deadline``, 0 once it has passed (None: no deadline)."""
+    if deadline is None:
+        return None
+    return max(deadline - asyncio.get_running_loop().time(), 0.0)
 
 
 def remaining(deadline: float | None) -> float | None:

@@ -27,7 +27,6 @@ import contextlib
 import uuid
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
 
 from aiocoord._protocol import ACL
 from aiocoord._validation import validate_path, validate_timeout
@@ -42,6 +41,7 @@ from aiocoord.errors import (
     NoNodeError,
     SessionExpiredError,
 )
+from aiocoord.recipes._args import check_client
 from aiocoord.recipes._nodes import delete_node
 from aiocoord.recipes._waiting import call_with_watch, deadline_after, wait_watches
 from aiocoord.session import State
@@ -55,12 +55,6 @@ READY_NODE = "ready"
 class BarrierError(CoordinationError):
     """A double barrier was used out of order, or its participant node vanished while the
     session that made it was still alive (someone deleted it)."""
-
-
-def _check_client(client: Any) -> Client:
-    if not isinstance(client, Client):
-        raise InvalidTypeError(f"client must be an aiocoord.Client, not {type(client).__name__}")
-    return client
 
 
 async def _await_watch(watch: Watch, deadline: float | None) -> bool:
@@ -83,7 +77,7 @@ class Barrier:
     """
 
     def __init__(self, client: Client, path: str, *, acl: Sequence[ACL] | None = None) -> None:
-        self.client = _check_client(client)
+        self.client = check_client(client)
         self.path = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a Barrier cannot live on the root node")
@@ -145,7 +139,7 @@ class DoubleBarrier:
     def __init__(
         self, client: Client, path: str, n: int, *, acl: Sequence[ACL] | None = None
     ) -> None:
-        self.client = _check_client(client)
+        self.client = check_client(client)
         self.path = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a DoubleBarrier cannot live on the root node")

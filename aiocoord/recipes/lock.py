@@ -46,21 +46,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord.client import Client, check_acl
-from aiocoord.errors import InvalidTypeError, LockLostError, LockNotOwnedError
+from aiocoord.errors import LockLostError, LockNotOwnedError
+from aiocoord.recipes._args import check_client, check_identifier, current_task, default_identifier
 from aiocoord.recipes._drivers import Driver, LeaseDriver
-from aiocoord.recipes._holding import LossEvent, LossWatch
-from aiocoord.recipes._nodes import QueueNode, delete_node
+from aiocoord.recipes._holding import Holding, LossEvent
+from aiocoord.recipes._nodes import QueueNode
 from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.session import State
 
@@ -72,75 +70,23 @@ log = logging.getLogger("aiocoord.recipes.lock")
 LOCK_NAME = "lock-"
 
 
-@lru_cache(maxsize=1)
-def _host() -> str:
-    return socket.gethostname()
-
-
-def default_identifier(task: asyncio.Task[Any] | None) -> str:
-    """``host:pid:task-name``, what a contender stores when given no identifier."""
-    name = task.get_name() if task is not None else "main"
-    return f"{_host()}:{os.getpid()}:{name}"
-
-
-def current_task() -> asyncio.Task[Any]:
-    """The running task (locks are owned by tasks)."""
-    task = asyncio.current_task()
-    if task is None:  # pragma: no cover - only outside of a task
-        raise RuntimeError("locks must be used from an asyncio task")
-    return task
-
-
-def uncancel(task: asyncio.Task[Any]) -> bool:
-    """Withdraw one cancellation request we made; True if no other one is pending."""
-    withdraw = getattr(task, "uncancel", None)  # Python 3.11+
-    if withdraw is None:
-        return True
-    return int(withdraw()) == 0
-
-
-def check_client(client: Any) -> Client:
-    """``client`` if it is a :class:`Client`, else InvalidTypeError."""
-    if not isinstance(client, Client):
-        raise InvalidTypeError(f"client must be an aiocoord.Client, not {type(client).__name__}")
-    return client
-
-
-def check_identifier(identifier: Any) -> str | None:
-    """``identifier`` if it is None or a str, else InvalidTypeError."""
-    if identifier is not None and not isinstance(identifier, str):
-        raise InvalidTypeError(f"identifier must be str or None, not {type(identifier).__name__}")
-    return identifier
-
-
-def lost_body_exit(
-    task: asyncio.Task[Any], cancelled_by_us: bool, exc: BaseException | None, what: str
-) -> None:
-    """Finish an ``async with`` whose holding was lost: raise LockLostError in place of our
-    own cancellation (or of a normal exit); let any other exception through."""
-    others_pending = False
-    if cancelled_by_us:
-        others_pending = not uncancel(task)
-    if isinstance(exc, asyncio.CancelledError):
-        if cancelled_by_us and not others_pending:
-            raise LockLostError(f"{what} was lost; the body was cancelled") from None
-        return  # someone else cancelled too: their cancellation goes on
-    if exc is None:
-        raise LockLostError(f"{what} was lost while the body ran")
-
-
 @dataclass(eq=False)
 class _Hold:
-    """One granted node of one task."""
+    """One task's holding of the lock, counted (a task may take a reentrant lock again)."""
 
-    node: QueueNode
+    holding: Holding
     task: asyncio.Task[Any]
     count: int = 1
-    watch: LossWatch | None = None
-    lost: State | None = None
-    body_depth: int = 0
-    cancel_requested: int = 0
-    released: bool = field(default=False)
+
+    @property
+    def node(self) -> QueueNode:
+        """The granted node."""
+        return self.holding.node
+
+    @property
+    def lost(self) -> State | None:
+        """Why the holding was lost, or None while it holds."""
+        return self.holding.lost.state
 
 
 class _QueueLock:
@@ -168,6 +114,7 @@ class _QueueLock:
             client, path, lock_name, driver if driver is not None else LeaseDriver(1), acl=self.acl
         )
         self._holds: list[_Hold] = []
+        # The holds whose bodies (``async with``) each task runs, innermost last.
         self._bodies: dict[asyncio.Task[Any], list[_Hold]] = {}
         self._lost = LossEvent()
 
@@ -243,49 +190,35 @@ class _QueueLock:
         return self._hold(node, task)
 
     def _hold(self, node: QueueNode, task: asyncio.Task[Any]) -> _Hold:
-        # No await between the grant and the LossWatch: no state change can fall between.
+        # No await between the grant and the Holding: no state change can fall between.
         if self._lost.is_set() and not self.is_held:
             self._lost = LossEvent()
-        hold = _Hold(node, task)
-        hold.watch = LossWatch(
+        holding = Holding(
             self.client,
             node,
-            self.suspended_is_loss,
-            lambda state, reason: self._on_loss(hold, state, reason),
+            what=f"lock {self.path}",
+            logger=log,
+            suspended_is_loss=self.suspended_is_loss,
+            cancel_on_loss=self.cancel_on_loss,
+            exclusive=self._queue.driver.exclusive,
+            on_loss=self._on_loss,
         )
+        hold = _Hold(holding, task)
         self._holds.append(hold)
         return hold
 
-    def _on_loss(self, hold: _Hold, state: State, reason: str) -> None:
-        if hold.lost is not None or hold.released:
-            return
-        hold.lost = state
-        # Closing the client while holding is an ordinary shutdown, not an incident.
-        level = logging.INFO if state is State.CLOSED else logging.WARNING
-        log.log(level, "lock %s lost (%s) by task %s", self.path, reason, hold.task.get_name())
+    def _on_loss(self, state: State, reason: str) -> None:
         self._lost._fire(state, reason)
-        if state is not State.CLOSED:
-            # After LOST the node is gone already; after SUSPENDED it is deleted once the
-            # connection is back, so that nobody waits on a lock its owner has given up.
-            self.client.spawn(delete_node(self.client, hold.node.path), "aiocoord-lock-loss")
-        if self.cancel_on_loss and hold.body_depth > 0 and not hold.task.done():
-            hold.cancel_requested += 1
-            hold.task.cancel(f"lock {self.path} lost ({state.value})")
 
     async def _release_hold(self, hold: _Hold) -> None:
         hold.count -= 1
         if hold.count > 0:
             if hold.lost is not None:
-                raise LockLostError(f"lock {self.path} was lost ({hold.lost.value})")
+                raise LockLostError(f"lock {self.path} was lost ({hold.holding.lost.reason})")
             return
-        # Not held from here on, even while the delete below waits for the connection.
-        hold.released = True
+        # Not held from here on, even while the delete waits for the connection.
         self._holds.remove(hold)
-        if hold.watch is not None:
-            hold.watch.close()
-        if hold.lost is not None:
-            raise LockLostError(f"lock {self.path} was lost ({hold.lost.value})")
-        await self._queue.release(hold.node)
+        await hold.holding.release()
 
     async def _acquire_hold(self, timeout: float | None, blocking: bool) -> _Hold | None:
         raise NotImplementedError
@@ -304,8 +237,8 @@ class _QueueLock:
         if hold is not None:
             if hold.lost is not None:
                 raise LockLostError(
-                    f"lock {self.path} was lost ({hold.lost.value}); release it before "
-                    "acquiring it again"
+                    f"lock {self.path} was lost ({hold.holding.lost.reason}); release it "
+                    "before acquiring it again"
                 )
             hold.count += 1
             return hold
@@ -324,7 +257,7 @@ class _QueueLock:
     async def __aenter__(self) -> _QueueLock:
         hold = await self._acquire_hold(None, True)
         assert hold is not None
-        hold.body_depth += 1
+        hold.holding.enter_body(hold.task)
         self._bodies.setdefault(hold.task, []).append(hold)
         return self
 
@@ -343,21 +276,19 @@ class _QueueLock:
         hold = stack.pop()
         if not stack:
             del self._bodies[hold.task]
-        hold.body_depth -= 1
+        holding = hold.holding
         if hold.lost is None:
-            if hold.released:
+            await holding.exit_body(hold.task, exc)
+            if holding.released:
                 raise LockNotOwnedError(f"lock {self.path} was released inside its 'async with'")
             await self._release_hold(hold)
             return
-        cancelled_by_us = hold.cancel_requested > 0
-        if cancelled_by_us:
-            hold.cancel_requested -= 1
-        if not hold.released:
+        if not holding.released:
             hold.count -= 1
             if hold.count <= 0:
-                hold.released = True
                 self._holds.remove(hold)
-        lost_body_exit(hold.task, cancelled_by_us, exc, f"lock {self.path}")
+                await holding.leave()
+        await holding.exit_body(hold.task, exc)
 
     def __repr__(self) -> str:
         state = "held" if self.is_held else "not held"

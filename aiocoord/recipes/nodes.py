@@ -47,6 +47,7 @@ from aiocoord.errors import (
     NoNodeError,
     SessionExpiredError,
 )
+from aiocoord.recipes._args import check_client
 from aiocoord.recipes._nodes import delete_node
 from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import ChildrenCache, NodeEvent
@@ -76,12 +77,6 @@ class CreateMode(enum.Enum):
         return self in (CreateMode.PERSISTENT_SEQUENTIAL, CreateMode.EPHEMERAL_SEQUENTIAL)
 
 
-def _check_client(client: Any) -> Client:
-    if not isinstance(client, Client):
-        raise InvalidTypeError(f"client must be an aiocoord.Client, not {type(client).__name__}")
-    return client
-
-
 class PersistentNode:
     """A node kept present while the object runs (Curator's ``PersistentNode``); see the
     module docstring.
@@ -103,7 +98,7 @@ class PersistentNode:
         protected: bool = False,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        self.client = _check_client(client)
+        self.client = check_client(client)
         if not isinstance(mode, CreateMode):
             raise InvalidTypeError(f"mode must be a CreateMode, not {type(mode).__name__}")
         self.path = validate_path(path, sequential=mode.sequential)
@@ -316,7 +311,7 @@ class GroupMember:
         *,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        self.client = _check_client(client)
+        self.client = check_client(client)
         self.path = validate_path(path)
         if not isinstance(member_id, str):
             raise InvalidTypeError(f"member_id must be str, not {type(member_id).__name__}")

@@ -31,9 +31,10 @@ from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_timeout
 from aiocoord.client import Client, check_acl
 from aiocoord.errors import LockUpgradeError
+from aiocoord.recipes._args import current_task
 from aiocoord.recipes._drivers import Driver, LeaseDriver
 from aiocoord.recipes._nodes import QueueNode
-from aiocoord.recipes.lock import _Hold, _QueueLock, current_task
+from aiocoord.recipes.lock import _Hold, _QueueLock
 
 __all__ = ["READ_NAME", "WRITE_NAME", "ReadLock", "ReadWriteLock", "WriteLock"]
 

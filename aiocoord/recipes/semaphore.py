@@ -26,7 +26,6 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
 
 from aiocoord._paths import join, sort_by_sequence
 from aiocoord._protocol import ACL
@@ -36,24 +35,16 @@ from aiocoord.client import Client, check_acl
 from aiocoord.errors import (
     BadArgumentsError,
     InvalidTypeError,
-    LockLostError,
     NoNodeError,
     SessionExpiredError,
 )
+from aiocoord.recipes._args import check_client, check_identifier, current_task, default_identifier
 from aiocoord.recipes._drivers import LeaseDriver
-from aiocoord.recipes._holding import LossEvent, LossWatch
-from aiocoord.recipes._nodes import ProtectedNode, QueueNode, Restart, delete_node
+from aiocoord.recipes._holding import Holding, LossEvent
+from aiocoord.recipes._nodes import ProtectedNode, QueueNode, Restart
 from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.recipes._waiting import TimedOut, bounded
-from aiocoord.recipes.lock import (
-    LOCK_NAME,
-    check_client,
-    check_identifier,
-    current_task,
-    default_identifier,
-    lost_body_exit,
-)
-from aiocoord.session import State
+from aiocoord.recipes.lock import LOCK_NAME
 
 __all__ = ["LEASE_NAME", "LEASES", "LOCKS", "Lease", "Semaphore"]
 
@@ -70,69 +61,56 @@ class Lease:
 
     def __init__(self, semaphore: Semaphore, node: QueueNode) -> None:
         self.semaphore = semaphore
-        self.node = node
-        #: fires if the lease is lost while held (see the module docstring)
-        self.lost = LossEvent()
-        self._released = False
-        self._body: asyncio.Task[Any] | None = None
-        self._cancel_requested = False
-        # Started in the same step as the grant: no state change can fall in between.
-        self._watch = LossWatch(semaphore.client, node, semaphore.suspended_is_loss, self._on_loss)
+        # Made in the same step as the grant: no state change can fall in between.
+        self._holding = Holding(
+            semaphore.client,
+            node,
+            what=f"lease {node.path}",
+            logger=log,
+            suspended_is_loss=semaphore.suspended_is_loss,
+            cancel_on_loss=semaphore.cancel_on_loss,
+        )
+
+    @property
+    def node(self) -> QueueNode:
+        """The lease node."""
+        return self._holding.node
+
+    @property
+    def lost(self) -> LossEvent:
+        """Fires if the lease is lost while held (see the module docstring)."""
+        return self._holding.lost
 
     @property
     def path(self) -> str:
         """The lease node's path."""
-        return self.node.path
+        return self._holding.node.path
 
     @property
     def fencing_token(self) -> int:
         """The lease node's creation zxid."""
-        return self.node.czxid
+        return self._holding.fencing_token
 
     @property
     def is_held(self) -> bool:
         """True until the lease is released or lost."""
-        return not self._released and not self.lost.is_set()
-
-    def _on_loss(self, state: State, reason: str) -> None:
-        if self._released:
-            return
-        level = logging.INFO if state is State.CLOSED else logging.WARNING
-        log.log(level, "lease %s lost (%s)", self.node.path, reason)
-        self.lost._fire(state, reason)
-        client = self.semaphore.client
-        if state is not State.CLOSED:
-            client.spawn(delete_node(client, self.node.path), "aiocoord-lease-loss")
-        body = self._body
-        if self.semaphore.cancel_on_loss and body is not None and not body.done():
-            self._cancel_requested = True
-            body.cancel(f"lease {self.node.path} lost ({state.value})")
+        return self._holding.is_held
 
     async def release(self) -> None:
         """Return the lease (at once locally; the node is deleted now or once reconnected).
 
         Releasing again does nothing. Raises LockLostError if the lease had been lost.
         """
-        if self._released:
-            return
-        self._released = True
-        self._watch.close()
-        if self.lost.is_set():
-            assert self.lost.state is not None
-            raise LockLostError(f"lease {self.node.path} was lost ({self.lost.state.value})")
-        await delete_node(self.semaphore.client, self.node.path)
+        await self._holding.release()
 
     def _discard_now(self) -> None:
         """Give the lease back without waiting (for clean-up while unwinding)."""
-        if not self._released:
-            self._released = True
-            self._watch.close()
-            client = self.semaphore.client
-            client.spawn(delete_node(client, self.node.path), "aiocoord-lease-return")
+        self._holding.discard()
 
     def __repr__(self) -> str:
-        state = "held" if self.is_held else "released" if self._released else "lost"
-        return f"<Lease {self.node.path} {state}>"
+        holding = self._holding
+        state = "held" if holding.is_held else "released" if holding.released else "lost"
+        return f"<Lease {holding.node.path} {state}>"
 
 
 class _LeaseContext:
@@ -150,7 +128,7 @@ class _LeaseContext:
                 f"no lease of {self._semaphore.path} within {self._timeout} s"
             )
         lease = self._lease = leases[0]
-        lease._body = current_task()
+        lease._holding.enter_body(current_task())
         return lease
 
     async def __aexit__(
@@ -162,14 +140,14 @@ class _LeaseContext:
         lease = self._lease
         assert lease is not None
         self._lease = None
-        lease._body = None
-        if not lease.lost.is_set():
-            await lease.release()
-            return
-        lease._released = True
-        lease._watch.close()
+        holding = lease._holding
         task = current_task()
-        lost_body_exit(task, lease._cancel_requested, exc, f"lease {lease.path}")
+        if not holding.lost.is_set():
+            await holding.exit_body(task, exc)
+            await holding.release()
+            return
+        await holding.leave()
+        await holding.exit_body(task, exc)
 
 
 class Semaphore:

@@ -13,14 +13,12 @@ import pytest
 
 from aiocoord import Client, State
 from aiocoord.errors import NoNodeError
-from aiocoord.recipes._nodes import QueueNode
 from aiocoord.recipes.election import (
     Election,
     LeaderLatch,
     LeadershipChange,
     LeadershipLostError,
     LeadershipTerm,
-    _hold,
 )
 from aiocoord.testing import expire_session
 
@@ -170,44 +168,6 @@ async def test_latch_rejoins_when_the_whole_path_vanishes(zk_connect: Factory) -
     await eventually(rejoined)
     for latch in latches:
         await latch.close()
-
-
-async def test_claim_checks_the_nodes_ephemeral_owner(zk_connect: Factory) -> None:
-    """A node at the head of the queue that is not owned by this session must not make it
-    leader (for example one left by an earlier session of this client)."""
-    client, other = await zk_connect(), await zk_connect()
-    path, stat = await other.create(
-        "/owner/_c_00000000-0000-0000-0000-000000000000-latch-0000000000",
-        b"x",
-        ephemeral=True,
-        make_parents=True,
-        with_stat=True,
-    )
-    name = path.rsplit("/", 1)[1]
-    # What the queue would hand over if it took the node for ours.
-    node = QueueNode(path, name, 0, stat.czxid, client.session_id, client.session.generation)
-    started: list[Any] = []
-    assert await _hold(client, node, True, started.append, lambda reason: None) is None
-    assert started == []
-    # The same check passes for a node this session owns.
-    mine, my_stat = await client.create(
-        "/owner/_c_00000000-0000-0000-0000-000000000001-latch-0000000001",
-        ephemeral=True,
-        with_stat=True,
-    )
-    node = QueueNode(
-        mine,
-        mine.rsplit("/", 1)[1],
-        1,
-        my_stat.czxid,
-        client.session_id,
-        client.session.generation,
-    )
-    holding = await _hold(client, node, True, started.append, lambda reason: None)
-    assert holding is not None
-    assert started == [holding]
-    holding.end("left")
-    holding.close()
 
 
 async def test_session_policy_keeps_leadership_through_a_dropped_connection(

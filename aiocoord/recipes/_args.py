@@ -1,0 +1,47 @@
+"""Argument checks and defaults every recipe shares (one copy each)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from functools import lru_cache
+from typing import Any
+
+from aiocoord.client import Client
+from aiocoord.errors import InvalidTypeError
+
+__all__ = ["check_client", "check_identifier", "current_task", "default_identifier"]
+
+
+@lru_cache(maxsize=1)
+def _host() -> str:
+    return socket.gethostname()
+
+
+def default_identifier(task: asyncio.Task[Any] | None) -> str:
+    """``host:pid:task-name``, what a contender stores when given no identifier."""
+    name = task.get_name() if task is not None else "main"
+    return f"{_host()}:{os.getpid()}:{name}"
+
+
+def current_task() -> asyncio.Task[Any]:
+    """The running task (locks are owned by tasks)."""
+    task = asyncio.current_task()
+    if task is None:  # pragma: no cover - only outside of a task
+        raise RuntimeError("locks must be used from an asyncio task")
+    return task
+
+
+def check_client(client: Any) -> Client:
+    """``client`` if it is a :class:`Client`, else InvalidTypeError."""
+    if not isinstance(client, Client):
+        raise InvalidTypeError(f"client must be an aiocoord.Client, not {type(client).__name__}")
+    return client
+
+
+def check_identifier(identifier: Any) -> str | None:
+    """``identifier`` if it is None or a str, else InvalidTypeError."""
+    if identifier is not None and not isinstance(identifier, str):
+        raise InvalidTypeError(f"identifier must be str or None, not {type(identifier).__name__}")
+    return identifier

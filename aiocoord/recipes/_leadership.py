@@ -1,0 +1,92 @@
+"""What leader latches and elections share: Curator's node names, the data they report,
+and the error of a lost term."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+from aiocoord.errors import CoordinationError, InvalidTypeError
+from aiocoord.recipes._queue import SequentialQueue
+
+__all__ = [
+    "ELECTION_NAME",
+    "LATCH_NAME",
+    "LeadershipChange",
+    "LeadershipLostError",
+    "LeadershipTerm",
+    "Participant",
+    "check_leader_identifier",
+    "participants_of",
+]
+
+#: Curator's LeaderLatch node name (before the sequence number).
+LATCH_NAME = "latch-"
+#: Curator's LeaderSelector node name (its InterProcessMutex's).
+ELECTION_NAME = "lock-"
+
+
+class LeadershipLostError(CoordinationError):
+    """Leadership ended while the body of ``async with election.leadership():`` ran; the
+    body was cancelled (or had finished, if it ended before the cancellation reached it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeadershipTerm:
+    """One term of leadership of one contender."""
+
+    #: the contender's identifier
+    identifier: str
+    #: the contender's node
+    node_path: str
+    #: the node's creation zxid: larger for every later term of the same election
+    fencing_token: int
+    #: the session that holds the node
+    session_id: int
+    #: ``time.monotonic()`` when this process learnt it leads
+    started: float
+
+
+@dataclass(frozen=True, slots=True)
+class LeadershipChange:
+    """A change of a :class:`LeaderLatch`'s leadership (one item of its change stream).
+
+    ``is_leader`` is the new state, ``term`` the term that began (or ended), ``reason`` why
+    a term ended: ``"lost"``, ``"suspended"``, ``"closed"`` (the client), ``"deleted"``
+    (the node) or ``"left"`` (the latch was closed). ``resynced`` marks the one change a
+    slow reader gets in place of those it missed: it gives the state now.
+    """
+
+    is_leader: bool
+    term: LeadershipTerm | None
+    reason: str | None = None
+    resynced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Participant:
+    """A contender of an election, as its node says."""
+
+    identifier: str
+    is_leader: bool
+    node_name: str
+
+
+def check_leader_identifier(identifier: Any) -> str:
+    """``identifier``, or ``host:pid`` for None; InvalidTypeError if it is not a str."""
+    if identifier is None:
+        return f"{socket.gethostname()}:{os.getpid()}"
+    if not isinstance(identifier, str):
+        raise InvalidTypeError(f"identifier must be str, not {type(identifier).__name__}")
+    return identifier
+
+
+async def participants_of(queue: SequentialQueue) -> list[Participant]:
+    """The contenders of an election's queue, in queue order (the leader first)."""
+    nodes = await queue.participants(queue.lock_name)
+    return [
+        Participant(data.decode("utf-8", "replace"), i == 0, name)
+        for i, (name, data) in enumerate(nodes)
+    ]
