@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test unit integration chaos lint typecheck check plugin-check docs bench bench-quick ab soak ci-local zookeeper venv clean
+.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs bench bench-quick ab soak ci-local zookeeper venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ demo: venv zookeeper
 
 test: venv zookeeper
 	$(PY) -m pytest -q
+
+# The suite on every other Python the package claims (3.10, 3.12, 3.13): a venv each.
+test-pythons: venv zookeeper
+	./scripts/test-pythons
 
 unit: venv
 	$(PY) -m pytest -q tests/unit

@@ -3,24 +3,10 @@
 same path take part in the same election). :class:`~aiocoord.recipes.latch.LeaderLatch` and the
 data both report are re-exported here.
 
-**Claiming.** A contender leads once the queue grants its node, under the rules every lock
-follows (:mod:`aiocoord.recipes._nodes`): the node was made by the current session (one left by
-an earlier session of this client is never taken for ours), and the session is trusted at the
-moment of the grant. From then on the term is a :class:`~aiocoord.recipes._holding.Holding`:
-a deletion of the node by anyone else ends it with the reason ``"deleted"``.
-
-**Terms end** when the session is lost (LOST), when the client is closed, when the node is
-deleted, and, under the ``suspended_is_loss`` policy (the default, as Curator's standard
-policy), as soon as the connection is lost (SUSPENDED): the session may be expiring unseen, and
-another contender may be leader before this one hears of it. After a SUSPENDED loss the node
-is deleted once reconnected and the contender joins again at the back of the queue, so a new
-leader is chosen. Under the *session* policy (``suspended_is_loss=False``) leadership survives
-connection loss and ends only with the session.
-
-**Fencing.** Each term carries :attr:`LeadershipTerm.fencing_token`, its node's creation zxid.
-Every later term of the same election has a larger one (a later node has a larger sequence
-number, hence a larger zxid), so a store that remembers the largest token it has seen can
-refuse writes from a leader that has lost leadership without knowing it yet.
+Claiming a term, the ways a term ends (``suspended_is_loss`` decides whether a lost connection
+ends it; the default ends it, as Curator's standard policy) and the fencing tokens work as for
+:mod:`aiocoord.recipes.latch`; a lost term cancels the body of ``async with
+election.leadership():``, which then raises :class:`LeadershipLostError`.
 
 **Task.** An election owns the task of :meth:`Election.start`. Cancelling it, or leaving the
 body of ``async with election.leadership():``, leaves no node behind: it is deleted now, or
