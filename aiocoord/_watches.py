@@ -125,6 +125,10 @@ class _Entry:
     # For restore after reconnect: a DATA watch on an existing node goes back as a data
     # watch, on a missing one as an exist watch (the server then fires CREATED/DELETED).
     exists: bool = True
+    # Whether a request of a waiter of this entry has set the server watch (or a reconnect
+    # restored it). Waiters share the entry, so the last one to leave may not be the one
+    # whose request set it: then the watch must still be removed on the server.
+    armed: bool = False
 
 
 class PersistentWatch:
@@ -213,6 +217,19 @@ class WatchTable:
         if entry is not None:
             entry.exists = exists
 
+    def armed(self, watch: Watch) -> None:
+        """Record that ``watch``'s request set the server watch its entry stands for."""
+        entry = self._one_shot.get((watch.kind, watch._server_path))
+        if entry is not None and watch._future in entry.waiters:
+            entry.armed = True
+
+    def arm_entry(self, kind: WatchKind, server_path: str) -> None:
+        """Record that the server watch of the current entry of (kind, path) is set (by a
+        request whose own waiter was fired meanwhile by an earlier event)."""
+        entry = self._one_shot.get((kind, server_path))
+        if entry is not None:
+            entry.armed = True
+
     def unregister(self, watch: Watch) -> None:
         """Withdraw a waiter whose request did not set a server watch (e.g. get on NoNode)."""
         fut = watch._future
@@ -222,8 +239,10 @@ class WatchTable:
             if entry is not None:
                 entry.waiters.discard(fut)
                 if not entry.waiters:
-                    # No server watch was set, so nothing to remove remotely.
                     del self._one_shot[key]
+                    if entry.armed:
+                        # Another waiter's request set it, and that waiter left first.
+                        self._on_last_gone(key[0], key[1])
                     self._path_changed(key[1])
             fut.cancel()
 
@@ -364,6 +383,7 @@ class WatchTable:
         for (kind, path), entry in self._one_shot.items():
             if self.served_by_persistent(kind, path):
                 continue  # ZOOKEEPER-4466: the persistent watch restored below serves it
+            entry.armed = True
             if kind is WatchKind.CHILD:
                 lists["child_watches"].append(path)
             elif entry.exists:

@@ -8,6 +8,9 @@ before anything is sent, with :class:`BadArgumentsError` (also a ``ValueError``)
 
 from __future__ import annotations
 
+import asyncio
+import builtins
+import sys
 from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
@@ -57,6 +60,7 @@ __all__ = [
     "SessionMovedError",
     "SystemZooKeeperError",
     "ThrottledError",
+    "TimeoutError",
     "TransactionFailedError",
     "UnimplementedError",
     "UnknownServerError",
@@ -118,6 +122,24 @@ class ClientClosedError(CoordinationError):
 
 class NoServersError(CoordinationError):
     """No server in the connect string could be reached."""
+
+
+if sys.version_info >= (3, 11):
+    _BuiltinTimeout = builtins.TimeoutError
+else:  # Python 3.10: asyncio.TimeoutError is a class of its own
+
+    class _BuiltinTimeout(builtins.TimeoutError, asyncio.TimeoutError):
+        """Both timeout classes of Python 3.10, so that handlers of either catch ours."""
+
+
+class TimeoutError(CoordinationError, _BuiltinTimeout):  # shadows the builtin on purpose
+    """A waiting call's ``timeout=`` passed before what it waited for happened.
+
+    Also the builtin :class:`TimeoutError` (and ``asyncio.TimeoutError``, the same class since
+    Python 3.11), so handlers written for either catch it. Nothing the call made is left
+    behind (a lock waiter's node, say). Where Curator's and kazoo's users expect a plain
+    answer, a non-blocking form says no without raising (``lock.acquire(blocking=False)``).
+    """
 
 
 class ProtocolError(CoordinationError):

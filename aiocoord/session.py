@@ -476,14 +476,19 @@ class Session:
             if watch is not None:
                 self._watch_after_error(watch, request.opcode, reply.err)
             raise error_for_code(reply.err, path=path, op=wire.OP_NAMES.get(request.opcode))
-        if watch is not None and watch.done():
-            self._fired_before_reply(watch)
+        if watch is not None:
+            if watch.done():
+                self._fired_before_reply(watch)
+            else:
+                self._watches.armed(watch)
         return reply
 
     def _watch_after_error(self, watch: Watch, opcode: int, err: int) -> None:
         if opcode == wire.OP_EXISTS and err == -101:
             if watch.done():
                 self._fired_before_reply(watch)
+            else:
+                self._watches.armed(watch)
             return  # exists on a missing node sets an exist watch
         self._watches.unregister(watch)
 
@@ -493,6 +498,8 @@ class Session:
         # nobody waits on now: remove it, unless a newer waiter already shares it.
         if not self._watches.has_waiters(watch.kind, watch.server_path):
             self._remove_server_watch(watch.kind, watch.server_path)
+        else:
+            self._watches.arm_entry(watch.kind, watch.server_path)
 
     @property
     def watches(self) -> WatchTable:

@@ -47,13 +47,12 @@ class ReportJob:
 
     async def run_once(self, *, wait: float = 5.0) -> bool:
         """Run the job if no one else is running it within ``wait`` seconds."""
-        if not await self.lock.acquire(timeout=wait):
-            return False
         try:
-            self.runs += 1
-            return True
-        finally:
-            await self.lock.release()
+            async with self.lock.acquired(timeout=wait):
+                self.runs += 1
+                return True
+        except aiocoord.TimeoutError:
+            return False
 
 
 # --- the tests ----------------------------------------------------------------------------

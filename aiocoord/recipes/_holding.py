@@ -25,6 +25,7 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._nodes import QueueNode, delete_node
+from aiocoord.recipes._waiting import within
 from aiocoord.session import State, StateChange
 
 __all__ = ["Holding", "LossEvent", "LossWatch", "is_loss"]
@@ -52,8 +53,9 @@ class LossEvent:
         return self._event.is_set()
 
     async def wait(self, timeout: float | None = None) -> State:
-        """Wait for the loss (TimeoutError after ``timeout`` seconds); returns its cause."""
-        await asyncio.wait_for(self._event.wait(), timeout)
+        """Wait for the loss (:class:`aiocoord.TimeoutError` after ``timeout`` seconds);
+        returns its cause."""
+        await within(self._event.wait(), timeout, "no loss")
         assert self.state is not None
         return self.state
 

@@ -18,6 +18,8 @@ import weakref
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from aiocoord.recipes._waiting import within
+
 E = TypeVar("E")
 
 __all__ = ["EventStream", "EventSubscription"]
@@ -105,11 +107,12 @@ class EventSubscription(Generic[E]):
                 self._waiter = None
 
     async def get(self, timeout: float | None = None) -> E:
-        """The next event; TimeoutError after ``timeout`` seconds (then nothing is consumed).
+        """The next event; :class:`aiocoord.TimeoutError` after ``timeout`` seconds (then
+        nothing is consumed).
 
         Raises StopAsyncIteration once the stream has ended.
         """
-        return await asyncio.wait_for(self.__anext__(), timeout)
+        return await within(self.__anext__(), timeout, "no event")
 
     async def aclose(self) -> None:
         """Stop receiving events; buffered ones are discarded."""

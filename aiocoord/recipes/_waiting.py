@@ -4,7 +4,8 @@ A deadline is a point in loop time (None: none). Two conventions meet here and a
 on purpose: :func:`time_left`, :func:`bounded` and :func:`result_by` raise the private
 :class:`TimedOut`, so that the sequential-node queue can tell its caller's deadline from a
 ``TimeoutError`` of anything it awaits; :func:`remaining`, :func:`call_with_watch` and
-:func:`wait_watches` raise ``asyncio.TimeoutError`` for the recipes that pass it on. Bounded
+:func:`wait_watches` raise :class:`aiocoord.TimeoutError` (an ``asyncio.TimeoutError`` too)
+for the recipes that pass it on. Bounded
 watch-setting calls and waiting for the first of several watches never leak a watch when the
 deadline passes."""
 
@@ -15,6 +16,7 @@ from collections.abc import Awaitable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from aiocoord._watches import Watch
+from aiocoord.errors import TimeoutError as CoordTimeoutError
 
 __all__ = [
     "TimedOut",
@@ -26,7 +28,9 @@ __all__ = [
     "result_by",
     "retrieve",
     "time_left",
+    "timed_out",
     "wait_watches",
+    "within",
 ]
 
 T = TypeVar("T")
@@ -50,8 +54,25 @@ def remaining(deadline: float | None) -> float | None:
         return None
     left = deadline - asyncio.get_running_loop().time()
     if left <= 0:
-        raise asyncio.TimeoutError()
+        raise CoordTimeoutError()
     return left
+
+
+def timed_out(what: str, timeout: float | None) -> CoordTimeoutError:
+    """The :class:`aiocoord.TimeoutError` a waiting call raises when its ``timeout`` passed:
+    ``what`` is what did not happen (``"lock /a not acquired"``)."""
+    return CoordTimeoutError(f"{what} within {timeout:g} s" if timeout is not None else what)
+
+
+async def within(aw: Awaitable[T], timeout: float | None, what: str) -> T:
+    """Await ``aw`` for at most ``timeout`` seconds (None: for as long as it takes); after
+    that, :class:`aiocoord.TimeoutError` naming ``what``. ``aw`` is cancelled then."""
+    if timeout is None:
+        return await aw
+    try:
+        return await asyncio.wait_for(aw, timeout)
+    except asyncio.TimeoutError:
+        raise timed_out(what, timeout) from None
 
 
 class TimedOut(Exception):
@@ -129,7 +150,7 @@ async def call_with_watch(coro: Coroutine[Any, Any, T], deadline: float | None) 
         raise
     if not done:
         await _discard(task)
-        raise asyncio.TimeoutError()
+        raise CoordTimeoutError()
     return task.result()
 
 
@@ -152,7 +173,7 @@ async def wait_watches(watches: Sequence[Watch], deadline: float | None) -> None
             waiters, timeout=remaining(deadline), return_when=asyncio.FIRST_COMPLETED
         )
         if not done:
-            raise asyncio.TimeoutError()
+            raise CoordTimeoutError()
         for fut in done:
             fut.result()
     finally:

@@ -30,7 +30,6 @@ from types import TracebackType
 
 from aiocoord._protocol import ACL
 from aiocoord._validation import validate_path, validate_timeout
-from aiocoord._watches import Watch
 from aiocoord.client import Client, check_acl
 from aiocoord.errors import (
     BadArgumentsError,
@@ -43,7 +42,7 @@ from aiocoord.errors import (
 )
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._nodes import delete_node
-from aiocoord.recipes._waiting import call_with_watch, deadline_after, wait_watches
+from aiocoord.recipes._waiting import call_with_watch, deadline_after, timed_out, wait_watches
 from aiocoord.session import State
 
 __all__ = ["READY_NODE", "Barrier", "BarrierError", "DoubleBarrier"]
@@ -57,22 +56,13 @@ class BarrierError(CoordinationError):
     session that made it was still alive (someone deleted it)."""
 
 
-async def _await_watch(watch: Watch, deadline: float | None) -> bool:
-    """Wait for ``watch`` until ``deadline``: True if it fired, False on timeout. The
-    watch is cancelled either way (a no-op once fired)."""
-    try:
-        await wait_watches([watch], deadline)
-    except asyncio.TimeoutError:
-        return False
-    return True
-
-
 class Barrier:
     """A gate clients wait at until it is removed (Curator's ``DistributedBarrier``).
 
     ``await barrier.set()`` puts it up, ``await barrier.remove()`` takes it down, ``await
-    barrier.wait(timeout)`` returns True once it is down (at once if it is not up) or False
-    after ``timeout`` seconds. Waiting survives connection loss and session expiry.
+    barrier.wait(timeout)`` returns True once it is down (at once if it is not up), and
+    raises :class:`aiocoord.TimeoutError` after ``timeout`` seconds. Waiting survives
+    connection loss and session expiry.
     ``acl`` is the ACL of the node it creates, parents included (None: OPEN_ACL_UNSAFE).
     """
 
@@ -100,27 +90,31 @@ class Barrier:
         return await self.client.exists(self.path) is not None
 
     async def wait(self, timeout: float | None = None) -> bool:
-        """Wait until the barrier is down: True, or False after ``timeout`` seconds.
+        """Wait until the barrier is down: True. Raises :class:`aiocoord.TimeoutError` after
+        ``timeout`` seconds.
 
-        Cancelling leaves nothing behind (the watch is withdrawn).
+        Cancelling, or a timeout, leaves nothing behind (the watch is withdrawn).
         """
-        deadline = deadline_after(validate_timeout(timeout))
+        timeout = validate_timeout(timeout)
+        deadline = deadline_after(timeout)
         client = self.client
-        while True:
-            try:
-                stat, watch = await call_with_watch(client.exists(self.path, watch=True), deadline)
-            except asyncio.TimeoutError:
-                return False
-            except SessionExpiredError:
-                continue  # a request that waited across an expiry: ask the new session
-            if stat is None:
-                watch.cancel()
-                return True
-            try:
-                if not await _await_watch(watch, deadline):
-                    return False
-            except SessionExpiredError:
-                continue  # the watch went with the session; set a new one
+        try:
+            while True:
+                try:
+                    stat, watch = await call_with_watch(
+                        client.exists(self.path, watch=True), deadline
+                    )
+                except SessionExpiredError:
+                    continue  # a request that waited across an expiry: ask the new session
+                if stat is None:
+                    watch.cancel()
+                    return True
+                try:
+                    await wait_watches([watch], deadline)
+                except SessionExpiredError:
+                    continue  # the watch went with the session; set a new one
+        except asyncio.TimeoutError:
+            raise timed_out(f"barrier {self.path} still up", timeout) from None
 
     def __repr__(self) -> str:
         return f"<Barrier {self.path}>"
@@ -198,12 +192,14 @@ class DoubleBarrier:
         return sum(1 for name in names if name != READY_NODE)
 
     async def enter(self, timeout: float | None = None) -> bool:
-        """Join and wait until ``n`` participants have joined: True, or False after
-        ``timeout`` seconds (then, as after cancellation, the participant node is gone).
+        """Join and wait until ``n`` participants have joined: True. Raises
+        :class:`aiocoord.TimeoutError` after ``timeout`` seconds (then, as after cancellation,
+        the participant node is gone).
 
         If the session expires while waiting, the node is made again on the new session.
         """
-        deadline = deadline_after(validate_timeout(timeout))
+        timeout = validate_timeout(timeout)
+        deadline = deadline_after(timeout)
         if self._entered:
             raise BarrierError(f"this participant already entered {self.path}; leave first")
         client = self.client
@@ -216,7 +212,7 @@ class DoubleBarrier:
                             client.exists(self.ready_path, watch=True), deadline
                         )
                     except asyncio.TimeoutError:
-                        return False
+                        raise timed_out(f"{self.n} not in {self.path}", timeout) from None
                     await self._create_node()
                     if ready is None and await self._count() >= self.n:
                         with contextlib.suppress(NodeExistsError):
@@ -226,8 +222,10 @@ class DoubleBarrier:
                         watch.cancel()
                         done = True
                         break
-                    if not await _await_watch(watch, deadline):
-                        return False
+                    try:
+                        await wait_watches([watch], deadline)
+                    except asyncio.TimeoutError:
+                        raise timed_out(f"{self.n} not in {self.path}", timeout) from None
                     done = True
                     break
                 except SessionExpiredError:
@@ -241,9 +239,11 @@ class DoubleBarrier:
     # --- leaving ------------------------------------------------------------------------
 
     async def leave(self, timeout: float | None = None) -> bool:
-        """Leave and wait until every participant has left: True, or False after
-        ``timeout`` seconds (call again to keep waiting)."""
-        deadline = deadline_after(validate_timeout(timeout))
+        """Leave and wait until every participant has left: True. Raises
+        :class:`aiocoord.TimeoutError` after ``timeout`` seconds (call again to keep
+        waiting)."""
+        timeout = validate_timeout(timeout)
+        deadline = deadline_after(timeout)
         if not self._entered:
             raise BarrierError(f"this participant has not entered {self.path}")
         client = self.client
@@ -286,10 +286,11 @@ class DoubleBarrier:
                 watch.cancel()
                 continue
             try:
-                if not await _await_watch(watch, deadline):
-                    return False
+                await wait_watches([watch], deadline)
             except SessionExpiredError:
                 continue
+            except asyncio.TimeoutError:
+                raise timed_out(f"participants still in {self.path}", timeout) from None
         with contextlib.suppress(NoNodeError):
             await client.delete(self.ready_path)
         self._entered = False

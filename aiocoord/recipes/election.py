@@ -47,7 +47,7 @@ from aiocoord.recipes._leadership import (
 )
 from aiocoord.recipes._nodes import QueueNode
 from aiocoord.recipes._queue import SequentialQueue
-from aiocoord.recipes._waiting import deadline_after, left_or_zero
+from aiocoord.recipes._waiting import deadline_after, left_or_zero, timed_out
 from aiocoord.recipes.latch import LeaderLatch
 from aiocoord.session import State
 
@@ -84,9 +84,7 @@ class _Leadership:
         self._task = task
         granted = await election._acquire(self._timeout)
         if granted is None:
-            raise asyncio.TimeoutError(
-                f"not elected leader of {election.path} within {self._timeout} s"
-            )
+            raise timed_out(f"not elected leader of {election.path}", self._timeout)
         holding, term = granted
         # No await since the grant: a loss from here on cancels the body.
         self._holding = holding
@@ -162,7 +160,8 @@ class Election:
     def leadership(self, timeout: float | None = None) -> _Leadership:
         """``async with election.leadership(timeout) as term:`` (see the class docstring).
 
-        Raises TimeoutError if not leader within ``timeout`` seconds (no node is left).
+        Raises :class:`aiocoord.TimeoutError` if not leader within ``timeout`` seconds (no
+        node is left).
         """
         return _Leadership(self, validate_timeout(timeout))
 

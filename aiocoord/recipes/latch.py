@@ -62,6 +62,7 @@ from aiocoord.recipes._leadership import (
 )
 from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.recipes._stream import EventStream, EventSubscription
+from aiocoord.recipes._waiting import within
 
 __all__ = ["LATCH_NAME", "LeaderLatch"]
 
@@ -274,28 +275,26 @@ class LeaderLatch:
     # --- waiting -------------------------------------------------------------------------
 
     async def wait_until_leader(self, timeout: float | None = None) -> bool:
-        """Wait until this contender leads: True, or False after ``timeout`` seconds (or
-        once the latch is closed)."""
+        """Wait until this contender leads: True (False if the latch is closed meanwhile).
+        Raises :class:`aiocoord.TimeoutError` after ``timeout`` seconds."""
         timeout = validate_timeout(timeout)
         if self._term is not None:
             return True
         if self._closed or self._task is None:
             raise CoordinationError(f"the LeaderLatch on {self.path} is not started")
-        try:
-            await asyncio.wait_for(self._leading.wait(), timeout)
-        except asyncio.TimeoutError:
-            return False
+        await within(self._leading.wait(), timeout, f"not leader of {self.path}")
         return self._term is not None
 
     async def next_change(self, timeout: float | None = None) -> LeadershipChange:
-        """Wait for the next change of leadership; TimeoutError after ``timeout`` seconds."""
+        """Wait for the next change of leadership; :class:`aiocoord.TimeoutError` after
+        ``timeout`` seconds."""
         timeout = validate_timeout(timeout)
         if self._closed:
             raise CoordinationError(f"the LeaderLatch on {self.path} is closed")
         fut: asyncio.Future[LeadershipChange] = asyncio.get_running_loop().create_future()
         self._waiters.add(fut)
         try:
-            return await asyncio.wait_for(fut, timeout)
+            return await within(fut, timeout, f"no change of leadership of {self.path}")
         finally:
             self._waiters.discard(fut)
 

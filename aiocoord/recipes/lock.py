@@ -60,6 +60,7 @@ from aiocoord.recipes._drivers import Driver, LeaseDriver
 from aiocoord.recipes._holding import Holding, LossEvent
 from aiocoord.recipes._nodes import QueueNode
 from aiocoord.recipes._queue import SequentialQueue
+from aiocoord.recipes._waiting import timed_out
 from aiocoord.session import State
 
 __all__ = ["LOCK_NAME", "Lock", "LossEvent", "Mutex"]
@@ -182,10 +183,16 @@ class _QueueLock:
     async def _grant(
         self, task: asyncio.Task[Any], timeout: float | None, blocking: bool
     ) -> _Hold | None:
+        # `blocking=False` answers False, the peers' way; a `timeout=` that passes raises
+        # (`timeout=0`: one look, then TimeoutError if it is taken).
+        raising = blocking and timeout is not None
+        waited = timeout
         if timeout == 0:
             blocking, timeout = False, None
         node = await self._enter(task, timeout, blocking)
         if node is None:
+            if raising:
+                raise timed_out(f"lock {self.path} not acquired", waited)
             return None
         return self._hold(node, task)
 
@@ -255,11 +262,19 @@ class _QueueLock:
     # --- async with -----------------------------------------------------------------------
 
     async def __aenter__(self) -> _QueueLock:
-        hold = await self._acquire_hold(None, True)
+        await self._enter_body(None)
+        return self
+
+    async def _enter_body(self, timeout: float | None) -> None:
+        hold = await self._acquire_hold(timeout, True)
         assert hold is not None
         hold.holding.enter_body(hold.task)
         self._bodies.setdefault(hold.task, []).append(hold)
-        return self
+
+    def acquired(self, timeout: float | None = None) -> _Acquired:
+        """``async with lock.acquired(timeout=5):`` — ``async with lock:`` with a bound on the
+        wait: :class:`aiocoord.TimeoutError` after ``timeout`` seconds (nothing is left)."""
+        return _Acquired(self, validate_timeout(timeout))
 
     async def __aexit__(
         self,
@@ -293,6 +308,27 @@ class _QueueLock:
     def __repr__(self) -> str:
         state = "held" if self.is_held else "not held"
         return f"<{type(self).__name__} {self.path} {state}>"
+
+
+class _Acquired:
+    """The context manager of :meth:`Lock.acquired` (and of every lock's)."""
+
+    __slots__ = ("_lock", "_timeout")
+
+    def __init__(self, lock: _QueueLock, timeout: float | None) -> None:
+        self._lock = lock
+        self._timeout = timeout
+
+    async def __aenter__(self) -> None:
+        await self._lock._enter_body(self._timeout)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._lock.__aexit__(exc_type, exc, tb)
 
 
 class Lock(_QueueLock):
@@ -334,10 +370,11 @@ class Lock(_QueueLock):
         )
 
     async def acquire(self, timeout: float | None = None, blocking: bool = True) -> bool:
-        """Take the lock; True once held. Returns False if ``blocking`` is false and it is
-        taken (``timeout=0`` means the same), or if ``timeout`` seconds passed first; then,
-        as after cancellation, no node is left. A task that holds it just counts up.
-        Raises LockLostError if this task's hold was lost and not yet released."""
+        """Take the lock; True once held. With ``blocking=False``, False if it is taken now.
+        Raises :class:`aiocoord.TimeoutError` if ``timeout`` seconds pass first
+        (``timeout=0``: at once if it is taken); then, as after cancellation, no node is left.
+        A task that holds it just counts up. Raises LockLostError if this task's hold was lost
+        and not yet released."""
         return await self._acquire_hold(timeout, blocking) is not None
 
     async def _acquire_hold(self, timeout: float | None, blocking: bool) -> _Hold | None:
@@ -388,9 +425,10 @@ class Mutex(_QueueLock):
         )
 
     async def acquire(self, timeout: float | None = None, blocking: bool = True) -> bool:
-        """Take the lock; True once held, False if ``blocking`` is false and it is taken
-        (``timeout=0`` means the same) or if ``timeout`` seconds passed first. No node is
-        left after a False or a cancellation."""
+        """Take the lock; True once held. With ``blocking=False``, False if it is taken now.
+        Raises :class:`aiocoord.TimeoutError` if ``timeout`` seconds pass first
+        (``timeout=0``: at once if it is taken). No node is left after a False, a timeout or
+        a cancellation."""
         return await self._acquire_hold(timeout, blocking) is not None
 
     async def _acquire_hold(self, timeout: float | None, blocking: bool) -> _Hold | None:

@@ -10,6 +10,7 @@ from typing import Protocol, runtime_checkable
 
 from aiocoord._validation import validate_flag, validate_timeout
 from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError
+from aiocoord.recipes._waiting import deadline_after, left_or_zero
 
 __all__ = ["Lockable", "MultiLock"]
 
@@ -35,9 +36,9 @@ class Lockable(Protocol):
 class MultiLock:
     """Acquires every lock in the given order, or none of them.
 
-    If one cannot be had (timeout, ``blocking=False``), or the acquire fails or is cancelled,
-    the ones already taken are released, newest first, before ``acquire`` returns False or
-    raises. Take the locks in the same order everywhere, as with any set of locks, or two
+    If one cannot be had (``blocking=False``, a timeout), or the acquire fails or is
+    cancelled, the ones already taken are released, newest first, before ``acquire`` returns
+    False or raises. Take the locks in the same order everywhere, as with any set of locks, or two
     MultiLocks can wait for each other. ``async with MultiLock([...]):`` holds them all for
     the body. Each lock reports its own loss (``lock.lost``).
     """
@@ -62,16 +63,16 @@ class MultiLock:
         return all(lock.is_held for lock in self.locks)
 
     async def acquire(self, timeout: float | None = None, blocking: bool = True) -> bool:
-        """Take every lock; True once all are held. False (with none held) if one is not
-        free and ``blocking`` is false, or if ``timeout`` seconds pass first."""
+        """Take every lock; True once all are held. With ``blocking=False``, False (with none
+        held) if one is not free now. Raises :class:`aiocoord.TimeoutError` (with none held)
+        if ``timeout`` seconds pass first."""
         timeout = validate_timeout(timeout)
         validate_flag(blocking, "blocking")
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
+        deadline = deadline_after(timeout)
         taken: list[Lockable] = []
         try:
             for lock in self.locks:
-                left = None if deadline is None else max(deadline - loop.time(), 0.0)
+                left = left_or_zero(deadline)
                 if not await lock.acquire(timeout=left, blocking=blocking):
                     await self._release_all(taken)
                     return False

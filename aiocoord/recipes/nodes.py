@@ -50,6 +50,7 @@ from aiocoord.errors import (
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._nodes import delete_node
 from aiocoord.recipes._stream import EventSubscription
+from aiocoord.recipes._waiting import within
 from aiocoord.recipes.cache import ChildrenCache, NodeEvent
 from aiocoord.session import State
 
@@ -130,14 +131,12 @@ class PersistentNode:
         return self._data
 
     async def wait_for_initial_create(self, timeout: float | None = None) -> bool:
-        """Wait until the node was first created: True, or False after ``timeout`` seconds."""
+        """Wait until the node was first created: True. Raises
+        :class:`aiocoord.TimeoutError` after ``timeout`` seconds."""
         timeout = validate_timeout(timeout)
         if self._task is None:
             raise CoordinationError(f"the PersistentNode {self.path} was not started")
-        try:
-            await asyncio.wait_for(self._created.wait(), timeout)
-        except asyncio.TimeoutError:
-            return False
+        await within(self._created.wait(), timeout, f"{self.path} not created")
         return True
 
     async def set_data(self, data: bytes) -> None:

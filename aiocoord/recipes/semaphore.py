@@ -43,7 +43,13 @@ from aiocoord.recipes._drivers import LeaseDriver
 from aiocoord.recipes._holding import Holding, LossEvent
 from aiocoord.recipes._nodes import ProtectedNode, QueueNode, Restart
 from aiocoord.recipes._queue import SequentialQueue
-from aiocoord.recipes._waiting import TimedOut, bounded
+from aiocoord.recipes._waiting import (
+    TimedOut,
+    bounded,
+    deadline_after,
+    left_or_zero,
+    timed_out,
+)
 from aiocoord.recipes.lock import LOCK_NAME
 
 __all__ = ["LEASE_NAME", "LEASES", "LOCKS", "Lease", "Semaphore"]
@@ -122,12 +128,8 @@ class _LeaseContext:
         self._lease: Lease | None = None
 
     async def __aenter__(self) -> Lease:
-        leases = await self._semaphore.acquire(1, self._timeout)
-        if not leases:
-            raise asyncio.TimeoutError(
-                f"no lease of {self._semaphore.path} within {self._timeout} s"
-            )
-        lease = self._lease = leases[0]
+        (lease,) = await self._semaphore.acquire(1, self._timeout)
+        self._lease = lease
         lease._holding.enter_body(current_task())
         return lease
 
@@ -187,8 +189,8 @@ class Semaphore:
         self._leases_path = join(path, LEASES)
 
     def lease(self, timeout: float | None = None) -> _LeaseContext:
-        """``async with sem.lease():`` holds one lease for the body; raises TimeoutError if
-        none came within ``timeout`` seconds."""
+        """``async with sem.lease():`` holds one lease for the body; raises
+        :class:`aiocoord.TimeoutError` if none came within ``timeout`` seconds."""
         validate_timeout(timeout)
         return _LeaseContext(self, timeout)
 
@@ -214,18 +216,25 @@ class Semaphore:
         return ident.encode()
 
     async def acquire(self, n: int = 1, timeout: float | None = None) -> list[Lease]:
-        """Take ``n`` leases at once; returns them, or ``[]`` if ``timeout`` seconds passed
-        first (then, as after an error or cancellation, no node of this call is left)."""
+        """Take ``n`` leases at once and return them. Raises :class:`aiocoord.TimeoutError`
+        if ``timeout`` seconds pass first (then, as after an error or cancellation, no node of
+        this call is left)."""
         if isinstance(n, bool) or not isinstance(n, int):
             raise InvalidTypeError(f"n must be int, not {type(n).__name__}")
         if not 1 <= n <= self.max_leases:
             raise BadArgumentsError(f"n must be in 1..{self.max_leases}, got {n}")
         timeout = validate_timeout(timeout)
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
+        leases = await self._acquire(n, timeout)
+        if not leases:
+            raise timed_out(f"{n} lease(s) of {self.path} not acquired", timeout)
+        return leases
+
+    async def _acquire(self, n: int, timeout: float | None) -> list[Lease]:
+        """The leases, or [] once ``timeout`` passed."""
+        deadline = deadline_after(timeout)
         data = self._data()
         while True:
-            left = None if deadline is None else max(deadline - loop.time(), 0.0)
+            left = left_or_zero(deadline)
             if left == 0.0:
                 return []
             lock_node = await self._locks.acquire(

@@ -36,6 +36,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiocoord
 from aiocoord import (
     AtomicCounter,
     ChildrenCache,
@@ -1103,7 +1104,9 @@ async def mutex_worker(
                     finally:
                         referee.exit(worker.name)
             else:
-                if not await lock.acquire(timeout=acquire_timeout):
+                try:
+                    await lock.acquire(timeout=acquire_timeout)
+                except aiocoord.TimeoutError:
                     chaos.op("mutex: timed out")
                     continue
                 lost = lock.lost
@@ -1141,7 +1144,9 @@ async def rwlock_worker(
         write = rng.random() < write_share
         part = rw.write if write else rw.read
         try:
-            if not await part.acquire(timeout=acquire_timeout):
+            try:
+                await part.acquire(timeout=acquire_timeout)
+            except aiocoord.TimeoutError:
                 chaos.op("rwlock: timed out")
                 continue
             lost = part.lost
@@ -1181,11 +1186,11 @@ async def semaphore_worker(
     )
     while not worker.stop.is_set():
         try:
-            leases = await sem.acquire(1, timeout=acquire_timeout)
-            if not leases:
+            try:
+                (lease,) = await sem.acquire(1, timeout=acquire_timeout)
+            except aiocoord.TimeoutError:
                 chaos.op("semaphore: timed out")
                 continue
-            lease = leases[0]
             referee.enter(worker.name, client.session_id)
             try:
                 await _hold_until_lost(lease.lost, rng.uniform(*hold))
@@ -1702,12 +1707,19 @@ class Contender:
             raise ValueError(kind)
 
     async def acquire(self, timeout: float | None = None) -> bool:
-        """Take the holding (become leader, for a latch); False after ``timeout``.
+        """Take the holding (become leader, for a latch); False after ``timeout`` (the
+        recipes raise aiocoord.TimeoutError; the scenarios ask yes or no).
 
         Locks are owned by the task that acquires them, so a lock is taken (and later
         released) by an owner task of this object: any task may call acquire and release.
         Cancelling acquire cancels the owner (and its acquire) with it.
         """
+        try:
+            return await self._acquire(timeout)
+        except aiocoord.TimeoutError:
+            return False
+
+    async def _acquire(self, timeout: float | None) -> bool:
         if self.kind in ("lock", "rwlock"):
             loop = asyncio.get_running_loop()
             got: asyncio.Future[bool] = loop.create_future()
@@ -1727,9 +1739,8 @@ class Contender:
                     if exc is not None:
                         raise exc
         if self.kind == "semaphore":
-            leases = await self._sem.acquire(1, timeout=timeout)
-            self._lease = leases[0] if leases else None
-            return self._lease is not None
+            (self._lease,) = await self._sem.acquire(1, timeout=timeout)
+            return True
         if self._latch is None:
             self._latch = LeaderLatch(
                 self.client, self.path, self.name, suspended_is_loss=self.suspended_is_loss

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+import aiocoord
 from aiocoord import Client, State
 from aiocoord.errors import NoNodeError
 from aiocoord.recipes.barrier import Barrier, BarrierError, DoubleBarrier
@@ -44,7 +45,8 @@ async def test_barrier_holds_waiters_until_removed(zk_connect: Factory) -> None:
     await owner.set()  # idempotent
     assert await waiter.is_set()
     assert await owner_client.exists("/gate/a") is not None
-    assert not await waiter.wait(0.1)
+    with pytest.raises(aiocoord.TimeoutError):
+        await waiter.wait(0.1)
     waiting = [asyncio.ensure_future(waiter.wait()) for _ in range(3)]
     await eventually(lambda: _waiters(waiter_client, 3))
     assert not any(w.done() for w in waiting)
@@ -131,7 +133,8 @@ async def _true(value: bool) -> bool:
 async def test_enter_times_out_and_leaves_no_node(zk_connect: Factory) -> None:
     client = await zk_connect()
     barrier = DoubleBarrier(client, "/lonely", 2)
-    assert not await barrier.enter(timeout=0.2)
+    with pytest.raises(aiocoord.TimeoutError):
+        await barrier.enter(timeout=0.2)
     assert not barrier.entered
     await client.wait_background()
     assert await children(client, "/lonely") == []

@@ -1,4 +1,4 @@
-"""Every Python block of README.md and of the docs (docs/*.md) runs as written, twice (a
+"""Every Python block of README.md and of the docs (docs/**/*.md) runs as written, twice (a
 re-run must work too), against the test server: the address ``127.0.0.1:2181`` is replaced by
 the test server's,
 under a namespace of the test's own. A block preceded by ``<!-- not run: reason -->`` is
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 ADDRESS = "127.0.0.1:2181"
 

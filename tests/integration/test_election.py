@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import aiocoord
 from aiocoord import Client, State
 from aiocoord.errors import NoNodeError
 from aiocoord.recipes.election import (
@@ -105,12 +106,13 @@ async def test_closing_the_leader_hands_over_with_a_larger_fencing_token(
     assert len(set(tokens)) == 3
 
 
-async def test_wait_until_leader_times_out_with_false(zk_connect: Factory) -> None:
+async def test_wait_until_leader_times_out_with_timeout_error(zk_connect: Factory) -> None:
     a, b = await zk_connect(), await zk_connect()
     async with LeaderLatch(a, "/wait", "a") as first:
         assert await first.wait_until_leader(5)
         async with LeaderLatch(b, "/wait", "b") as second:
-            assert not await second.wait_until_leader(0.2)
+            with pytest.raises(aiocoord.TimeoutError):
+                await second.wait_until_leader(0.2)
             assert not second.is_leader
             await first.close()
             assert await second.wait_until_leader(5)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+import aiocoord
 from aiocoord import (
     AtomicCounter,
     Barrier,
@@ -38,7 +39,7 @@ from aiocoord import (
     TreeCache,
     open_client,
 )
-from aiocoord.errors import ClientClosedError, NoServersError
+from aiocoord.errors import ClientClosedError, NoNodeError, NoServersError
 from aiocoord.testing import FaultProxy, expire_session
 
 FD_DIR = "/proc/self/fd"
@@ -226,7 +227,8 @@ async def _locks(client: Client, bounce: Callable[[], Awaitable[None]]) -> None:
     holder = Lock(client, "/lock")
     await holder.acquire()
     waiter = asyncio.ensure_future(Lock(client, "/lock").acquire())
-    assert not await Lock(client, "/lock").acquire(timeout=0.2)
+    with pytest.raises(aiocoord.TimeoutError):
+        await Lock(client, "/lock").acquire(timeout=0.2)
     await asyncio.sleep(0.1)
     waiter.cancel()
     await asyncio.gather(waiter, return_exceptions=True)
@@ -373,6 +375,28 @@ async def test_cancelled_cache_start_leaves_no_server_watch(
     await asyncio.sleep(0)  # the addWatch request is written, its reply not yet read
     starting.cancel()
     await asyncio.gather(starting, return_exceptions=True)
+    try:
+        await assert_no_watches(client, zookeeper)
+    finally:
+        await client.close()
+
+
+async def test_a_shared_watch_is_removed_when_its_setter_leaves_before_the_others_fail(
+    baseline: Baseline, zookeeper: Any, zk_namespace: str
+) -> None:
+    """Waiters of one kind on one path share one server watch. The waiter whose request set
+    it (an exists on a missing node) leaves first, while another waiter's get is still on
+    its way; that get then fails with NoNode (setting nothing). The server watch must still
+    be removed: it was set, and nobody waits on it any more."""
+    client = await connect(zookeeper, zk_namespace)
+    stat, setter = await client.exists("/missing", watch=True)  # sets an exist watch
+    assert stat is None
+    other = asyncio.ensure_future(client.get("/missing", watch=True))
+    while client.session.pending_count == 0:  # noqa: ASYNC110 - until the get is written
+        await asyncio.sleep(0)
+    setter.cancel()  # the get still waits on the shared entry: nothing to remove yet
+    with pytest.raises(NoNodeError):
+        await other
     try:
         await assert_no_watches(client, zookeeper)
     finally:

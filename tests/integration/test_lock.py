@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+import aiocoord
 from aiocoord import Client
 from aiocoord.errors import (
     BadArgumentsError,
@@ -175,7 +176,8 @@ async def test_mutex_is_not_reentrant(zk_client: Client) -> None:
     assert await mutex.acquire()
     # The same task asking again waits like anybody else.
     assert not await mutex.acquire(blocking=False)
-    assert not await mutex.acquire(timeout=0.3)
+    with pytest.raises(aiocoord.TimeoutError):
+        await mutex.acquire(timeout=0.3)
     assert len(await zk_client.children("/mutex-nr")) == 1
 
     second = asyncio.create_task(mutex.acquire())
@@ -209,7 +211,8 @@ async def test_failed_non_blocking_acquire_leaves_no_node(zk_connect: Factory) -
     other = Lock(b, "/nb")
     before = dict(b.session.sent)
     assert not await other.acquire(blocking=False)
-    assert not await other.acquire(timeout=0)
+    with pytest.raises(aiocoord.TimeoutError):  # one look, then the timeout
+        await other.acquire(timeout=0)
     assert not other.is_held
     assert len(await a.children("/nb")) == 1
     sent = {op: n - before.get(op, 0) for op, n in b.session.sent.items()}
@@ -220,13 +223,15 @@ async def test_failed_non_blocking_acquire_leaves_no_node(zk_connect: Factory) -
     await other.release()
 
 
-async def test_timed_out_acquire_returns_false_and_leaves_no_node(zk_connect: Factory) -> None:
+async def test_timed_out_acquire_raises_and_leaves_no_node(zk_connect: Factory) -> None:
     a, b = await zk_connect(), await zk_connect()
     holder = Lock(a, "/to")
     await holder.acquire()
     loop = asyncio.get_running_loop()
     started = loop.time()
-    assert not await Lock(b, "/to").acquire(timeout=0.5)
+    with pytest.raises(aiocoord.TimeoutError) as raised:
+        await Lock(b, "/to").acquire(timeout=0.5)
+    assert isinstance(raised.value, TimeoutError)  # the builtin too
     assert 0.45 <= loop.time() - started < 5
     assert len(await a.children("/to")) == 1
     assert b.session.watches.counts()["waiters"] == 0

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import aiocoord
 from aiocoord import Client
 from aiocoord.recipes.lock import Lock, Mutex
 
@@ -188,7 +189,7 @@ async def test_500_waiters_that_give_up_leave_no_node_and_the_next_one_gets_it(
         t.cancel()
     started = loop.time()
     results = await asyncio.wait_for(asyncio.gather(*timed, return_exceptions=True), 15)
-    assert results == [False] * 250
+    assert all(isinstance(r, aiocoord.TimeoutError) for r in results), results[:3]
     assert loop.time() - started < 10
     await asyncio.gather(*cancelled, return_exceptions=True)
     assert all(t.cancelled() for t in cancelled)

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+import aiocoord
 from aiocoord import Client
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
 from aiocoord.recipes.lock import Lock, Mutex
@@ -71,7 +72,8 @@ async def test_timeout_or_non_blocking_failure_holds_none(zk_connect: Factory) -
     blocker = Lock(b, "/mt/b")
     await blocker.acquire()
     multi = MultiLock([Lock(a, "/mt/a"), Lock(a, "/mt/b")])
-    assert not await multi.acquire(timeout=0.3)
+    with pytest.raises(aiocoord.TimeoutError):
+        await multi.acquire(timeout=0.3)
     assert not await multi.acquire(blocking=False)
     assert not multi.locks[0].is_held
     assert await nodes(b, "/mt/a") == 0

@@ -9,6 +9,9 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
+
+import aiocoord
 from aiocoord import Client
 from aiocoord.errors import NoNodeError
 from aiocoord.recipes.cache import CacheEventType
@@ -123,7 +126,8 @@ async def test_another_sessions_node_is_waited_out(zk_connect: Factory) -> None:
     client, squatter = await zk_connect(), await zk_connect()
     await squatter.create("/lead/name", b"theirs", ephemeral=True, make_parents=True)
     async with PersistentNode(client, "/lead/name", b"mine") as node:
-        assert not await node.wait_for_initial_create(0.3)
+        with pytest.raises(aiocoord.TimeoutError):
+            await node.wait_for_initial_create(0.3)
         assert (await client.get("/lead/name"))[0] == b"theirs"
         await squatter.close()
         assert await node.wait_for_initial_create(5)

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+import aiocoord
 from aiocoord import Client
 from aiocoord.errors import LockUpgradeError
 from aiocoord.recipes.rwlock import ReadWriteLock
@@ -62,7 +63,8 @@ async def test_writer_excludes_readers_and_writers(zk_connect: Factory) -> None:
     mine, theirs = ReadWriteLock(a, "/rw-ex"), ReadWriteLock(b, "/rw-ex")
     async with mine.write:
         assert not await theirs.read.acquire(blocking=False)
-        assert not await theirs.write.acquire(timeout=0.3)
+        with pytest.raises(aiocoord.TimeoutError):
+            await theirs.write.acquire(timeout=0.3)
     async with mine.read:
         assert not await theirs.write.acquire(blocking=False)
         assert await theirs.read.acquire(blocking=False)  # readers share

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import aiocoord
 from aiocoord import Client, State
 from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError, LockLostError
 from aiocoord.recipes.semaphore import Lease, Semaphore
@@ -76,7 +77,8 @@ async def test_several_leases_at_once_and_the_layout(zk_connect: Factory) -> Non
     assert await sem.participants() == ["a", "a"]
     other = Semaphore(b, "/sem-n", 3)
     # One lease left: asking for two waits (and times out), asking for one works.
-    assert await other.acquire(2, timeout=0.5) == []
+    with pytest.raises(aiocoord.TimeoutError):
+        await other.acquire(2, timeout=0.5)
     assert len(await nodes(a, "/sem-n/leases")) == 2
     (one,) = await other.acquire(1, timeout=5)
     await one.release()
@@ -91,7 +93,8 @@ async def test_timed_out_and_cancelled_acquires_leave_no_node(zk_connect: Factor
     a, b = await zk_connect(), await zk_connect()
     full = await Semaphore(a, "/sem-gone", 2).acquire(2)
     sem = Semaphore(b, "/sem-gone", 2)
-    assert await sem.acquire(1, timeout=0.3) == []
+    with pytest.raises(aiocoord.TimeoutError):
+        await sem.acquire(1, timeout=0.3)
     waiting = asyncio.create_task(sem.acquire(1))
     # The waiter holds <path>/locks and has made its lease node: 3 leases, 1 lock node.
     await eventually(lambda: _n(a, "/sem-gone/leases", 3))
