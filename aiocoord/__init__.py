@@ -4,20 +4,13 @@
 recipes (locks, caches, election, ...) take that client. Everything public is re-exported here.
 """
 
+from aiocoord._connect import Connecting, connect, open_client
 from aiocoord._protocol import ACL, Stat
 from aiocoord._watches import EventType, PersistentWatch, Watch, WatchEvent
+from aiocoord.acl import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, ACLProvider
 from aiocoord.client import (
-    CREATOR_ALL_ACL,
-    OPEN_ACL_UNSAFE,
-    READ_ACL_UNSAFE,
-    ACLProvider,
     ChildData,
     Client,
-    Connecting,
-    OpResult,
-    Transaction,
-    connect,
-    open_client,
 )
 from aiocoord.errors import *  # noqa: F403
 from aiocoord.errors import __all__ as _errors_all
@@ -55,6 +48,7 @@ from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
 from aiocoord.recipes.semaphore import Lease, Semaphore
 from aiocoord.retry import ExponentialBackoff, NoRetry, RetryNTimes, RetryPolicy, RetryUntilElapsed
 from aiocoord.session import State, StateChange
+from aiocoord.transaction import OpResult, Transaction
 
 __version__ = "0.1.0"
 __all__ = [

@@ -25,9 +25,9 @@ from types import FrameType
 
 from aiocoord import __version__
 from aiocoord._cli_inspect import KINDS, queue_lines, tree_lines
+from aiocoord._connect import connect as connect_client
 from aiocoord._validation import validate_path
 from aiocoord.client import Client
-from aiocoord.client import connect as connect_client
 from aiocoord.errors import (
     CoordinationError,
     NoNodeError,

@@ -46,7 +46,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO, TypeVar
 
-from aiocoord.client import Client, open_client
+from aiocoord._connect import open_client
+from aiocoord.client import Client
 from aiocoord.errors import (
     ConnectionLossError,
     CoordinationError,
@@ -54,8 +55,7 @@ from aiocoord.errors import (
     NoServersError,
     NotEmptyError,
 )
-from aiocoord.recipes._stream import EventSubscription
-from aiocoord.recipes.cache import CacheEventType, ChildrenCache, NodeEvent
+from aiocoord.recipes.cache import CacheEventType, ChildrenCache, EventSubscription, NodeEvent
 from aiocoord.recipes.election import LeaderLatch, LeadershipChange
 from aiocoord.recipes.lock import Lock
 from aiocoord.recipes.nodes import GroupMember

@@ -14,6 +14,8 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiocoord._deadline import within
+
 
 class EventType(enum.IntEnum):
     """What happened to a watched node."""
@@ -84,8 +86,9 @@ class Watch:
         self._future.cancel()
 
     async def wait(self, timeout: float | None = None) -> WatchEvent:
-        """Await the event; on timeout raise TimeoutError and leave the watch armed."""
-        return await asyncio.wait_for(asyncio.shield(self._future), timeout)
+        """Await the event; on timeout raise :class:`aiocoord.TimeoutError` and leave the
+        watch armed."""
+        return await within(asyncio.shield(self._future), timeout, f"no event on {self.path}")
 
     def fired(self) -> WatchEvent | None:
         """The event that fired the watch; None while it is armed, or if it failed or was

@@ -11,15 +11,13 @@ import asyncio
 import contextlib
 import copy
 import logging
-import ssl as _ssl
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from aiozk.protocol import (
-    CheckVersionRequest,
     Create2Request,
     DeleteRequest,
     ExistsRequest,
@@ -36,20 +34,17 @@ from aiocoord import _protocol as wire
 from aiocoord._paths import PROTECTED_PREFIX, join, protected_id, split
 from aiocoord._protocol import ACL, Stat
 from aiocoord._validation import (
-    MAX_SESSION_TIMEOUT_MS,
     MAX_TTL_MS,
-    validate_acl,
     validate_auth,
     validate_data,
     validate_duration_ms,
     validate_flag,
     validate_path,
-    validate_sasl,
-    validate_ssl,
     validate_timeout,
     validate_version,
 )
 from aiocoord._watches import PersistentWatch, Watch, WatchKind
+from aiocoord.acl import ACLProvider, wire_acl
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
@@ -60,28 +55,17 @@ from aiocoord.errors import (
     NoNodeError,
     NotEmptyError,
     SessionExpiredError,
-    TransactionFailedError,
     ZooKeeperError,
-    error_for_code,
 )
 from aiocoord.retry import ExponentialBackoff, RetryPolicy
-from aiocoord.session import Session, State, StateChange, parse_connect_string
+from aiocoord.session import Session, State, StateChange
+from aiocoord.transaction import Transaction, create_mode
 
 if TYPE_CHECKING:
     from aiocoord.recipes.lock import Lock
 
 log = logging.getLogger("aiocoord.client")
 T = TypeVar("T")
-
-#: Anyone may do anything (ZooKeeper's OPEN_ACL_UNSAFE).
-OPEN_ACL_UNSAFE: tuple[ACL, ...] = (ACL(ACL.ALL, "world", "anyone"),)
-#: Only the authenticated creator may do anything (CREATOR_ALL_ACL).
-CREATOR_ALL_ACL: tuple[ACL, ...] = (ACL(ACL.ALL, "auth", ""),)
-#: Anyone may read (READ_ACL_UNSAFE).
-READ_ACL_UNSAFE: tuple[ACL, ...] = (ACL(ACL.READ, "world", "anyone"),)
-
-#: ``acl_provider(path)``: the ACL of a node created without an explicit one (None: open).
-ACLProvider = Callable[[str], Sequence[ACL] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,7 +373,7 @@ class Client:
     async def set_acl(self, path: str, acl: Sequence[ACL], version: int = -1) -> Stat:
         """Replace the node's ACL (if its ACL version matches ``version``, unless -1)."""
         validate_path(path)
-        acls = _validate_acl(acl)
+        acls = wire_acl(acl)
         validate_version(version)
         req = SetACLRequest(path=self._full(path), acl=acls, version=version)
         reply = await self._request(req, path=path)
@@ -549,7 +533,7 @@ class Client:
             created = await self._create_parents_if_needed(
                 path,
                 payload,
-                _mode(ephemeral, sequential, container, ttl_ms),
+                create_mode(ephemeral, sequential, container, ttl_ms),
                 acls,
                 ttl_ms,
                 make_parents,
@@ -562,7 +546,7 @@ class Client:
         """The ACL a create of ``path`` sends: ``acl``, else the provider's, else open."""
         if acl is None and self.acl_provider is not None:
             acl = self.acl_provider(path)
-        return _validate_acl(acl)
+        return wire_acl(acl)
 
     async def _create_raw(
         self,
@@ -610,7 +594,7 @@ class Client:
         """Create ``path`` and any missing ancestors (existing ones are left alone). Without
         ``acl`` each gets the client's :attr:`acl_provider` ACL for its path (else open)."""
         validate_path(path)
-        await self._ensure_path(path, container, None if acl is None else _validate_acl(acl))
+        await self._ensure_path(path, container, None if acl is None else wire_acl(acl))
 
     async def _ensure_path(self, path: str, container: bool, acl: list[Any] | None) -> None:
         """``acl`` None: each node gets :meth:`_acls_for` its own path.
@@ -674,7 +658,7 @@ class Client:
         parent_acl: list[Any] | None,
     ) -> tuple[str, Stat]:
         parent, name = split(path)
-        mode = _mode(ephemeral, sequential, False, None)
+        mode = create_mode(ephemeral, sequential, False, None)
         delays = self.retry.delays()
         while True:
             uid = str(uuid.uuid4())
@@ -849,301 +833,28 @@ class Client:
 
     # --- recipes ----------------------------------------------------------------------
 
-    def lock(self, path: str, identifier: str | None = None, **options: Any) -> Lock:
-        """A reentrant :class:`~aiocoord.Lock` on ``path``: ``async with client.lock(p):``."""
-        from aiocoord.recipes.lock import Lock
-
-        return Lock(self, path, identifier=identifier, **options)
-
-
-@dataclass(frozen=True, slots=True)
-class OpResult:
-    """The result of one transaction op: ``path`` for creates, ``stat`` where the server
-    returns one (create, set)."""
-
-    op: str
-    path: str
-    stat: Stat | None = None
-
-
-class Transaction:
-    """Ops applied atomically: all succeed or none does."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self._ops: list[tuple[str, str, Any]] = []
-
-    def create(
+    def lock(
         self,
         path: str,
-        data: bytes = b"",
         *,
-        ephemeral: bool = False,
-        sequential: bool = False,
-        container: bool = False,
+        identifier: str | None = None,
+        cancel_on_loss: bool = False,
+        suspended_is_loss: bool = False,
         acl: Sequence[ACL] | None = None,
-    ) -> Transaction:
-        """Add a create (returns self, so calls chain)."""
-        validate_path(path, sequential=sequential)
-        payload = validate_data(data, path)
-        mode = _mode(ephemeral, sequential, container, None)
-        full = self._client._full(path)
-        acls = self._client._acls_for(path, acl)
-        if container:
-            req: Any = wire.CreateContainerRequest(path=full, data=payload, acl=acls, flags=mode)
-        else:
-            req = Create2Request(path=full, data=payload, acl=acls, flags=mode)
-        self._ops.append(("create", path, req))
-        return self
+    ) -> Lock:
+        """A reentrant :class:`~aiocoord.Lock` on ``path``: ``async with client.lock(p):``
+        (the options are the Lock's)."""
+        # Imported here: the recipes import this module.
+        from aiocoord.recipes.lock import Lock
 
-    def delete(self, path: str, version: int = -1) -> Transaction:
-        """Add a delete."""
-        validate_path(path)
-        validate_version(version)
-        self._ops.append(
-            ("delete", path, DeleteRequest(path=self._client._full(path), version=version))
+        return Lock(
+            self,
+            path,
+            identifier=identifier,
+            cancel_on_loss=cancel_on_loss,
+            suspended_is_loss=suspended_is_loss,
+            acl=acl,
         )
-        return self
-
-    def set(self, path: str, data: bytes, version: int = -1) -> Transaction:
-        """Add a set."""
-        validate_path(path)
-        payload = validate_data(data, path)
-        validate_version(version)
-        req = SetDataRequest(path=self._client._full(path), data=payload, version=version)
-        self._ops.append(("set", path, req))
-        return self
-
-    def check(self, path: str, version: int) -> Transaction:
-        """Add a check that the node has ``version``."""
-        validate_path(path)
-        validate_version(version)
-        req = CheckVersionRequest(path=self._client._full(path), version=version)
-        self._ops.append(("check", path, req))
-        return self
-
-    def __len__(self) -> int:
-        return len(self._ops)
-
-    async def commit(self) -> list[OpResult]:
-        """Apply every op or none; raises TransactionFailedError naming the failing op."""
-        if not self._ops:
-            return []
-        client = self._client
-        reply = await client._request(wire.MultiRequest([r for _, _, r in self._ops]))
-        results: list[wire.MultiResult] = reply.body or []
-        if reply.err or any(r.err for r in results):
-            for i, r in enumerate(results):
-                if r.err not in (0, -2):  # -2: rolled back because another op failed
-                    name, path, _ = self._ops[i]
-                    cause = error_for_code(r.err, path=path, op=name)
-                    if isinstance(cause, SessionExpiredError):
-                        # Refused for the session (closing on the server), not for this op:
-                        # nothing was applied, and callers handle it as for any request.
-                        raise cause
-                    raise TransactionFailedError(i, f"{name} {path}", cause)
-            raise error_for_code(reply.err or -2, op="transaction")
-        out = []
-        for (name, path, _), r in zip(self._ops, results, strict=True):
-            if name == "create":
-                stat = getattr(r.part, "stat", None)
-                created_stat = wire.stat_from(stat) if stat is not None else None
-                out.append(OpResult(name, client._short(r.part.path), created_stat))
-            elif name == "set":
-                out.append(OpResult(name, path, wire.stat_from(r.part.stat)))
-            else:
-                out.append(OpResult(name, path))
-        return out
 
 
-def _mode(ephemeral: bool, sequential: bool, container: bool, ttl_ms: int | None) -> int:
-    if container:
-        return wire.MODE_CONTAINER
-    if ttl_ms is not None:
-        return (
-            wire.MODE_PERSISTENT_SEQUENTIAL_WITH_TTL
-            if sequential
-            else wire.MODE_PERSISTENT_WITH_TTL
-        )
-    return (1 if ephemeral else 0) | (2 if sequential else 0)
-
-
-def _validate_acl(acl: Sequence[ACL] | None) -> list[Any]:
-    entries = validate_acl(OPEN_ACL_UNSAFE if acl is None else acl)
-    return [wire.acl_to_jute(entry) for entry in entries]
-
-
-def check_acl(acl: Sequence[ACL] | None) -> tuple[ACL, ...] | None:
-    """``acl`` as a tuple if :meth:`Client.create` would take it, else the same error; None
-    stays None (the default, OPEN_ACL_UNSAFE). Recipes check theirs when constructed."""
-    if acl is None:
-        return None
-    _validate_acl(acl)
-    return tuple(acl)
-
-
-class Connecting:
-    """What :func:`connect` returns: ``await`` it for a long-lived :class:`Client` (close it
-    with ``await client.close()``), or use it as ``async with connect(...) as client:`` to
-    close the session on exit. Nothing is sent until one of the two starts."""
-
-    def __init__(self, hosts: str, options: dict[str, Any]) -> None:
-        self._hosts = hosts
-        self._options = options
-        self._client: Client | None = None
-
-    def __await__(self) -> Generator[Any, None, Client]:
-        return open_client(self._hosts, **self._options).__await__()
-
-    async def __aenter__(self) -> Client:
-        self._client = await open_client(self._hosts, **self._options)
-        return self._client
-
-    async def __aexit__(self, *exc: object) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            await client.close()
-
-
-def connect(
-    hosts: str,
-    *,
-    session_timeout: float = 10.0,
-    connect_timeout: float | None = None,
-    auth: Sequence[tuple[str, str | bytes]] | None = None,
-    retry: RetryPolicy | None = None,
-    read_only: bool = False,
-    reconnect_after_expiry: bool = True,
-    ssl: _ssl.SSLContext | bool | None = None,
-    acl_provider: ACLProvider | None = None,
-    sasl: tuple[str, str] | None = None,
-) -> Connecting:
-    """Connect to ZooKeeper: ``async with connect(hosts) as client:`` (the session is closed
-    on exit), or ``client = await connect(hosts)`` for a long-lived client (then
-    ``await client.close()``).
-
-    ``hosts`` is ``"h1:2181,h2:2181/optional/chroot"``. ``auth`` entries such as
-    ``("digest", "user:password")`` are sent at connect and on every reconnect.
-    ``reconnect_after_expiry`` starts a new session after LOST (announced as RECONNECTED with
-    ``new_session=True``). ``ssl`` is an ``ssl.SSLContext`` for TLS, ``True`` for the default
-    context, or None/False for plain TCP. ``acl_provider(path)`` gives the ACL of every node
-    created without an explicit ``acl`` (recipes' nodes and parents included), as Curator's
-    ``ACLProvider`` does; returning None means open. ``sasl=(user, password)`` authenticates
-    every connection with SASL DIGEST-MD5 first (the server's JAAS ``Server`` section must know
-    the user; ACLs then name ``sasl:user``). ``read_only=True`` accepts a read-only server
-    when no quorum is reachable (state READ_ONLY); the client then asks the other servers now
-    and then whether they serve writes and moves to the first that does. Raises
-    NoServersError if no server answers in ``connect_timeout``, AuthFailedError if the server
-    refuses the credentials.
-    """
-    return Connecting(
-        hosts,
-        {
-            "session_timeout": session_timeout,
-            "connect_timeout": connect_timeout,
-            "auth": auth,
-            "retry": retry,
-            "read_only": read_only,
-            "reconnect_after_expiry": reconnect_after_expiry,
-            "ssl": ssl,
-            "acl_provider": acl_provider,
-            "sasl": sasl,
-        },
-    )
-
-
-async def open_client(
-    hosts: str,
-    *,
-    session_timeout: float = 10.0,
-    connect_timeout: float | None = None,
-    auth: Sequence[tuple[str, str | bytes]] | None = None,
-    retry: RetryPolicy | None = None,
-    read_only: bool = False,
-    reconnect_after_expiry: bool = True,
-    ssl: _ssl.SSLContext | bool | None = None,
-    acl_provider: ACLProvider | None = None,
-    sasl: tuple[str, str] | None = None,
-) -> Client:
-    """A connected :class:`Client` (the same as ``await connect(...)``); call
-    ``await client.close()`` when done. See :func:`connect` for the options."""
-    servers, chroot = parse_connect_string(hosts)  # the chroot is validated there
-    timeout_ms = validate_duration_ms(session_timeout, "session_timeout", MAX_SESSION_TIMEOUT_MS)
-    validate_flag(read_only, "read_only")
-    validate_flag(reconnect_after_expiry, "reconnect_after_expiry")
-    sasl = validate_sasl(sasl)
-    if acl_provider is not None and not callable(acl_provider):
-        raise InvalidTypeError(
-            f"acl_provider must be a callable(path) -> ACL list, not {type(acl_provider).__name__}"
-        )
-    if retry is not None and not isinstance(retry, RetryPolicy):
-        raise InvalidTypeError(
-            f"retry must be an aiocoord.RetryPolicy or None, not {type(retry).__name__}"
-        )
-    if auth is not None and (isinstance(auth, (str, bytes)) or not isinstance(auth, Sequence)):
-        raise InvalidTypeError(
-            f"auth must be a list of (scheme, credential), not {type(auth).__name__}"
-        )
-    auth_list: list[tuple[str, bytes]] = []
-    for item in auth or ():
-        if not (isinstance(item, tuple) and len(item) == 2):
-            raise InvalidTypeError(
-                'auth entries must be (scheme, credential), e.g. ("digest", "u:p")'
-            )
-        auth_list.append(validate_auth(*item))
-    session = Session(
-        servers,
-        session_timeout=timeout_ms / 1000,
-        connect_timeout=validate_timeout(connect_timeout, "connect_timeout"),
-        auth=auth_list,
-        read_only=read_only,
-        reconnect_after_expiry=reconnect_after_expiry,
-        ssl=validate_ssl(ssl),
-        chroot=chroot,
-        sasl=sasl,
-    )
-    await session.start()
-    client = Client(session, retry=retry, acl_provider=acl_provider)
-    if chroot:
-        try:
-            await _ensure_chroot(client, chroot)
-        except BaseException:
-            await client.close()
-            raise
-    return client
-
-
-async def _ensure_chroot(client: Client, chroot: str) -> None:
-    """Create the chroot (and its parents) if it does not exist, as Curator's namespace does,
-    so that the first call under a new chroot does not fail with NoNodeError. Persistent
-    nodes, with the ACL the client gives the chroot's root ("/" to its ``acl_provider``)."""
-    session = client.session
-    try:
-        await session.request(ExistsRequest(path=chroot, watch=False), path=chroot)
-        return
-    except NoNodeError:
-        pass
-    acl = client._acls_for("/", None)
-    prefix = ""
-    for part in chroot.strip("/").split("/"):
-        prefix += "/" + part
-        with contextlib.suppress(NodeExistsError):
-            await session.request(
-                Create2Request(path=prefix, data=b"", acl=acl, flags=0), path=prefix
-            )
-
-
-__all__ = [
-    "ACLProvider",
-    "CREATOR_ALL_ACL",
-    "OPEN_ACL_UNSAFE",
-    "READ_ACL_UNSAFE",
-    "ChildData",
-    "Client",
-    "Connecting",
-    "OpResult",
-    "Transaction",
-    "connect",
-    "open_client",
-    "protected_id",
-]
+__all__ = ["ChildData", "Client", "protected_id"]

@@ -46,6 +46,7 @@ from aiozk.protocol import AuthRequest, CloseRequest, RemoveWatchesRequest, SetW
 
 from aiocoord import _protocol as wire
 from aiocoord._connection import Connection, Reply
+from aiocoord._deadline import within
 from aiocoord._sasl import DigestMD5
 from aiocoord._validation import validate_path, validate_port
 from aiocoord._watches import PersistentWatch, Watch, WatchKind, WatchTable
@@ -347,7 +348,7 @@ class Session:
 
         remove = self.add_listener(on_change)
         try:
-            await asyncio.wait_for(fut, timeout)
+            await within(fut, timeout, f"the client not {' or '.join(s.value for s in wanted)}")
         finally:
             remove()
 

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Generator
 from typing import Any
 
+from aiocoord._deadline import within
 from aiocoord._watches import EventType, Watch
 from aiocoord.client import Client
 from aiocoord.errors import (
@@ -25,7 +26,6 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._nodes import QueueNode, delete_node
-from aiocoord.recipes._waiting import within
 from aiocoord.session import State, StateChange
 
 __all__ = ["Holding", "LossEvent", "LossWatch", "is_loss"]

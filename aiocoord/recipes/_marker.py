@@ -32,7 +32,7 @@ from typing import TypeVar
 
 from aiocoord._paths import PROTECTED_PREFIX
 from aiocoord._protocol import ACL
-from aiocoord.client import Client, OpResult, Transaction
+from aiocoord.client import Client
 from aiocoord.errors import (
     ConnectionLossError,
     CoordinationError,
@@ -41,6 +41,7 @@ from aiocoord.errors import (
     TransactionFailedError,
 )
 from aiocoord.session import State
+from aiocoord.transaction import OpResult, Transaction
 
 __all__ = ["MarkedCommit"]
 

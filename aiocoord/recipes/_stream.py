@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from aiocoord.recipes._waiting import within
+from aiocoord._deadline import within
 
 E = TypeVar("E")
 

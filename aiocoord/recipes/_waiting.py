@@ -28,9 +28,7 @@ __all__ = [
     "result_by",
     "retrieve",
     "time_left",
-    "timed_out",
     "wait_watches",
-    "within",
 ]
 
 T = TypeVar("T")
@@ -56,23 +54,6 @@ def remaining(deadline: float | None) -> float | None:
     if left <= 0:
         raise CoordTimeoutError()
     return left
-
-
-def timed_out(what: str, timeout: float | None) -> CoordTimeoutError:
-    """The :class:`aiocoord.TimeoutError` a waiting call raises when its ``timeout`` passed:
-    ``what`` is what did not happen (``"lock /a not acquired"``)."""
-    return CoordTimeoutError(f"{what} within {timeout:g} s" if timeout is not None else what)
-
-
-async def within(aw: Awaitable[T], timeout: float | None, what: str) -> T:
-    """Await ``aw`` for at most ``timeout`` seconds (None: for as long as it takes); after
-    that, :class:`aiocoord.TimeoutError` naming ``what``. ``aw`` is cancelled then."""
-    if timeout is None:
-        return await aw
-    try:
-        return await asyncio.wait_for(aw, timeout)
-    except asyncio.TimeoutError:
-        raise timed_out(what, timeout) from None
 
 
 class TimedOut(Exception):

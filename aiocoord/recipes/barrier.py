@@ -28,9 +28,11 @@ import uuid
 from collections.abc import Sequence
 from types import TracebackType
 
+from aiocoord._deadline import timed_out
 from aiocoord._protocol import ACL
 from aiocoord._validation import validate_path, validate_timeout
-from aiocoord.client import Client, check_acl
+from aiocoord.acl import check_acl
+from aiocoord.client import Client
 from aiocoord.errors import (
     BadArgumentsError,
     ConnectionLossError,
@@ -42,7 +44,7 @@ from aiocoord.errors import (
 )
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._nodes import delete_node
-from aiocoord.recipes._waiting import call_with_watch, deadline_after, timed_out, wait_watches
+from aiocoord.recipes._waiting import call_with_watch, deadline_after, wait_watches
 from aiocoord.session import State
 
 __all__ = ["READY_NODE", "Barrier", "BarrierError", "DoubleBarrier"]

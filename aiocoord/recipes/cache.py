@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
+from aiocoord._deadline import within
 from aiocoord._protocol import Stat
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._watches import EventType, PersistentWatch, WatchEvent
@@ -253,8 +254,8 @@ class _Cache(Generic[V]):
 
         The predicate is called now and after every change, synchronously, with the cache's
         state (keep it cheap): ``current`` for a NodeCache, the live ``children`` or ``nodes``
-        mapping otherwise. TimeoutError after ``timeout`` seconds; CacheError if the cache
-        closes first. Cancelling leaves nothing behind.
+        mapping otherwise. :class:`aiocoord.TimeoutError` after ``timeout`` seconds;
+        CacheError if the cache closes first. Cancelling leaves nothing behind.
         """
         timeout = validate_timeout(timeout)
         if self._error is not None:
@@ -268,7 +269,7 @@ class _Cache(Generic[V]):
         entry = (predicate, fut)
         self._waiters.append(entry)
         try:
-            return await asyncio.wait_for(fut, timeout)
+            return await within(fut, timeout, f"the cache of {self.path} not as awaited")
         finally:
             with contextlib.suppress(ValueError):
                 self._waiters.remove(entry)

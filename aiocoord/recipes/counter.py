@@ -29,9 +29,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aiocoord._deadline import within
 from aiocoord._protocol import ACL, Stat
 from aiocoord._validation import validate_path, validate_timeout
-from aiocoord.client import ChildData, Client, check_acl
+from aiocoord.acl import check_acl
+from aiocoord.client import ChildData, Client
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
@@ -134,8 +136,8 @@ class _CountChanges:
                 return change
 
     async def get(self, timeout: float | None = None) -> CountChange:
-        """The next change; TimeoutError after ``timeout`` seconds."""
-        return await asyncio.wait_for(self.__anext__(), validate_timeout(timeout))
+        """The next change; :class:`aiocoord.TimeoutError` after ``timeout`` seconds."""
+        return await within(self.__anext__(), validate_timeout(timeout), "no change")
 
     async def aclose(self) -> None:
         """Stop receiving changes."""
@@ -262,7 +264,7 @@ class SharedCount:
     ) -> VersionedValue:
         """Wait until ``predicate(value)`` holds for the followed value; return it.
 
-        TimeoutError after ``timeout`` seconds. Cancelling leaves nothing behind.
+        :class:`aiocoord.TimeoutError` after ``timeout`` seconds. Cancelling leaves nothing behind.
         """
         if not callable(predicate):
             raise InvalidTypeError("predicate must be callable")

@@ -23,9 +23,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
+from aiocoord._deadline import timed_out
 from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
-from aiocoord.client import Client, check_acl
+from aiocoord.acl import check_acl
+from aiocoord.client import Client
 from aiocoord.errors import (
     BadArgumentsError,
     ConnectionLossError,
@@ -47,7 +49,7 @@ from aiocoord.recipes._leadership import (
 )
 from aiocoord.recipes._nodes import QueueNode
 from aiocoord.recipes._queue import SequentialQueue
-from aiocoord.recipes._waiting import deadline_after, left_or_zero, timed_out
+from aiocoord.recipes._waiting import deadline_after, left_or_zero
 from aiocoord.recipes.latch import LeaderLatch
 from aiocoord.session import State
 

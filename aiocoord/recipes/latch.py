@@ -38,9 +38,11 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
+from aiocoord._deadline import within
 from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
-from aiocoord.client import Client, check_acl
+from aiocoord.acl import check_acl
+from aiocoord.client import Client
 from aiocoord.errors import (
     BadArgumentsError,
     ClientClosedError,
@@ -62,7 +64,6 @@ from aiocoord.recipes._leadership import (
 )
 from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.recipes._stream import EventStream, EventSubscription
-from aiocoord.recipes._waiting import within
 
 __all__ = ["LATCH_NAME", "LeaderLatch"]
 

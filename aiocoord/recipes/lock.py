@@ -51,16 +51,17 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from aiocoord._deadline import timed_out
 from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
-from aiocoord.client import Client, check_acl
+from aiocoord.acl import check_acl
+from aiocoord.client import Client
 from aiocoord.errors import LockLostError, LockNotOwnedError
 from aiocoord.recipes._args import check_client, check_identifier, current_task, default_identifier
 from aiocoord.recipes._drivers import Driver, LeaseDriver
 from aiocoord.recipes._holding import Holding, LossEvent
 from aiocoord.recipes._nodes import QueueNode
 from aiocoord.recipes._queue import SequentialQueue
-from aiocoord.recipes._waiting import timed_out
 from aiocoord.session import State
 
 __all__ = ["LOCK_NAME", "Lock", "LossEvent", "Mutex"]

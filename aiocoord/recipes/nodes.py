@@ -33,10 +33,12 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from aiocoord._deadline import within
 from aiocoord._protocol import ACL
 from aiocoord._validation import validate_data, validate_path, validate_timeout
 from aiocoord._watches import EventType
-from aiocoord.client import Client, check_acl
+from aiocoord.acl import check_acl
+from aiocoord.client import Client
 from aiocoord.errors import (
     BadArgumentsError,
     ClientClosedError,
@@ -50,7 +52,6 @@ from aiocoord.errors import (
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._nodes import delete_node
 from aiocoord.recipes._stream import EventSubscription
-from aiocoord.recipes._waiting import within
 from aiocoord.recipes.cache import ChildrenCache, NodeEvent
 from aiocoord.session import State
 
@@ -372,7 +373,7 @@ class GroupMember:
         """Wait until ``predicate(members)`` holds for the group *as the server has it*
         (this member counted only once its node is seen); return that membership.
 
-        TimeoutError after ``timeout`` seconds.
+        :class:`aiocoord.TimeoutError` after ``timeout`` seconds.
         """
         if not callable(predicate):
             raise InvalidTypeError("predicate must be callable")

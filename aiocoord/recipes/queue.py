@@ -41,7 +41,8 @@ from typing import Any
 
 from aiocoord._protocol import ACL
 from aiocoord._validation import validate_data, validate_path, validate_timeout
-from aiocoord.client import Client, check_acl
+from aiocoord.acl import check_acl
+from aiocoord.client import Client
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
@@ -202,7 +203,7 @@ class Queue:
     async def get(self, timeout: float | None = None) -> bytes:
         """Take the item at the head of the queue, waiting for one if it is empty.
 
-        Raises TimeoutError after ``timeout`` seconds with nothing taken.
+        Raises :class:`aiocoord.TimeoutError` after ``timeout`` seconds with nothing taken.
         """
         deadline = deadline_after(validate_timeout(timeout))
         client = self.client
@@ -534,8 +535,8 @@ class LockingQueue:
     async def take(self, timeout: float | None = None) -> LockedItem:
         """Lock the head item for this consumer and return it, waiting while there is none.
 
-        Raises TimeoutError after ``timeout`` seconds with nothing taken. Cancelling leaves
-        no lock behind.
+        Raises :class:`aiocoord.TimeoutError` after ``timeout`` seconds with nothing taken.
+        Cancelling leaves no lock behind.
         """
         deadline = deadline_after(validate_timeout(timeout))
         client = self.client

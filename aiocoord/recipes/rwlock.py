@@ -29,7 +29,8 @@ from typing import Any
 
 from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_timeout
-from aiocoord.client import Client, check_acl
+from aiocoord.acl import check_acl
+from aiocoord.client import Client
 from aiocoord.errors import LockUpgradeError
 from aiocoord.recipes._args import current_task
 from aiocoord.recipes._drivers import Driver, LeaseDriver

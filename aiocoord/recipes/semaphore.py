@@ -27,11 +27,13 @@ import logging
 from collections.abc import Sequence
 from types import TracebackType
 
+from aiocoord._deadline import timed_out
 from aiocoord._paths import join, sort_by_sequence
 from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._watches import Watch
-from aiocoord.client import Client, check_acl
+from aiocoord.acl import check_acl
+from aiocoord.client import Client
 from aiocoord.errors import (
     BadArgumentsError,
     InvalidTypeError,
@@ -43,13 +45,7 @@ from aiocoord.recipes._drivers import LeaseDriver
 from aiocoord.recipes._holding import Holding, LossEvent
 from aiocoord.recipes._nodes import ProtectedNode, QueueNode, Restart
 from aiocoord.recipes._queue import SequentialQueue
-from aiocoord.recipes._waiting import (
-    TimedOut,
-    bounded,
-    deadline_after,
-    left_or_zero,
-    timed_out,
-)
+from aiocoord.recipes._waiting import TimedOut, bounded, deadline_after, left_or_zero
 from aiocoord.recipes.lock import LOCK_NAME
 
 __all__ = ["LEASE_NAME", "LEASES", "LOCKS", "Lease", "Semaphore"]

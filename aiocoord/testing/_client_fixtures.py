@@ -9,7 +9,8 @@ from typing import Any, TypeVar, cast
 
 import pytest
 
-from aiocoord.client import Client, open_client
+from aiocoord._connect import open_client
+from aiocoord.client import Client
 from aiocoord.testing.server import SUPER_AUTH
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -1,0 +1,45 @@
+"""ACLs: the common ones (ZooKeeper's ``Ids``), the provider that picks one per path, and the
+check every creating call makes before anything is sent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from aiocoord import _protocol as wire
+from aiocoord._protocol import ACL
+from aiocoord._validation import validate_acl
+
+__all__ = [
+    "CREATOR_ALL_ACL",
+    "OPEN_ACL_UNSAFE",
+    "READ_ACL_UNSAFE",
+    "ACLProvider",
+    "check_acl",
+    "wire_acl",
+]
+
+#: Anyone may do anything (ZooKeeper's OPEN_ACL_UNSAFE).
+OPEN_ACL_UNSAFE: tuple[ACL, ...] = (ACL(ACL.ALL, "world", "anyone"),)
+#: Only the authenticated creator may do anything (CREATOR_ALL_ACL).
+CREATOR_ALL_ACL: tuple[ACL, ...] = (ACL(ACL.ALL, "auth", ""),)
+#: Anyone may read (READ_ACL_UNSAFE).
+READ_ACL_UNSAFE: tuple[ACL, ...] = (ACL(ACL.READ, "world", "anyone"),)
+
+#: ``acl_provider(path)``: the ACL of a node created without an explicit one (None: open).
+ACLProvider = Callable[[str], Sequence[ACL] | None]
+
+
+def wire_acl(acl: Sequence[ACL] | None) -> list[Any]:
+    """``acl`` (None: OPEN_ACL_UNSAFE) checked and in its wire form."""
+    entries = validate_acl(OPEN_ACL_UNSAFE if acl is None else acl)
+    return [wire.acl_to_jute(entry) for entry in entries]
+
+
+def check_acl(acl: Sequence[ACL] | None) -> tuple[ACL, ...] | None:
+    """``acl`` as a tuple if :meth:`Client.create` would take it, else the same error; None
+    stays None (the default, OPEN_ACL_UNSAFE). Recipes check theirs when constructed."""
+    if acl is None:
+        return None
+    wire_acl(acl)
+    return tuple(acl)

@@ -1,0 +1,132 @@
+"""Transactions (ZooKeeper's ``multi``): ops applied all or none, and their results."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aiozk.protocol import CheckVersionRequest, Create2Request, DeleteRequest, SetDataRequest
+
+from aiocoord import _protocol as wire
+from aiocoord._protocol import ACL, Stat
+from aiocoord._validation import validate_data, validate_path, validate_version
+from aiocoord.errors import SessionExpiredError, TransactionFailedError, error_for_code
+
+if TYPE_CHECKING:
+    from aiocoord.client import Client
+
+__all__ = ["OpResult", "Transaction", "create_mode"]
+
+
+@dataclass(frozen=True, slots=True)
+class OpResult:
+    """The result of one transaction op: ``path`` for creates, ``stat`` where the server
+    returns one (create, set)."""
+
+    op: str
+    path: str
+    stat: Stat | None = None
+
+
+class Transaction:
+    """Ops applied atomically: all succeed or none does."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self._ops: list[tuple[str, str, Any]] = []
+
+    def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        container: bool = False,
+        acl: Sequence[ACL] | None = None,
+    ) -> Transaction:
+        """Add a create (returns self, so calls chain)."""
+        validate_path(path, sequential=sequential)
+        payload = validate_data(data, path)
+        mode = create_mode(ephemeral, sequential, container, None)
+        full = self._client._full(path)
+        acls = self._client._acls_for(path, acl)
+        if container:
+            req: Any = wire.CreateContainerRequest(path=full, data=payload, acl=acls, flags=mode)
+        else:
+            req = Create2Request(path=full, data=payload, acl=acls, flags=mode)
+        self._ops.append(("create", path, req))
+        return self
+
+    def delete(self, path: str, version: int = -1) -> Transaction:
+        """Add a delete."""
+        validate_path(path)
+        validate_version(version)
+        self._ops.append(
+            ("delete", path, DeleteRequest(path=self._client._full(path), version=version))
+        )
+        return self
+
+    def set(self, path: str, data: bytes, version: int = -1) -> Transaction:
+        """Add a set."""
+        validate_path(path)
+        payload = validate_data(data, path)
+        validate_version(version)
+        req = SetDataRequest(path=self._client._full(path), data=payload, version=version)
+        self._ops.append(("set", path, req))
+        return self
+
+    def check(self, path: str, version: int) -> Transaction:
+        """Add a check that the node has ``version``."""
+        validate_path(path)
+        validate_version(version)
+        req = CheckVersionRequest(path=self._client._full(path), version=version)
+        self._ops.append(("check", path, req))
+        return self
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    async def commit(self) -> list[OpResult]:
+        """Apply every op or none; raises TransactionFailedError naming the failing op."""
+        if not self._ops:
+            return []
+        client = self._client
+        reply = await client._request(wire.MultiRequest([r for _, _, r in self._ops]))
+        results: list[wire.MultiResult] = reply.body or []
+        if reply.err or any(r.err for r in results):
+            for i, r in enumerate(results):
+                if r.err not in (0, -2):  # -2: rolled back because another op failed
+                    name, path, _ = self._ops[i]
+                    cause = error_for_code(r.err, path=path, op=name)
+                    if isinstance(cause, SessionExpiredError):
+                        # Refused for the session (closing on the server), not for this op:
+                        # nothing was applied, and callers handle it as for any request.
+                        raise cause
+                    raise TransactionFailedError(i, f"{name} {path}", cause)
+            raise error_for_code(reply.err or -2, op="transaction")
+        out = []
+        for (name, path, _), r in zip(self._ops, results, strict=True):
+            if name == "create":
+                stat = getattr(r.part, "stat", None)
+                created_stat = wire.stat_from(stat) if stat is not None else None
+                out.append(OpResult(name, client._short(r.part.path), created_stat))
+            elif name == "set":
+                out.append(OpResult(name, path, wire.stat_from(r.part.stat)))
+            else:
+                out.append(OpResult(name, path))
+        return out
+
+
+def create_mode(ephemeral: bool, sequential: bool, container: bool, ttl_ms: int | None) -> int:
+    """The wire flags of a create of this kind."""
+    if container:
+        return wire.MODE_CONTAINER
+    if ttl_ms is not None:
+        return (
+            wire.MODE_PERSISTENT_SEQUENTIAL_WITH_TTL
+            if sequential
+            else wire.MODE_PERSISTENT_WITH_TTL
+        )
+    return (1 if ephemeral else 0) | (2 if sequential else 0)
