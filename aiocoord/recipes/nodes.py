@@ -322,8 +322,9 @@ class GroupMember:
         self.member_id = member_id
         member_path = self.path.rstrip("/") + "/" + member_id
         validate_path(member_path)
+        self.acl = check_acl(acl)
         self._node = PersistentNode(
-            client, member_path, data, mode=CreateMode.EPHEMERAL, acl=check_acl(acl)
+            client, member_path, data, mode=CreateMode.EPHEMERAL, acl=self.acl
         )
         self._cache = ChildrenCache(client, self.path)
 

@@ -36,7 +36,13 @@ from aiocoord import (
     SharedCount,
     State,
 )
-from aiocoord.errors import AuthFailedError, NoAuthError, NoNodeError
+from aiocoord.errors import (
+    AuthFailedError,
+    BadArgumentsError,
+    InvalidTypeError,
+    NoAuthError,
+    NoNodeError,
+)
 from aiocoord.testing import FaultProxy, expire_client
 
 Factory = Callable[..., Awaitable[Client]]
@@ -196,9 +202,18 @@ RECIPES: dict[str, Callable[[Client, list[ACL]], Any]] = {
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
-async def test_recipes_take_an_acl(zk_connect: Factory, recipe: str) -> None:
+async def test_recipes_take_an_acl_and_refuse_a_bad_one_before_sending(
+    zk_connect: Factory, recipe: str
+) -> None:
     client = await zk_connect(auth=[ALICE])
-    RECIPES[recipe](client, only(ALICE[1]))
+    sent = dict(client.session.sent)
+    made = RECIPES[recipe](client, only(ALICE[1]))
+    assert tuple(made.acl) == tuple(only(ALICE[1]))
+    with pytest.raises(InvalidTypeError):
+        RECIPES[recipe](client, ["not an ACL"])
+    with pytest.raises(BadArgumentsError):
+        RECIPES[recipe](client, [])  # ZooKeeper refuses an empty ACL
+    assert dict(client.session.sent) == sent  # constructing sends nothing
 
 
 async def _lock(r: Lock, done: AsyncExitStack) -> None:
