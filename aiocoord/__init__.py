@@ -23,6 +23,7 @@ from aiocoord.recipes.cache import (
     NodeCache,
     NodeEvent,
     TreeCache,
+    WatchMode,
 )
 from aiocoord.recipes.counter import (
     AtomicCounter,
@@ -89,6 +90,7 @@ __all__ = [
     "Semaphore",
     "SharedCount",
     "TreeCache",
+    "WatchMode",
     "VersionedValue",
     "WriteLock",
     "ACL",

@@ -393,7 +393,7 @@ class _Demo:
             client,
             Lock(client, LOCK_PATH, identifier=name),
             # Leadership ends only with the session, so that it survives a failover.
-            LeaderLatch(client, LEADER_PATH, name, suspended_is_loss=False),
+            LeaderLatch(client, LEADER_PATH, identifier=name, suspended_is_loss=False),
             GroupMember(client, MEMBERS_PATH, name, host.encode()),
         )
         self._watch_state(name, client)

@@ -64,7 +64,7 @@ from aiocoord.transaction import Transaction, create_mode
 if TYPE_CHECKING:
     from aiocoord.recipes.lock import Lock
 
-log = logging.getLogger("aiocoord.client")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -162,6 +162,12 @@ class Client:
     def session_id(self) -> int:
         """The current session id (changes when a new session starts after LOST)."""
         return self._session.session_id
+
+    @property
+    def generation(self) -> int:
+        """Which session of this client is current: it grows by one each time a new session
+        starts after LOST. Recipes tie what they hold to it (see :meth:`bound`)."""
+        return self._session.generation
 
     @property
     def connected(self) -> bool:

@@ -125,21 +125,23 @@ class NoServersError(CoordinationError):
 
 
 if sys.version_info >= (3, 11):
-    _BuiltinTimeout = builtins.TimeoutError
-else:  # Python 3.10: asyncio.TimeoutError is a class of its own
 
-    class _BuiltinTimeout(builtins.TimeoutError, asyncio.TimeoutError):
-        """Both timeout classes of Python 3.10, so that handlers of either catch ours."""
+    class TimeoutError(CoordinationError, builtins.TimeoutError):  # shadows the builtin
+        """A waiting call's ``timeout=`` passed before what it waited for happened.
 
+        Also the builtin :class:`TimeoutError` (and so ``asyncio.TimeoutError``, the same class
+        since Python 3.11): handlers written for either catch it. Nothing the call made is left
+        behind (a lock waiter's node, say). Where Curator's and kazoo's users expect a plain
+        answer, a non-blocking form says no without raising (``lock.acquire(blocking=False)``).
+        """
 
-class TimeoutError(CoordinationError, _BuiltinTimeout):  # shadows the builtin on purpose
-    """A waiting call's ``timeout=`` passed before what it waited for happened.
+else:  # Python 3.10, where asyncio.TimeoutError is a class of its own: both are bases
 
-    Also the builtin :class:`TimeoutError` (and ``asyncio.TimeoutError``, the same class since
-    Python 3.11), so handlers written for either catch it. Nothing the call made is left
-    behind (a lock waiter's node, say). Where Curator's and kazoo's users expect a plain
-    answer, a non-blocking form says no without raising (``lock.acquire(blocking=False)``).
-    """
+    class TimeoutError(  # shadows the builtin
+        CoordinationError, builtins.TimeoutError, asyncio.TimeoutError
+    ):
+        """A waiting call's ``timeout=`` passed before what it waited for happened (also the
+        builtin ``TimeoutError`` and ``asyncio.TimeoutError``)."""
 
 
 class ProtocolError(CoordinationError):

@@ -64,7 +64,7 @@ from aiocoord.errors import (
     error_for_code,
 )
 
-log = logging.getLogger("aiocoord.session")
+log = logging.getLogger(__name__)
 
 #: While connected read-only, other servers are asked whether they serve writes, first after
 #: this many seconds, then twice as long after each round that found none (the Java client's

@@ -37,7 +37,7 @@ class Ledger:
 
 async def worker(name: str, hosts: str, ledger: Ledger, started: asyncio.Event) -> None:
     async with aiocoord.connect(hosts, session_timeout=10) as client:
-        election = aiocoord.Election(client, ELECTION, name)
+        election = aiocoord.Election(client, ELECTION, identifier=name)
         async with election.leadership(timeout=30) as term:
             ledger.leading += 1
             ledger.overlap |= ledger.leading > 1

@@ -45,7 +45,7 @@ from aiocoord.transaction import OpResult, Transaction
 
 __all__ = ["MarkedCommit"]
 
-log = logging.getLogger("aiocoord.recipes")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: How many earlier markers one transaction deletes on its way.
@@ -72,18 +72,18 @@ class MarkedCommit:
         self.acl = acl
         # Markers of applied transactions, to delete; they belong to `_generation`'s session.
         self._pending: list[str] = []
-        self._generation = client.session.generation
+        self._generation = client.generation
 
     def _take_pending(self) -> list[str]:
-        if self._generation != self.client.session.generation:
+        if self._generation != self.client.generation:
             # The session that owned them is gone, and its ephemeral markers with it.
             self._pending.clear()
-            self._generation = self.client.session.generation
+            self._generation = self.client.generation
         taken, self._pending = self._pending[:_PIGGYBACK], self._pending[_PIGGYBACK:]
         return taken
 
     def _give_back(self, markers: list[str], generation: int) -> None:
-        if generation == self.client.session.generation:
+        if generation == self.client.generation:
             self._pending.extend(markers)
 
     async def commit(self, build: Callable[[Transaction], object]) -> list[OpResult] | None:
@@ -105,7 +105,7 @@ class MarkedCommit:
             stale = self._take_pending()
             for path in stale:
                 txn.delete(path)
-            generation = client.session.generation
+            generation = client.generation
             try:
                 results = await txn.commit()
             except TransactionFailedError as exc:
@@ -141,7 +141,7 @@ class MarkedCommit:
         client = self.client
         while True:
             await client.wait_for(State.CONNECTED)
-            if client.session.generation != generation:
+            if client.generation != generation:
                 raise ConnectionLossError(
                     "a transaction's reply was lost and the session expired before it could "
                     "be checked: it may or may not have been applied",
@@ -155,7 +155,7 @@ class MarkedCommit:
                 stat = await client.exists(marker)
             except (ConnectionLossError, SessionExpiredError):
                 continue
-            if client.session.generation != generation:
+            if client.generation != generation:
                 continue  # answered by a new session: the marker would be gone anyway
             if stat is None:
                 raise _Unapplied()
@@ -164,7 +164,7 @@ class MarkedCommit:
     async def close(self) -> None:
         """Delete the markers still pending (they would vanish with the session anyway)."""
         pending, self._pending = self._pending, []
-        if self._generation != self.client.session.generation or self.client.closed:
+        if self._generation != self.client.generation or self.client.closed:
             return
         results = await asyncio.gather(
             *(self.client.delete(path) for path in pending), return_exceptions=True

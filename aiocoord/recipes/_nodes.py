@@ -53,7 +53,7 @@ __all__ = [
     "watch_own",
 ]
 
-log = logging.getLogger("aiocoord.recipes")
+log = logging.getLogger(__name__)
 
 #: How long a release waits for the server to confirm its delete before it returns and lets
 #: the delete finish in the background: a reply on a live link comes well within it.
@@ -70,7 +70,7 @@ class QueueNode:
     #: the zxid of its creation: grows with every node created later (a fencing token)
     czxid: int
     session_id: int
-    #: the client's session generation the node belongs to (``client.session.generation``)
+    #: the client's session generation the node belongs to (``client.generation``)
     generation: int
     #: a watch on the node itself that a waiter armed while it waited, handed to the holding
     #: (:class:`LossWatch`) so that a contended grant costs no request to watch the node
@@ -78,9 +78,7 @@ class QueueNode:
 
     def alive_in(self, client: Client) -> bool:
         """False once the session that owns the node has ended."""
-        return client.session.generation == self.generation and client.session_id == (
-            self.session_id
-        )
+        return client.generation == self.generation and client.session_id == self.session_id
 
 
 class Restart(Exception):
@@ -231,7 +229,7 @@ class ProtectedNode:
             seq = sequence_of(name)
             assert seq is not None, name
             self.node = QueueNode(
-                path, name, seq, stat.czxid, stat.ephemeral_owner, client.session.generation
+                path, name, seq, stat.czxid, stat.ephemeral_owner, client.generation
             )
         return self.node
 

@@ -161,7 +161,7 @@ class DoubleBarrier:
     async def _create_node(self) -> None:
         client = self.client
         while True:
-            generation = client.session.generation
+            generation = client.generation
             try:
                 await client.create(
                     self.node_path,
@@ -182,7 +182,7 @@ class DoubleBarrier:
                     with contextlib.suppress(NoNodeError):
                         await client.delete(self.node_path)
                     continue
-            if client.session.generation == generation:
+            if client.generation == generation:
                 self._generation = generation
                 return
 
@@ -262,7 +262,7 @@ class DoubleBarrier:
                 break
             mine = self.node_name in nodes
             if not mine and should_exist:
-                if client.session.generation != self._generation:
+                if client.generation != self._generation:
                     break  # our node went with our session: nothing of ours is left
                 raise BarrierError(
                     f"participant node {self.node_path} vanished while its session lived"

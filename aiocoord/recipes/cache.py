@@ -88,14 +88,26 @@ __all__ = [
     "NodeCache",
     "NodeEvent",
     "TreeCache",
+    "WatchMode",
 ]
 
-log = logging.getLogger("aiocoord.cache")
+log = logging.getLogger(__name__)
 
 #: Events a subscriber may leave unread before it is resynced (see :class:`EventSubscription`).
 DEFAULT_BUFFER_SIZE = 10_000
 
-_WATCH_MODES = ("auto", "persistent", "one-shot")
+
+class WatchMode(str, enum.Enum):
+    """How a cache follows the server (``watch_mode=``; the plain strings work too)."""
+
+    #: one persistent watch where the server has them (3.6+), else one-shot watches
+    AUTO = "auto"
+    #: one persistent (for a tree: recursive) watch; CacheError on a server without them
+    PERSISTENT = "persistent"
+    #: one-shot watches, re-armed after every event
+    ONE_SHOT = "one-shot"
+
+
 _UNBOUNDED = sys.maxsize
 
 V = TypeVar("V")
@@ -172,7 +184,7 @@ class _Cache(Generic[V]):
         include_root: bool,
         cache_data: bool,
         buffer_size: int,
-        watch_mode: str,
+        watch_mode: WatchMode | str,
     ) -> None:
         if not isinstance(client, Client):
             raise InvalidTypeError(
@@ -193,15 +205,20 @@ class _Cache(Generic[V]):
             raise InvalidTypeError(f"buffer_size must be int, not {type(buffer_size).__name__}")
         if buffer_size < 1:
             raise BadArgumentsError(f"buffer_size must be >= 1, got {buffer_size}")
-        if watch_mode not in _WATCH_MODES:
-            raise BadArgumentsError(f"watch_mode must be one of {_WATCH_MODES}, got {watch_mode!r}")
+        try:
+            mode = WatchMode(watch_mode)
+        except ValueError:
+            names = [m.value for m in WatchMode]
+            raise BadArgumentsError(
+                f"watch_mode must be a WatchMode or one of {names}, got {watch_mode!r}"
+            ) from None
         self._client = client
         self.path = path
         self._limit = _UNBOUNDED if max_depth is None else max_depth
         self._include_root = include_root
         self._cache_data = cache_data
         self._buffer_size = buffer_size
-        self._watch_mode = watch_mode
+        self._watch_mode = mode
         self._prefix = "/" if path == "/" else path + "/"
         self._root_slashes = 0 if path == "/" else path.count("/")
 
@@ -350,13 +367,13 @@ class _Cache(Generic[V]):
     # --- start -----------------------------------------------------------------------------
 
     async def _start(self) -> None:
-        if self._watch_mode != "one-shot":
+        if self._watch_mode is not WatchMode.ONE_SHOT:
             # The watch goes first, so no change after the initial reads can be missed.
             try:
                 self._watch = await self._add_watch()
                 self._persistent = True
             except UnimplementedError:
-                if self._watch_mode == "persistent":
+                if self._watch_mode is WatchMode.PERSISTENT:
                     raise
                 log.info("server lacks persistent watches; %s uses one-shot watches", self)
         if self._persistent:
@@ -812,7 +829,8 @@ class NodeCache(_Cache[ChildData | None]):
     SUSPENDED, RECONNECTED, LOST and RESYNCED. Uses one persistent (non-recursive) watch on
     servers >= 3.6, a one-shot data watch re-armed after each change on older ones.
 
-    ``watch_mode`` is "auto" (persistent if the server has it), "persistent" or "one-shot".
+    ``watch_mode`` is a :class:`WatchMode` (or its value): "auto" (persistent if the server
+    has it), "persistent" or "one-shot".
     """
 
     _ADDED = CacheEventType.CREATED
@@ -825,7 +843,7 @@ class NodeCache(_Cache[ChildData | None]):
         path: str,
         *,
         buffer_size: int = DEFAULT_BUFFER_SIZE,
-        watch_mode: str = "auto",
+        watch_mode: WatchMode | str = WatchMode.AUTO,
     ) -> None:
         super().__init__(
             client,
@@ -900,7 +918,7 @@ class ChildrenCache(_Cache[Mapping[str, ChildData]]):
         *,
         cache_data: bool = True,
         buffer_size: int = DEFAULT_BUFFER_SIZE,
-        watch_mode: str = "auto",
+        watch_mode: WatchMode | str = WatchMode.AUTO,
     ) -> None:
         super().__init__(
             client,
@@ -947,7 +965,7 @@ class TreeCache(_Cache[Mapping[str, ChildData]]):
         max_depth: int | None = None,
         cache_data: bool = True,
         buffer_size: int = DEFAULT_BUFFER_SIZE,
-        watch_mode: str = "auto",
+        watch_mode: WatchMode | str = WatchMode.AUTO,
     ) -> None:
         super().__init__(
             client,

@@ -64,7 +64,7 @@ __all__ = [
     "Participant",
 ]
 
-log = logging.getLogger("aiocoord.recipes.election")
+log = logging.getLogger(__name__)
 
 
 class _Leadership:
@@ -131,8 +131,8 @@ class Election:
         self,
         client: Client,
         path: str,
-        identifier: str | None = None,
         *,
+        identifier: str | None = None,
         suspended_is_loss: bool = True,
         acl: Sequence[ACL] | None = None,
     ) -> None:

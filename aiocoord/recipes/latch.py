@@ -67,14 +67,14 @@ from aiocoord.recipes._stream import EventStream, EventSubscription
 
 __all__ = ["LATCH_NAME", "LeaderLatch"]
 
-log = logging.getLogger("aiocoord.recipes.election")
+log = logging.getLogger(__name__)
 
 
 class LeaderLatch:
     """Join an election and be told while this contender leads (Curator's ``LeaderLatch``);
     see the module docstring.
 
-    ``async with LeaderLatch(client, "/app/leader", "me") as latch:`` joins (``start()``)
+    ``async with LeaderLatch(client, "/app/leader", identifier="me") as latch:`` joins (``start()``)
     and leaves (``close()``). :attr:`is_leader` says whether it leads now;
     ``await latch.wait_until_leader(timeout)`` waits for it; ``latch.changes()`` streams
     every :class:`LeadershipChange`, ``await latch.next_change(timeout)`` waits for one and
@@ -90,8 +90,8 @@ class LeaderLatch:
         self,
         client: Client,
         path: str,
-        identifier: str | None = None,
         *,
+        identifier: str | None = None,
         suspended_is_loss: bool = True,
         buffer_size: int = 1000,
         acl: Sequence[ACL] | None = None,

@@ -66,7 +66,7 @@ from aiocoord.session import State
 
 __all__ = ["LOCK_NAME", "Lock", "LossEvent", "Mutex"]
 
-log = logging.getLogger("aiocoord.recipes.lock")
+log = logging.getLogger(__name__)
 
 #: Curator's InterProcessMutex node name (before the sequence number).
 LOCK_NAME = "lock-"

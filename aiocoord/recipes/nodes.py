@@ -57,7 +57,7 @@ from aiocoord.session import State
 
 __all__ = ["CreateMode", "GroupMember", "PersistentNode"]
 
-log = logging.getLogger("aiocoord.recipes.nodes")
+log = logging.getLogger(__name__)
 
 
 class CreateMode(enum.Enum):

@@ -70,7 +70,7 @@ __all__ = [
     "Queue",
 ]
 
-log = logging.getLogger("aiocoord.recipes.queue")
+log = logging.getLogger(__name__)
 
 #: Curator's item node name (before the sequence number).
 QUEUE_ITEM_NAME = "queue-"
@@ -377,13 +377,13 @@ class LockedItem:
     async def holds_lock(self) -> bool:
         """True while the item is still locked by this consumer's session."""
         client = self.queue.client
-        if self._done or client.session.generation != self._generation:
+        if self._done or client.generation != self._generation:
             return False
         stat = await client.exists(self.lock_path)
         return (
             stat is not None
             and stat.ephemeral_owner == client.session_id
-            and client.session.generation == self._generation
+            and client.generation == self._generation
         )
 
     async def consume(self) -> None:
@@ -432,7 +432,7 @@ class LockedItem:
                 continue
             if stat is None:
                 return True  # only the lock's holder deletes an entry
-            if client.session.generation != self._generation:
+            if client.generation != self._generation:
                 self._done = True
                 raise LockLostError(
                     f"the lock on queue item {self.name} went with the session; "
@@ -446,7 +446,7 @@ class LockedItem:
             return
         self._done = True
         client = self.queue.client
-        if client.session.generation != self._generation:
+        if client.generation != self._generation:
             return  # the lock went with the session
         await delete_node(client, self.lock_path)
 
@@ -578,7 +578,7 @@ class LockingQueue:
     async def _take(self, name: str) -> LockedItem | None:
         client = self.client
         lock = f"{self.taken_path}/{name}"
-        generation = client.session.generation
+        generation = client.generation
         try:
             try:
                 await client.create(lock, self.id, ephemeral=True, acl=self.acl)
@@ -591,10 +591,10 @@ class LockingQueue:
                 if (
                     stat is None
                     or stat.ephemeral_owner != client.session_id
-                    or client.session.generation != generation
+                    or client.generation != generation
                 ):
                     return None
-            if client.session.generation != generation:
+            if client.generation != generation:
                 return None
             try:
                 data, _ = await client.get(f"{self.entries_path}/{name}")
@@ -603,7 +603,7 @@ class LockingQueue:
                 await delete_node(client, lock)
                 return None
         except BaseException:
-            if client.session.generation == generation:
+            if client.generation == generation:
                 await delete_node(client, lock)
             raise
         return LockedItem(self, name, data, generation)

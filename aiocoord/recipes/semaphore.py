@@ -50,7 +50,7 @@ from aiocoord.recipes.lock import LOCK_NAME
 
 __all__ = ["LEASE_NAME", "LEASES", "LOCKS", "Lease", "Semaphore"]
 
-log = logging.getLogger("aiocoord.recipes.semaphore")
+log = logging.getLogger(__name__)
 
 #: Curator's InterProcessSemaphoreV2 names.
 LOCKS = "locks"

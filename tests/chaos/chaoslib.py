@@ -1554,7 +1554,7 @@ async def run_mix(
                 spawn(f"put-{i}", lambda w, c=c, r=r: producer_worker(chaos, w, c, "/q", queue, r))
             else:
                 spawn(f"take-{i}", lambda w, c=c, r=r: consumer_worker(chaos, w, c, "/q", queue, r))
-            latch = LeaderLatch(c, "/leader", f"latch-{i}", suspended_is_loss=True)
+            latch = LeaderLatch(c, "/leader", identifier=f"latch-{i}", suspended_is_loss=True)
             leaders.attach(latch)
             latches.append(latch)
             await latch.start()
@@ -1743,7 +1743,10 @@ class Contender:
             return True
         if self._latch is None:
             self._latch = LeaderLatch(
-                self.client, self.path, self.name, suspended_is_loss=self.suspended_is_loss
+                self.client,
+                self.path,
+                identifier=self.name,
+                suspended_is_loss=self.suspended_is_loss,
             )
             self._latch.add_listener(self._on_latch)
             await self._latch.start()
@@ -1841,8 +1844,10 @@ class Contender:
 
 
 async def contender_nodes(client: Client, contender: Contender) -> list[str]:
-    """The contender nodes (``_c_`` children) of the recipe's queue, as the server has them."""
+    """The contender nodes (``_c_`` children) of the recipe's queue, as the server has them
+    (synced first: the observer's member may lag behind the one the contender wrote to)."""
     try:
+        await client.sync(contender.node_parent)
         names = await client.children(contender.node_parent)
     except NoNodeError:
         return []

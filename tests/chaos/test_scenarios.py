@@ -754,7 +754,10 @@ async def test_partition_longer_than_twice_the_session_timeout(
     lock = Lock(cut, "/lock", suspended_is_loss=True)
     assert await lock.acquire(timeout=10)
     mutex.enter("cut", lock.fencing_token)
-    latches = [LeaderLatch(cut, "/leader", "cut"), LeaderLatch(other, "/leader", "other")]
+    latches = [
+        LeaderLatch(cut, "/leader", identifier="cut"),
+        LeaderLatch(other, "/leader", identifier="other"),
+    ]
     for latch in latches:
         leaders.attach(latch)
     await latches[0].start()
@@ -817,7 +820,7 @@ async def test_leader_session_expires(cluster: Cluster, chaos: Chaos) -> None:
     of an Election term on the expired session is cancelled."""
     clients = [await cluster.client(session_timeout=3) for _ in range(3)]
     leaders = LeaderReferee(chaos, "latch")
-    latches = [LeaderLatch(c, "/leader", f"c{i}") for i, c in enumerate(clients)]
+    latches = [LeaderLatch(c, "/leader", identifier=f"c{i}") for i, c in enumerate(clients)]
     for latch in latches:
         leaders.attach(latch)
         await latch.start()
@@ -825,7 +828,7 @@ async def test_leader_session_expires(cluster: Cluster, chaos: Chaos) -> None:
     first_token = first.fencing_token or 0
 
     # An Election whose body runs while its session expires.
-    election = Election(first.client, "/election", "body")
+    election = Election(first.client, "/election", identifier="body")
     body_cancelled = asyncio.Event()
     entered = asyncio.Event()
 
@@ -976,7 +979,7 @@ async def test_latch_parent_vanishes(cluster: Cluster, chaos: Chaos) -> None:
     observer = cluster.observer
     assert observer is not None
     leaders = LeaderReferee(chaos, "latch")
-    latches = [LeaderLatch(c, "/leader", f"c{i}") for i, c in enumerate(clients)]
+    latches = [LeaderLatch(c, "/leader", identifier=f"c{i}") for i, c in enumerate(clients)]
     for latch in latches:
         leaders.attach(latch)
         await latch.start()

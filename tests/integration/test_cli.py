@@ -347,7 +347,7 @@ async def test_inspect_election_shows_the_leader_then_the_candidates(
 ) -> None:
     latches = []
     for i, name in enumerate(("alpha", "bravo", "charlie")):
-        latch = aiocoord.LeaderLatch(await zk_connect(), "/election", name)
+        latch = aiocoord.LeaderLatch(await zk_connect(), "/election", identifier=name)
         await latch.start()
         latches.append(latch)
         await children_reach(latch.client, "/election", i + 1)

@@ -62,7 +62,7 @@ async def one_leader(latches: list[LeaderLatch], timeout: float = 10.0) -> Leade
 
 async def test_latch_elects_one_leader_on_curators_layout(zk_connect: Factory) -> None:
     clients = [await zk_connect() for _ in range(3)]
-    latches = [LeaderLatch(c, "/latch", f"node-{i}") for i, c in enumerate(clients)]
+    latches = [LeaderLatch(c, "/latch", identifier=f"node-{i}") for i, c in enumerate(clients)]
     for latch in latches:
         await latch.start()
     leader = await one_leader(latches)
@@ -90,7 +90,7 @@ async def test_closing_the_leader_hands_over_with_a_larger_fencing_token(
     zk_connect: Factory,
 ) -> None:
     clients = [await zk_connect() for _ in range(3)]
-    latches = [LeaderLatch(c, "/handover", f"n{i}") for i, c in enumerate(clients)]
+    latches = [LeaderLatch(c, "/handover", identifier=f"n{i}") for i, c in enumerate(clients)]
     for latch in latches:
         await latch.start()
     tokens = []
@@ -108,9 +108,9 @@ async def test_closing_the_leader_hands_over_with_a_larger_fencing_token(
 
 async def test_wait_until_leader_times_out_with_timeout_error(zk_connect: Factory) -> None:
     a, b = await zk_connect(), await zk_connect()
-    async with LeaderLatch(a, "/wait", "a") as first:
+    async with LeaderLatch(a, "/wait", identifier="a") as first:
         assert await first.wait_until_leader(5)
-        async with LeaderLatch(b, "/wait", "b") as second:
+        async with LeaderLatch(b, "/wait", identifier="b") as second:
             with pytest.raises(aiocoord.TimeoutError):
                 await second.wait_until_leader(0.2)
             assert not second.is_leader
@@ -123,7 +123,7 @@ async def test_changes_stream_next_change_and_listener_report_each_term(
 ) -> None:
     client = await zk_connect()
     admin = await zk_connect()
-    latch = LeaderLatch(client, "/stream", "me")
+    latch = LeaderLatch(client, "/stream", identifier="me")
     seen: list[LeadershipChange] = []
     latch.add_listener(seen.append)
     stream = latch.changes()
@@ -150,7 +150,10 @@ async def test_changes_stream_next_change_and_listener_report_each_term(
 
 async def test_latch_rejoins_when_the_whole_path_vanishes(zk_connect: Factory) -> None:
     a, b, admin = await zk_connect(), await zk_connect(), await zk_connect()
-    latches = [LeaderLatch(a, "/gone/latch", "a"), LeaderLatch(b, "/gone/latch", "b")]
+    latches = [
+        LeaderLatch(a, "/gone/latch", identifier="a"),
+        LeaderLatch(b, "/gone/latch", identifier="b"),
+    ]
     for latch in latches:
         await latch.start()
     leader = await one_leader(latches)
@@ -176,7 +179,7 @@ async def test_session_policy_keeps_leadership_through_a_dropped_connection(
     zk_connect: Factory,
 ) -> None:
     client = await zk_connect()
-    async with LeaderLatch(client, "/policy", "me", suspended_is_loss=False) as latch:
+    async with LeaderLatch(client, "/policy", identifier="me", suspended_is_loss=False) as latch:
         assert await latch.wait_until_leader(5)
         token = latch.fencing_token
         changes = latch.changes()
@@ -189,9 +192,9 @@ async def test_session_policy_keeps_leadership_through_a_dropped_connection(
 
 async def test_suspension_ends_leadership_under_the_default_policy(zk_connect: Factory) -> None:
     client, other = await zk_connect(), await zk_connect()
-    async with LeaderLatch(client, "/suspend", "a") as a:
+    async with LeaderLatch(client, "/suspend", identifier="a") as a:
         assert await a.wait_until_leader(5)
-        b = LeaderLatch(other, "/suspend", "b")
+        b = LeaderLatch(other, "/suspend", identifier="b")
         await b.start()
         await eventually(lambda: _count(other, "/suspend", 2))
         changes = a.changes()
@@ -209,7 +212,10 @@ async def test_suspension_ends_leadership_under_the_default_policy(zk_connect: F
 
 async def test_election_runs_the_body_only_while_leader(zk_connect: Factory) -> None:
     a, b = await zk_connect(), await zk_connect()
-    first, second = Election(a, "/elect", "first"), Election(b, "/elect", "second")
+    first, second = (
+        Election(a, "/elect", identifier="first"),
+        Election(b, "/elect", identifier="second"),
+    )
     async with first.leadership() as term:
         assert isinstance(term, LeadershipTerm)
         assert first.is_leader
@@ -245,8 +251,8 @@ async def test_session_expiry_cancels_the_body_and_raises_leadership_lost(
     zk_connect: Factory, zookeeper: Any
 ) -> None:
     client, other = await zk_connect(session_timeout=4), await zk_connect()
-    election = Election(client, "/expiry", "a")
-    successor = Election(other, "/expiry", "b")
+    election = Election(client, "/expiry", identifier="a")
+    successor = Election(other, "/expiry", identifier="b")
     reached_end = False
 
     async def lead_until_expired() -> None:
@@ -279,7 +285,7 @@ async def test_session_expiry_cancels_the_body_and_raises_leadership_lost(
 
 async def test_deleted_node_cancels_the_body(zk_connect: Factory) -> None:
     client, admin = await zk_connect(), await zk_connect()
-    election = Election(client, "/deleted", "a")
+    election = Election(client, "/deleted", identifier="a")
 
     async def lead_until_deleted() -> None:
         async with election.leadership() as term:
@@ -293,7 +299,7 @@ async def test_deleted_node_cancels_the_body(zk_connect: Factory) -> None:
 
 async def test_cancelling_the_body_from_outside_is_not_a_loss(zk_connect: Factory) -> None:
     client = await zk_connect()
-    election = Election(client, "/outside", "a")
+    election = Election(client, "/outside", identifier="a")
     entered = asyncio.Event()
 
     async def body() -> None:
@@ -322,7 +328,7 @@ async def test_run_with_requeue_takes_turns_in_queue_order(zk_connect: Factory) 
             done.set()
             await asyncio.sleep(30)  # cancelled by close()
 
-    first, second = Election(a, "/turns", "a"), Election(b, "/turns", "b")
+    first, second = Election(a, "/turns", identifier="a"), Election(b, "/turns", identifier="b")
     first.start(lead)
     await eventually(lambda: _done(terms, 1))
     second.start(lead)
@@ -347,7 +353,7 @@ async def test_without_requeue_one_term_then_requeue_joins_again(zk_connect: Fac
     async def lead(term: LeadershipTerm) -> None:
         terms.append(term)
 
-    election = Election(client, "/once", "a")
+    election = Election(client, "/once", identifier="a")
     election.start(lead, requeue=False)
     await eventually(lambda: _done(terms, 1))
     await eventually(lambda: _true(election.requeue))

@@ -86,7 +86,7 @@ async def test_leader_is_unique_and_replaced_when_its_server_dies_and_its_sessio
     ensemble = zookeeper_ensemble
     path = f"/election-faults-{uuid.uuid4().hex}/leader"
     clients = [await open_client(ensemble.connect_string, session_timeout=6) for _ in range(5)]
-    latches = [LeaderLatch(c, path, f"contender-{i}") for i, c in enumerate(clients)]
+    latches = [LeaderLatch(c, path, identifier=f"contender-{i}") for i, c in enumerate(clients)]
     referee = Referee(latches)
     killed: int | None = None
     try:

@@ -237,11 +237,11 @@ async def _locks(client: Client, bounce: Callable[[], Awaitable[None]]) -> None:
 
 
 async def _election(client: Client, bounce: Callable[[], Awaitable[None]]) -> None:
-    async with LeaderLatch(client, "/latch", "me") as latch:
+    async with LeaderLatch(client, "/latch", identifier="me") as latch:
         assert await latch.wait_until_leader(10)
         await bounce()
         assert await latch.wait_until_leader(10)
-    election = Election(client, "/election", "me")
+    election = Election(client, "/election", identifier="me")
     async with election.leadership(timeout=10):
         pass
     started = asyncio.Event()
@@ -344,8 +344,8 @@ async def test_closing_the_client_under_running_recipes_ends_their_tasks(
     owner = await connect(zookeeper, zk_namespace)
     client = await connect(zookeeper, zk_namespace)
     await Lock(owner, "/lock").acquire()
-    await LeaderLatch(owner, "/latch", "owner").start()
-    latch = LeaderLatch(client, "/latch", "me")
+    await LeaderLatch(owner, "/latch", identifier="owner").start()
+    latch = LeaderLatch(client, "/latch", identifier="me")
     await latch.start()
     cache = TreeCache(client, "/")
     await cache.start()

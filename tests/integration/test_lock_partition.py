@@ -112,7 +112,7 @@ async def test_semaphore_lease_and_latch_leave_at_once_on_a_blackholed_link(
     observer = await zk_connect()
     sem = Semaphore(client, "/dead-sem", 2)
     (lease,) = await sem.acquire(timeout=10)
-    latch = LeaderLatch(client, "/dead-latch", "me")
+    latch = LeaderLatch(client, "/dead-latch", identifier="me")
     await latch.start()
     assert await latch.wait_until_leader(timeout=10)
     zk_fault_proxy.blackhole()

@@ -36,11 +36,11 @@ CONSTRUCTORS: list[tuple[str, Make, type[CoordinationError]]] = [
     ("latch relative path", lambda c: LeaderLatch(c, "leader"), InvalidPathError),
     ("latch on root", lambda c: LeaderLatch(c, "/"), BadArgumentsError),
     ("latch not a client", lambda c: LeaderLatch("zk", "/l"), InvalidTypeError),  # type: ignore[arg-type]
-    ("latch identifier", lambda c: LeaderLatch(c, "/l", 5), InvalidTypeError),  # type: ignore[arg-type]
+    ("latch identifier", lambda c: LeaderLatch(c, "/l", identifier=5), InvalidTypeError),  # type: ignore[arg-type]
     ("latch policy", lambda c: LeaderLatch(c, "/l", suspended_is_loss="y"), InvalidTypeError),  # type: ignore[arg-type]
     ("latch buffer", lambda c: LeaderLatch(c, "/l", buffer_size=0), BadArgumentsError),
     ("election trailing slash", lambda c: Election(c, "/e/"), InvalidPathError),
-    ("election identifier", lambda c: Election(c, "/e", b"id"), InvalidTypeError),  # type: ignore[arg-type]
+    ("election identifier", lambda c: Election(c, "/e", identifier=b"id"), InvalidTypeError),  # type: ignore[arg-type]
     ("barrier empty path", lambda c: Barrier(c, ""), InvalidPathError),
     ("double barrier n=0", lambda c: DoubleBarrier(c, "/d", 0), BadArgumentsError),
     ("double barrier n str", lambda c: DoubleBarrier(c, "/d", "3"), InvalidTypeError),  # type: ignore[arg-type]
