@@ -1,0 +1,108 @@
+"""The data records requests and replies carry: a node's :class:`Stat` and an :class:`ACL`
+entry (Jute's ``ACL`` with its ``Id`` inlined). Both are public as ``aiocoord.Stat`` and
+``aiocoord.ACL``."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aiocoord._wire.jute import INT, read_ustring, read_vector_size
+
+__all__ = ["ACL", "STAT", "Stat", "read_acls", "write_acls"]
+
+#: A Stat's layout: czxid, mzxid, ctime, mtime, version, cversion, aversion,
+#: ephemeralOwner, dataLength, numChildren, pzxid.
+STAT = struct.Struct("!qqqqiiiqiiq")
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    """A znode's metadata, as the server reports it."""
+
+    czxid: int
+    mzxid: int
+    ctime: int
+    mtime: int
+    version: int
+    cversion: int
+    aversion: int
+    ephemeral_owner: int
+    data_length: int
+    num_children: int
+    pzxid: int
+
+    @property
+    def is_ephemeral(self) -> bool:
+        """True when the node is ephemeral (owned by a session)."""
+        return self.ephemeral_owner != 0
+
+    def encode(self) -> bytes:
+        """The Jute encoding."""
+        return STAT.pack(
+            self.czxid,
+            self.mzxid,
+            self.ctime,
+            self.mtime,
+            self.version,
+            self.cversion,
+            self.aversion,
+            self.ephemeral_owner,
+            self.data_length,
+            self.num_children,
+            self.pzxid,
+        )
+
+    @staticmethod
+    def decode(buf: bytes, offset: int) -> tuple[Stat, int]:
+        """Read one at ``offset``; returns it and the offset after it."""
+        return Stat(*STAT.unpack_from(buf, offset)), offset + STAT.size
+
+
+@dataclass(frozen=True, slots=True)
+class ACL:
+    """One ACL entry: permission bits for an identity (``scheme``, ``id``)."""
+
+    perms: int
+    scheme: str
+    id: str
+
+    READ = 1
+    WRITE = 2
+    CREATE = 4
+    DELETE = 8
+    ADMIN = 16
+    ALL = 31
+
+    def encode(self) -> bytes:
+        """The Jute encoding: perms, then the Id (scheme, id)."""
+        scheme = self.scheme.encode()
+        ident = self.id.encode()
+        return _PERMS_SCHEME.pack(self.perms, len(scheme)) + scheme + INT.pack(len(ident)) + ident
+
+    @staticmethod
+    def decode(buf: bytes, offset: int) -> tuple[ACL, int]:
+        """Read one at ``offset``; returns it and the offset after it."""
+        (perms,) = INT.unpack_from(buf, offset)
+        scheme, offset = read_ustring(buf, offset + 4)
+        ident, offset = read_ustring(buf, offset)
+        return ACL(perms, scheme, ident), offset
+
+
+_PERMS_SCHEME = struct.Struct("!ii")
+
+
+def write_acls(acls: Sequence[ACL]) -> bytes:
+    """A Jute vector of ACL entries."""
+    return INT.pack(len(acls)) + b"".join([acl.encode() for acl in acls])
+
+
+def read_acls(buf: bytes, offset: int) -> tuple[list[ACL], int]:
+    """A vector of ACL entries."""
+    count, offset = read_vector_size(buf, offset, 12)
+    out: list[ACL] = []
+    for _ in range(count):
+        acl, offset = ACL.decode(buf, offset)
+        out.append(acl)
+    return out, offset

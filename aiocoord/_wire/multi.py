@@ -1,0 +1,155 @@
+"""Transactions (``multi``): ops applied all or none, and one result per op in the reply.
+
+Each op travels as a multi header (its opcode, done=false, err=-1) and its request body; a
+done header closes the list. The reply repeats the shape: per op a header with the type of
+its result, then that result's body, where a failed or rolled-back op is an error result
+(type -1) holding only its code.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from aiocoord._wire.framing import EmptyResponse, Request
+from aiocoord._wire.jute import INT
+from aiocoord._wire.opcodes import Op
+from aiocoord._wire.writes import (
+    CheckVersionRequest,
+    Create2Request,
+    Create2Response,
+    CreateContainerRequest,
+    CreateRequest,
+    CreateResponse,
+    CreateTTLRequest,
+    DeleteRequest,
+    SetDataRequest,
+    SetDataResponse,
+)
+from aiocoord.errors import ProtocolError
+
+__all__ = ["MultiRequest", "MultiResponse", "MultiResult", "TxnOp", "TxnReply"]
+
+#: The requests a transaction can hold.
+TxnOp = (
+    CreateRequest
+    | Create2Request
+    | CreateContainerRequest
+    | CreateTTLRequest
+    | DeleteRequest
+    | SetDataRequest
+    | CheckVersionRequest
+)
+#: The body of an applied op's result.
+TxnReply = CreateResponse | Create2Response | SetDataResponse | EmptyResponse
+
+# type, done, err
+_HEADER = struct.Struct("!i?i")
+_DONE = _HEADER.pack(-1, True, -1)
+
+_OPS: dict[int, Callable[[bytes, int], tuple[TxnOp, int]]] = {
+    Op.CREATE: CreateRequest.decode,
+    Op.CREATE2: Create2Request.decode,
+    Op.CREATE_CONTAINER: CreateContainerRequest.decode,
+    Op.CREATE_TTL: CreateTTLRequest.decode,
+    Op.DELETE: DeleteRequest.decode,
+    Op.SET_DATA: SetDataRequest.decode,
+    Op.CHECK: CheckVersionRequest.decode,
+}
+# A create2, createContainer or createTTL is answered as create2; the other two are accepted
+# as well, in case a server labels the result with the request's own opcode.
+_REPLIES: dict[int, Callable[[bytes, int], tuple[TxnReply, int]]] = {
+    Op.CREATE: CreateResponse.decode,
+    Op.CREATE2: Create2Response.decode,
+    Op.CREATE_CONTAINER: Create2Response.decode,
+    Op.CREATE_TTL: Create2Response.decode,
+    Op.DELETE: EmptyResponse.decode,
+    Op.SET_DATA: SetDataResponse.decode,
+    Op.CHECK: EmptyResponse.decode,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MultiResult:
+    """One op's result: the ``opcode`` the server labels it with (``Op.ERROR`` for an op
+    that failed or was rolled back), ``err`` (0 when applied; for an error result its code,
+    where 0 means "would have succeeded" and -2 "rolled back"), and the ``body`` of an
+    applied op (None for an error result)."""
+
+    opcode: int
+    err: int
+    body: TxnReply | None
+
+    def encode(self) -> bytes:
+        """The Jute encoding: the multi header, then the result."""
+        if self.body is None:
+            return _HEADER.pack(Op.ERROR, False, self.err) + INT.pack(self.err)
+        return _HEADER.pack(self.opcode, False, 0) + self.body.encode()
+
+
+@dataclass(frozen=True, slots=True)
+class MultiResponse:
+    """The results of a transaction, one per op, in order."""
+
+    results: list[MultiResult]
+
+    def encode(self) -> bytes:
+        """The Jute encoding."""
+        return b"".join([r.encode() for r in self.results]) + _DONE
+
+    @staticmethod
+    def decode(buf: bytes, offset: int) -> tuple[MultiResponse, int]:
+        """Read one at ``offset``."""
+        results: list[MultiResult] = []
+        op, done, _err = _HEADER.unpack_from(buf, offset)
+        offset += _HEADER.size
+        while not done:
+            if op == Op.ERROR:
+                (code,) = INT.unpack_from(buf, offset)
+                offset += INT.size
+                results.append(MultiResult(op, code, None))
+            else:
+                decode = _REPLIES.get(op)
+                if decode is None:
+                    raise ProtocolError(f"transaction reply holds a result of opcode {op}")
+                body, offset = decode(buf, offset)
+                results.append(MultiResult(op, 0, body))
+            op, done, _err = _HEADER.unpack_from(buf, offset)
+            offset += _HEADER.size
+        return MultiResponse(results), offset
+
+
+@dataclass(frozen=True, slots=True)
+class MultiRequest(Request[MultiResponse]):
+    """multi: ``ops`` applied atomically."""
+
+    opcode = Op.MULTI
+    ops: Sequence[TxnOp]
+
+    def encode(self) -> bytes:
+        parts: list[bytes] = []
+        for op in self.ops:
+            parts.append(_HEADER.pack(op.opcode, False, -1))
+            parts.append(op.encode())
+        parts.append(_DONE)
+        return b"".join(parts)
+
+    @staticmethod
+    def decode(buf: bytes, offset: int) -> tuple[MultiRequest, int]:
+        """Read the request body at ``offset``."""
+        ops: list[TxnOp] = []
+        op, done, _err = _HEADER.unpack_from(buf, offset)
+        offset += _HEADER.size
+        while not done:
+            decode = _OPS.get(op)
+            if decode is None:
+                raise ProtocolError(f"transaction holds an op of opcode {op}")
+            request, offset = decode(buf, offset)
+            ops.append(request)
+            op, done, _err = _HEADER.unpack_from(buf, offset)
+            offset += _HEADER.size
+        return MultiRequest(ops), offset
+
+    def decode_reply(self, buf: bytes, offset: int) -> MultiResponse:
+        return MultiResponse.decode(buf, offset)[0]
