@@ -5,8 +5,8 @@ recipes (locks, caches, election, ...) take that client. Everything public is re
 """
 
 from aiocoord._connect import Connecting, connect, open_client
-from aiocoord._protocol import ACL, Stat
 from aiocoord._watches import EventType, PersistentWatch, Watch, WatchEvent
+from aiocoord._wire.data import ACL, Stat
 from aiocoord.acl import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, ACLProvider
 from aiocoord.client import (
     ChildData,

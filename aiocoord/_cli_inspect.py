@@ -12,7 +12,7 @@ import asyncio
 from dataclasses import dataclass
 
 from aiocoord._paths import join, sort_by_sequence
-from aiocoord._protocol import Stat
+from aiocoord._wire.data import Stat
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError
 from aiocoord.recipes.election import ELECTION_NAME, LATCH_NAME

@@ -8,8 +8,6 @@ import ssl as _ssl
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from aiozk.protocol import Create2Request, ExistsRequest
-
 from aiocoord._validation import (
     MAX_SESSION_TIMEOUT_MS,
     validate_auth,
@@ -19,6 +17,8 @@ from aiocoord._validation import (
     validate_ssl,
     validate_timeout,
 )
+from aiocoord._wire.reads import ExistsRequest
+from aiocoord._wire.writes import Create2Request
 from aiocoord.acl import ACLProvider
 from aiocoord.client import Client
 from aiocoord.errors import InvalidTypeError, NodeExistsError, NoNodeError

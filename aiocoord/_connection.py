@@ -16,9 +16,19 @@ import ssl as _ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from aiocoord import _protocol as wire
+from aiocoord._wire.framing import (
+    EMPTY,
+    REPLY_HEADER_SIZE,
+    EmptyResponse,
+    Request,
+    decode_body,
+    decode_reply_header,
+)
+from aiocoord._wire.handshake import ConnectRequest, ConnectResponse, PingRequest, decode_connect
+from aiocoord._wire.opcodes import Op, Xid
+from aiocoord._wire.watches import WatchNotification, decode_watch
 from aiocoord.errors import ConnectionLossError, DataTooLargeError, NotSentError, ProtocolError
 
 # A frame larger than this is garbage, not a reply: drop the connection instead of allocating.
@@ -27,20 +37,24 @@ MAX_FRAME = 64 * 1024 * 1024
 #: it close the connection, losing every request in flight with it.
 MAX_REQUEST = 0xFFFFF
 
+R = TypeVar("R")
+
 
 @dataclass(slots=True)
-class Reply:
-    """A decoded reply: the server's zxid, its error code, and the decoded body (or None)."""
+class Reply(Generic[R]):
+    """A decoded reply: the server's zxid, its error code, and the body decoded as the
+    request's reply record. The body is None when ``err`` is set, but for a transaction's,
+    which lists each op's result, the failing op's error among them."""
 
     zxid: int
     err: int
-    body: Any
+    body: R | None
 
 
 @dataclass(slots=True)
-class _Pending:
-    opcode: int
-    future: asyncio.Future[Reply]
+class _Pending(Generic[R]):
+    request: Request[R]
+    future: asyncio.Future[Reply[R]]
     #: when the request was written (an answer proves the server heard us at or after it)
     sent: float
 
@@ -52,7 +66,7 @@ class Connection(asyncio.Protocol):
         self,
         host: str,
         port: int,
-        on_watch: Callable[[wire.WatchNotification], None],
+        on_watch: Callable[[WatchNotification], None],
         on_zxid: Callable[[int], None],
         on_lost: Callable[[Connection], None] | None = None,
     ) -> None:
@@ -64,15 +78,15 @@ class Connection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
         self._buffer = bytearray()
-        self._pending: dict[int, _Pending] = {}
+        self._pending: dict[int, _Pending[Any]] = {}
         # xids whose callers gave up: their replies still come, in order, and count
         self._forgotten: set[int] = set()
         # Auth and SetWatches replies carry fixed xids; the server answers them in order.
-        self._special: dict[int, collections.deque[asyncio.Future[Reply]]] = {
-            wire.AUTH_XID: collections.deque(),
-            wire.SET_WATCHES_XID: collections.deque(),
+        self._special: dict[int, collections.deque[asyncio.Future[Reply[EmptyResponse]]]] = {
+            Xid.AUTH: collections.deque(),
+            Xid.SET_WATCHES: collections.deque(),
         }
-        self._handshake: asyncio.Future[wire.ConnectReply] = self._loop.create_future()
+        self._handshake: asyncio.Future[ConnectResponse] = self._loop.create_future()
         self.closed: asyncio.Future[BaseException] = self._loop.create_future()
         self._keepalive: asyncio.TimerHandle | None = None
         self.last_recv = time.monotonic()
@@ -99,11 +113,11 @@ class Connection(asyncio.Protocol):
         session_timeout_ms: int,
         last_zxid: int,
         read_only: bool,
-        on_watch: Callable[[wire.WatchNotification], None],
+        on_watch: Callable[[WatchNotification], None],
         on_zxid: Callable[[int], None],
         on_lost: Callable[[Connection], None] | None = None,
         ssl: _ssl.SSLContext | None = None,
-    ) -> tuple[Connection, wire.ConnectReply]:
+    ) -> tuple[Connection, ConnectResponse]:
         """Connect and run the session handshake within ``timeout`` seconds.
 
         ``on_lost`` is called once, synchronously, when the socket dies, before any pending
@@ -112,18 +126,19 @@ class Connection(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         conn = cls(host, port, on_watch, on_zxid, on_lost)
 
-        async def handshake() -> wire.ConnectReply:
+        async def handshake() -> ConnectResponse:
             await loop.create_connection(lambda: conn, host, port, ssl=ssl)
             assert conn._transport is not None
             sent = time.monotonic()
             conn._transport.write(
-                wire.encode_connect(
+                ConnectRequest(
+                    protocol_version=0,
                     last_zxid=last_zxid,
                     timeout_ms=session_timeout_ms,
                     session_id=session_id,
                     password=password,
                     read_only=read_only,
-                )
+                ).frame()
             )
             reply = await conn._handshake
             conn.proof = sent
@@ -180,18 +195,18 @@ class Connection(asyncio.Protocol):
 
     def _frame(self, frame: bytes) -> None:
         if not self._handshake.done():
-            self._handshake.set_result(wire.decode_connect(frame))
+            self._handshake.set_result(decode_connect(frame))
             return
-        xid, zxid, err = wire.decode_reply_header(frame)
+        xid, zxid, err = decode_reply_header(frame)
         # The zxid of a frame counts only once the frame is known to answer something of
         # ours: the session offers it on reconnect as the newest state it has seen, and one
         # taken from a stray frame (a connect reply read as a reply header gives the session
         # timeout as epoch) makes every server refuse the client for good.
-        if xid == wire.WATCH_XID:
+        if xid == Xid.WATCH:
             self._note(zxid)
-            self._on_watch(wire.decode_watch(frame, wire.REPLY_HEADER_SIZE))
+            self._on_watch(decode_watch(frame, REPLY_HEADER_SIZE))
             return
-        if xid == wire.PING_XID:
+        if xid == Xid.PING:
             self._note(zxid)
             if self._pings:
                 self._prove(self._pings.popleft())
@@ -203,7 +218,7 @@ class Connection(asyncio.Protocol):
             self._note(zxid)
             fut = queue.popleft()
             if not fut.done():
-                fut.set_result(Reply(zxid, err, None))
+                fut.set_result(Reply(zxid, err, None if err else EMPTY))
             return
         pending = self._pending.pop(xid, None)
         if pending is None:
@@ -216,10 +231,10 @@ class Connection(asyncio.Protocol):
         self._note(zxid)
         self._prove(pending.sent)
         body = None
-        has_body = len(frame) > wire.REPLY_HEADER_SIZE
-        if has_body and (err == 0 or pending.opcode == wire.OP_MULTI):
+        # A failed transaction still lists each op's result, the failing op's error among them.
+        if err == 0 or (pending.request.opcode == Op.MULTI and len(frame) > REPLY_HEADER_SIZE):
             try:
-                body = wire.decode_body(pending.opcode, frame, wire.REPLY_HEADER_SIZE)
+                body = decode_body(pending.request, frame)
             except ProtocolError as exc:
                 if not pending.future.done():
                     pending.future.set_exception(exc)
@@ -229,7 +244,7 @@ class Connection(asyncio.Protocol):
 
     # --- sending ------------------------------------------------------------------------
 
-    def send(self, xid: int, request: Any) -> asyncio.Future[Reply]:
+    def send(self, xid: int, request: Request[R]) -> asyncio.Future[Reply[R]]:
         """Write one request and return the future its reply will resolve.
 
         Raises :class:`NotSentError` when the socket is already closed (nothing was written,
@@ -238,28 +253,30 @@ class Connection(asyncio.Protocol):
         """
         if self.closed.done() or self._transport is None:
             raise NotSentError(f"connection to {self.host}:{self.port} is closed")
-        frame = wire.encode(xid, request)
+        frame = request.frame(xid)
         if len(frame) - 4 > MAX_REQUEST:
             raise DataTooLargeError(len(frame) - 4, MAX_REQUEST, getattr(request, "path", None))
         if self._transport.is_closing():
             # Closed on our side but not yet reported lost: writing would only make asyncio
             # log a failed send, and the request would never leave.
             raise NotSentError(f"connection to {self.host}:{self.port} is closing")
-        fut: asyncio.Future[Reply] = self._loop.create_future()
+        fut: asyncio.Future[Reply[R]] = self._loop.create_future()
         # Registered before the bytes leave, so even an instant reply finds its future.
-        pending = self._pending[xid] = _Pending(request.opcode, fut, 0.0)
+        pending = self._pending[xid] = _Pending(request, fut, 0.0)
         self._write(frame)
         pending.sent = self.last_send
         return fut
 
-    def send_special(self, xid: int, request: Any) -> asyncio.Future[Reply]:
+    def send_special(
+        self, xid: Xid, request: Request[EmptyResponse]
+    ) -> asyncio.Future[Reply[EmptyResponse]]:
         """Write an auth or SetWatches request; its reply comes back under the same fixed xid."""
-        fut: asyncio.Future[Reply] = self._loop.create_future()
+        fut: asyncio.Future[Reply[EmptyResponse]] = self._loop.create_future()
         if self.closed.done() or self._transport is None or self._transport.is_closing():
             fut.set_exception(NotSentError(f"connection to {self.host}:{self.port} is closed"))
             return fut
         self._special[xid].append(fut)
-        self._write(wire.encode(xid, request))
+        self._write(request.frame(xid))
         return fut
 
     def forget(self, xid: int) -> None:
@@ -293,7 +310,7 @@ class Connection(asyncio.Protocol):
         interval = session_timeout / 3
         read_timeout = session_timeout * 2 / 3
         tick = max(interval / 4, 0.01)
-        ping = wire.encode(wire.PING_XID, _PING)
+        ping = PingRequest().frame(Xid.PING)
 
         def check() -> None:
             if self.closed.done() or self._transport is None:
@@ -346,13 +363,3 @@ class Connection(asyncio.Protocol):
                 fut = queue.popleft()
                 if not fut.done():
                     fut.set_exception(ConnectionLossError(str(exc)))
-
-
-class _PingRequest:
-    opcode = wire.OP_PING
-
-    def serialize(self, xid: int) -> bytes:
-        return xid.to_bytes(4, "big", signed=True) + wire.OP_PING.to_bytes(4, "big", signed=True)
-
-
-_PING = _PingRequest()

@@ -8,7 +8,7 @@ import ssl as _ssl
 from collections.abc import Sequence
 from typing import Any
 
-from aiocoord._protocol import ACL
+from aiocoord._wire.data import ACL
 from aiocoord.errors import BadArgumentsError, DataTooLargeError, InvalidPathError, InvalidTypeError
 
 #: The largest node data accepted (the server's default jute.maxbuffer is about 1 MiB).

@@ -4,11 +4,9 @@ check every creating call makes before anything is sent."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from aiocoord import _protocol as wire
-from aiocoord._protocol import ACL
 from aiocoord._validation import validate_acl
+from aiocoord._wire.data import ACL
 
 __all__ = [
     "CREATOR_ALL_ACL",
@@ -30,10 +28,9 @@ READ_ACL_UNSAFE: tuple[ACL, ...] = (ACL(ACL.READ, "world", "anyone"),)
 ACLProvider = Callable[[str], Sequence[ACL] | None]
 
 
-def wire_acl(acl: Sequence[ACL] | None) -> list[Any]:
-    """``acl`` (None: OPEN_ACL_UNSAFE) checked and in its wire form."""
-    entries = validate_acl(OPEN_ACL_UNSAFE if acl is None else acl)
-    return [wire.acl_to_jute(entry) for entry in entries]
+def wire_acl(acl: Sequence[ACL] | None) -> list[ACL]:
+    """``acl`` (None: OPEN_ACL_UNSAFE) checked, as the list a create sends."""
+    return validate_acl(OPEN_ACL_UNSAFE if acl is None else acl)
 
 
 def check_acl(acl: Sequence[ACL] | None) -> tuple[ACL, ...] | None:

@@ -17,22 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from aiozk.protocol import (
-    Create2Request,
-    DeleteRequest,
-    ExistsRequest,
-    GetACLRequest,
-    GetChildren2Request,
-    GetChildrenRequest,
-    GetDataRequest,
-    SetACLRequest,
-    SetDataRequest,
-    SyncRequest,
-)
-
-from aiocoord import _protocol as wire
 from aiocoord._paths import PROTECTED_PREFIX, join, protected_id, split
-from aiocoord._protocol import ACL, Stat
 from aiocoord._validation import (
     MAX_TTL_MS,
     validate_auth,
@@ -44,6 +29,29 @@ from aiocoord._validation import (
     validate_version,
 )
 from aiocoord._watches import PersistentWatch, Watch, WatchKind
+from aiocoord._wire.auth import WhoAmIRequest
+from aiocoord._wire.data import ACL, Stat
+from aiocoord._wire.framing import Request
+from aiocoord._wire.opcodes import CreateMode
+from aiocoord._wire.reads import (
+    ExistsRequest,
+    GetACLRequest,
+    GetAllChildrenNumberRequest,
+    GetChildren2Request,
+    GetChildrenRequest,
+    GetDataRequest,
+    GetEphemeralsRequest,
+    SyncRequest,
+)
+from aiocoord._wire.writes import (
+    Create2Request,
+    Create2Response,
+    CreateContainerRequest,
+    CreateTTLRequest,
+    DeleteRequest,
+    SetACLRequest,
+    SetDataRequest,
+)
 from aiocoord.acl import ACLProvider, wire_acl
 from aiocoord.errors import (
     BadArgumentsError,
@@ -98,7 +106,7 @@ class Client:
         self.retry: RetryPolicy = retry if retry is not None else ExponentialBackoff()
         self._background: set[asyncio.Task[Any]] = set()
         # ensure_path walks in flight, by path: (container, acl, task)
-        self._ensuring: dict[str, list[tuple[bool, list[Any] | None, asyncio.Task[None]]]] = {}
+        self._ensuring: dict[str, list[tuple[bool, list[ACL] | None, asyncio.Task[None]]]] = {}
         #: When set, every request belongs to that session generation (see :meth:`bound`).
         self._generation: int | None = None
         # Per-client state of extensions (see extension_state); bound views share it.
@@ -132,12 +140,12 @@ class Client:
 
     async def _request(
         self,
-        request: Any,
+        request: Request[T],
         *,
         path: str | None = None,
         watch: Watch | None = None,
         generation: int | None = None,
-    ) -> Any:
+    ) -> T:
         return await self._session.request(
             request,
             path=path,
@@ -288,8 +296,7 @@ class Client:
                 if w is not None:
                     self._session.watches.set_exists(WatchKind.DATA, full, False)
                 return (None, w) if watch else None
-            stat = wire.stat_from(reply.body.stat)
-            return (stat, w) if watch else stat
+            return (reply.stat, w) if watch else reply.stat
 
         return await self._retrying(once)
 
@@ -311,9 +318,7 @@ class Client:
             reply = await self._request(
                 GetDataRequest(path=full, watch=wire_watch), path=path, watch=w
             )
-            data = reply.body.data or b""
-            stat = wire.stat_from(reply.body.stat)
-            return (data, stat, w) if watch else (data, stat)
+            return (reply.data, reply.stat, w) if watch else (reply.data, reply.stat)
 
         return await self._retrying(once)
 
@@ -345,16 +350,17 @@ class Client:
         async def once() -> Any:
             w = self._session.register_watch(WatchKind.CHILD, full, path) if watch else None
             wire_watch = watch and self._session.wire_watch(WatchKind.CHILD, full)
-            req: Any = (
-                GetChildren2Request(path=full, watch=wire_watch)
-                if with_stat
-                else GetChildrenRequest(path=full, watch=wire_watch)
-            )
-            reply = await self._request(req, path=path, watch=w)
-            names: list[str] = list(reply.body.children or [])
-            out: list[Any] = [names]
+            out: list[Any]
             if with_stat:
-                out.append(wire.stat_from(reply.body.stat))
+                listing = await self._request(
+                    GetChildren2Request(path=full, watch=wire_watch), path=path, watch=w
+                )
+                out = [listing.children, listing.stat]
+            else:
+                names = await self._request(
+                    GetChildrenRequest(path=full, watch=wire_watch), path=path, watch=w
+                )
+                out = [names.children]
             if watch:
                 out.append(w)
             return out[0] if len(out) == 1 else tuple(out)
@@ -372,7 +378,7 @@ class Client:
 
         async def once() -> tuple[list[ACL], Stat]:
             reply = await self._request(GetACLRequest(path=self._full(path)), path=path)
-            return [wire.acl_from_jute(a) for a in reply.body.acl], wire.stat_from(reply.body.stat)
+            return reply.acl, reply.stat
 
         return await self._retrying(once)
 
@@ -383,7 +389,7 @@ class Client:
         validate_version(version)
         req = SetACLRequest(path=self._full(path), acl=acls, version=version)
         reply = await self._request(req, path=path)
-        return wire.stat_from(reply.body.stat)
+        return reply.stat
 
     async def add_auth(self, scheme: str, credential: str | bytes) -> None:
         """Add credentials to the session (e.g. ``("digest", "user:password")``)."""
@@ -396,8 +402,8 @@ class Client:
         full = self._full(prefix) if prefix != "/" else (self.chroot or "/")
 
         async def once() -> list[str]:
-            reply = await self._request(wire.GetEphemeralsRequest(prefix_path=full))
-            return sorted(self._short(p) for p in reply.body.ephemerals)
+            reply = await self._request(GetEphemeralsRequest(prefix_path=full))
+            return sorted(self._short(p) for p in reply.ephemerals)
 
         return await self._retrying(once)
 
@@ -406,9 +412,9 @@ class Client:
         validate_path(path)
 
         async def once() -> int:
-            req = wire.GetAllChildrenNumberRequest(path=self._full(path))
+            req = GetAllChildrenNumberRequest(path=self._full(path))
             reply = await self._request(req, path=path)
-            return int(reply.body.total_number)
+            return reply.total_number
 
         return await self._retrying(once)
 
@@ -416,8 +422,8 @@ class Client:
         """The (scheme, user) identities this session is authenticated as (3.7+)."""
 
         async def once() -> list[tuple[str, str]]:
-            reply = await self._request(wire.WhoAmIRequest())
-            return [(c.auth_scheme, c.user) for c in reply.body.client_info]
+            reply = await self._request(WhoAmIRequest())
+            return [(c.auth_scheme, c.user) for c in reply.client_info]
 
         return await self._retrying(once)
 
@@ -548,7 +554,7 @@ class Client:
             )
         return created if with_stat else created[0]
 
-    def _acls_for(self, path: str, acl: Sequence[ACL] | None) -> list[Any]:
+    def _acls_for(self, path: str, acl: Sequence[ACL] | None) -> list[ACL]:
         """The ACL a create of ``path`` sends: ``acl``, else the provider's, else open."""
         if acl is None and self.acl_provider is not None:
             acl = self.acl_provider(path)
@@ -559,32 +565,33 @@ class Client:
         path: str,
         data: bytes,
         mode: int,
-        acl: list[Any],
+        acl: list[ACL],
         ttl_ms: int | None,
         generation: int | None = None,
     ) -> tuple[str, Stat]:
         full = self._full(path)
-        if mode == wire.MODE_CONTAINER:
-            req: Any = wire.CreateContainerRequest(path=full, data=data, acl=acl, flags=mode)
+        req: Request[Create2Response]
+        if mode == CreateMode.CONTAINER:
+            req = CreateContainerRequest(path=full, data=data, acl=acl, flags=mode)
         elif ttl_ms is not None:
-            req = wire.CreateTTLRequest(path=full, data=data, acl=acl, flags=mode, ttl=ttl_ms)
+            req = CreateTTLRequest(path=full, data=data, acl=acl, flags=mode, ttl=ttl_ms)
         else:
             req = Create2Request(path=full, data=data, acl=acl, flags=mode)
         reply = await self._request(req, path=path, generation=generation)
-        return self._short(reply.body.path), wire.stat_from(reply.body.stat)
+        return self._short(reply.path), reply.stat
 
     async def _create_parents_if_needed(
         self,
         path: str,
         data: bytes,
         mode: int,
-        acl: list[Any],
+        acl: list[ACL],
         ttl_ms: int | None,
         make_parents: bool,
         as_containers: bool,
         generation: int | None = None,
         *,
-        parent_acl: list[Any] | None,
+        parent_acl: list[ACL] | None,
     ) -> tuple[str, Stat]:
         try:
             return await self._create_raw(path, data, mode, acl, ttl_ms, generation)
@@ -602,7 +609,7 @@ class Client:
         validate_path(path)
         await self._ensure_path(path, container, None if acl is None else wire_acl(acl))
 
-    async def _ensure_path(self, path: str, container: bool, acl: list[Any] | None) -> None:
+    async def _ensure_path(self, path: str, container: bool, acl: list[ACL] | None) -> None:
         """``acl`` None: each node gets :meth:`_acls_for` its own path.
 
         Callers asking for the same path at the same time share one walk: a burst of
@@ -628,8 +635,8 @@ class Client:
         task.add_done_callback(done)
         await asyncio.shield(task)
 
-    async def _ensure_path_walk(self, path: str, container: bool, acl: list[Any] | None) -> None:
-        mode = wire.MODE_CONTAINER if container else wire.MODE_PERSISTENT
+    async def _ensure_path_walk(self, path: str, container: bool, acl: list[ACL] | None) -> None:
+        mode = CreateMode.CONTAINER if container else CreateMode.PERSISTENT
 
         async def make(node: str) -> None:
             node_acl = acl if acl is not None else self._acls_for(node, None)
@@ -658,10 +665,10 @@ class Client:
         data: bytes,
         ephemeral: bool,
         sequential: bool,
-        acl: list[Any],
+        acl: list[ACL],
         make_parents: bool,
         as_containers: bool,
-        parent_acl: list[Any] | None,
+        parent_acl: list[ACL] | None,
     ) -> tuple[str, Stat]:
         parent, name = split(path)
         mode = create_mode(ephemeral, sequential, False, None)
@@ -730,7 +737,7 @@ class Client:
 
         async def once() -> Stat:
             reply = await self._request(req, path=path)
-            return wire.stat_from(reply.body.stat)
+            return reply.stat
 
         if version >= 0:
             return await self._retrying(once, ambiguous=(BadVersionError,))

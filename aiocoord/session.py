@@ -40,16 +40,25 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from aiozk.protocol import AuthRequest, CloseRequest, RemoveWatchesRequest, SetWatchesRequest
-
-from aiocoord import _protocol as wire
 from aiocoord._connection import Connection, Reply
 from aiocoord._deadline import within
 from aiocoord._sasl import DigestMD5
 from aiocoord._validation import validate_path, validate_port
 from aiocoord._watches import PersistentWatch, Watch, WatchKind, WatchTable
+from aiocoord._wire.auth import AuthRequest, SaslRequest
+from aiocoord._wire.framing import EmptyResponse, Request
+from aiocoord._wire.handshake import CloseRequest, ConnectResponse
+from aiocoord._wire.opcodes import OP_NAMES, AddWatchMode, Op, WatcherType, Xid
+from aiocoord._wire.watches import (
+    SET_WATCHES_MAX_BYTES,
+    AddWatchRequest,
+    RemoveWatchesRequest,
+    SetWatches2Request,
+    SetWatchesRequest,
+    WatchNotification,
+)
 from aiocoord.errors import (
     AuthFailedError,
     BadArgumentsError,
@@ -65,6 +74,7 @@ from aiocoord.errors import (
 )
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 #: While connected read-only, other servers are asked whether they serve writes, first after
 #: this many seconds, then twice as long after each round that found none (the Java client's
@@ -261,7 +271,7 @@ class Session:
         if conn is not None and self.state is not None and self.state.is_connected:
             with contextlib.suppress(Exception):
                 fut = conn.send(self._next_xid(), CloseRequest())
-                self.sent[wire.OP_CLOSE] += 1
+                self.sent[Op.CLOSE] += 1
                 await asyncio.wait_for(asyncio.shield(fut), max(self.negotiated_timeout / 3, 0.5))
         if conn is not None:
             conn.abort()
@@ -416,13 +426,14 @@ class Session:
 
     async def request(
         self,
-        request: Any,
+        request: Request[R],
         *,
         path: str | None = None,
         watch: Watch | None = None,
         generation: int | None = None,
-    ) -> Reply:
-        """Send one request and await its reply; raise the server's error as an exception.
+    ) -> R:
+        """Send one request and return its reply's body; raise the server's error as an
+        exception.
 
         ``watch`` must already be registered in the watch table; it is withdrawn when the
         request fails before setting a server watch. ``generation`` pins the request to a
@@ -471,21 +482,22 @@ class Session:
                 # The caller gets no Watch from a failed call (a retry registers a new one),
                 # so this waiter must not linger in the table.
                 self._watches.unregister(watch)
-            op = wire.OP_NAMES.get(request.opcode)
+            op = OP_NAMES.get(request.opcode)
             raise ConnectionLossError(str(exc), path=path, op=op) from None
         if reply.err:
             if watch is not None:
                 self._watch_after_error(watch, request.opcode, reply.err)
-            raise error_for_code(reply.err, path=path, op=wire.OP_NAMES.get(request.opcode))
+            raise error_for_code(reply.err, path=path, op=OP_NAMES.get(request.opcode))
         if watch is not None:
             if watch.done():
                 self._fired_before_reply(watch)
             else:
                 self._watches.armed(watch)
-        return reply
+        assert reply.body is not None  # the connection decodes every successful reply
+        return reply.body
 
     def _watch_after_error(self, watch: Watch, opcode: int, err: int) -> None:
-        if opcode == wire.OP_EXISTS and err == -101:
+        if opcode == Op.EXISTS and err == -101:
             if watch.done():
                 self._fired_before_reply(watch)
             else:
@@ -521,13 +533,15 @@ class Session:
     def _remove_server_watch(self, kind: WatchKind, server_path: str) -> None:
         if self._watches.served_by_persistent(kind, server_path):
             return  # ZOOKEEPER-4466: it would remove our persistent watch with it
-        wtype = wire.WATCHER_CHILDREN if kind is WatchKind.CHILD else wire.WATCHER_DATA
+        wtype = WatcherType.CHILDREN if kind is WatchKind.CHILD else WatcherType.DATA
         self._send_remove_watches(server_path, wtype)
 
-    def _remove_all_watches(self, server_path: str) -> asyncio.Future[Any] | None:
-        return self._send_remove_watches(server_path, wire.WATCHER_ANY)
+    def _remove_all_watches(self, server_path: str) -> asyncio.Future[Reply[EmptyResponse]] | None:
+        return self._send_remove_watches(server_path, WatcherType.ANY)
 
-    def _send_remove_watches(self, server_path: str, wtype: int) -> asyncio.Future[Any] | None:
+    def _send_remove_watches(
+        self, server_path: str, wtype: WatcherType
+    ) -> asyncio.Future[Reply[EmptyResponse]] | None:
         conn = self._conn
         if conn is None or self.state is None or not self.state.is_connected or self._closing:
             return None  # the server dropped them with the connection; they are not restored
@@ -537,22 +551,16 @@ class Session:
             fut = conn.send(self._next_xid(), RemoveWatchesRequest(path=server_path, type=wtype))
         except NotSentError:
             return None
-        self.sent[wire.OP_REMOVE_WATCHES] += 1
+        self.sent[Op.REMOVE_WATCHES] += 1
         fut.add_done_callback(_ignore_result)
         return fut
 
     async def add_persistent(self, watch: PersistentWatch, server_path: str) -> None:
         """Subscribe; sets the server's persistent watch when this is the first subscriber."""
         if self._watches.add_persistent(watch, server_path):
-            mode = (
-                wire.ADD_WATCH_PERSISTENT_RECURSIVE
-                if watch.recursive
-                else wire.ADD_WATCH_PERSISTENT
-            )
+            mode = AddWatchMode.PERSISTENT_RECURSIVE if watch.recursive else AddWatchMode.PERSISTENT
             try:
-                await self.request(
-                    wire.AddWatchRequest(path=server_path, mode=mode), path=watch.path
-                )
+                await self.request(AddWatchRequest(path=server_path, mode=mode), path=watch.path)
             except asyncio.CancelledError:
                 # The addWatch may have gone out, and the server may set the watch: take it
                 # back, as a last subscriber leaving would.
@@ -572,7 +580,7 @@ class Session:
             with contextlib.suppress(CoordinationError):
                 await reply
 
-    def _release_persistent(self, server_path: str) -> asyncio.Future[Any] | None:
+    def _release_persistent(self, server_path: str) -> asyncio.Future[Reply[EmptyResponse]] | None:
         # Servers before 3.9 cannot decode removeWatches of type Persistent (4) or
         # PersistentRecursive (5), so the watch goes with type Any (3), which would also take
         # this session's other watches on that exact path: while any is left there, the
@@ -588,8 +596,8 @@ class Session:
     async def add_auth(self, scheme: str, credential: bytes) -> None:
         """Authenticate this session; replayed automatically on every reconnect."""
         conn = await self._ready_connection(None)
-        fut = conn.send_special(wire.AUTH_XID, AuthRequest(type=0, scheme=scheme, auth=credential))
-        self.sent[wire.OP_AUTH] += 1
+        fut = conn.send_special(Xid.AUTH, AuthRequest(type=0, scheme=scheme, auth=credential))
+        self.sent[Op.AUTH] += 1
         reply = await fut
         if reply.err:
             raise AuthFailedError(f"authentication with scheme {scheme!r} failed", op="add_auth")
@@ -601,7 +609,7 @@ class Session:
         if zxid > self.last_zxid:
             self.last_zxid = zxid
 
-    def _on_watch(self, note: wire.WatchNotification) -> None:
+    def _on_watch(self, note: WatchNotification) -> None:
         if note.type == -1:  # a state notification (e.g. session expired); the loop handles it
             return
         self._watches.dispatch(note.type, note.path, self.strip_chroot(note.path))
@@ -686,7 +694,7 @@ class Session:
         self.password = b"\x00" * 16
         self.last_zxid = 0
 
-    async def _establish(self) -> tuple[Connection, wire.ConnectReply, Server]:
+    async def _establish(self) -> tuple[Connection, ConnectResponse, Server]:
         """Connect to some server, resuming the current session; see the module docstring."""
         first = self._first is not None and not self._first.done()
         if first:
@@ -779,9 +787,7 @@ class Session:
                 pause = min(pause, max(deadline - time.monotonic(), 0.0))
             await asyncio.sleep(pause)
 
-    async def _connected_to(
-        self, conn: Connection, reply: wire.ConnectReply, server: Server
-    ) -> None:
+    async def _connected_to(self, conn: Connection, reply: ConnectResponse, server: Server) -> None:
         new_session = reply.session_id != self.session_id
         self.session_id = reply.session_id
         self.password = reply.password
@@ -801,7 +807,7 @@ class Session:
                 return
         # Auth and watch restore go first on the wire, ahead of any waiting request.
         auth_futs = [
-            conn.send_special(wire.AUTH_XID, AuthRequest(type=0, scheme=s, auth=c))
+            conn.send_special(Xid.AUTH, AuthRequest(type=0, scheme=s, auth=c))
             for s, c in self._auth
         ]
         restore_futs = [] if new_session else self._restore_watches(conn)
@@ -869,26 +875,33 @@ class Session:
         mechanism = DigestMD5(user, password)
         token: bytes | None = b""
         while token is not None:
-            reply = await conn.send(self._next_xid(), wire.SaslRequest(token=token))
-            self.sent[wire.OP_SASL] += 1
-            if reply.err:
+            reply = await conn.send(self._next_xid(), SaslRequest(token=token))
+            self.sent[Op.SASL] += 1
+            if reply.err or reply.body is None:
                 raise AuthFailedError(
                     f"SASL DIGEST-MD5 authentication as {user!r} refused by the server", op="sasl"
                 )
-            token = mechanism.respond(reply.body.token or b"")
+            token = mechanism.respond(reply.body.token)
             if token is None and not mechanism.complete:
                 raise AuthFailedError("SASL exchange ended early", op="sasl")
 
-    def _restore_watches(self, conn: Connection) -> list[asyncio.Future[Reply]]:
+    def _restore_watches(self, conn: Connection) -> list[asyncio.Future[Reply[EmptyResponse]]]:
         lists = self._watches.restore_lists()
         if not any(lists.values()):
             return []
         persistent = self._watches.has_persistent
         futures = []
         for batch in _batches(lists):
+            req: SetWatches2Request | SetWatchesRequest
             if persistent:
-                req: Any = wire.SetWatches2Request(relative_zxid=self.last_zxid, **batch)
-                opcode = wire.OP_SET_WATCHES2
+                req = SetWatches2Request(
+                    relative_zxid=self.last_zxid,
+                    data_watches=batch["data_watches"],
+                    exist_watches=batch["exist_watches"],
+                    child_watches=batch["child_watches"],
+                    persistent_watches=batch["persistent_watches"],
+                    persistent_recursive_watches=batch["persistent_recursive_watches"],
+                )
             else:
                 req = SetWatchesRequest(
                     relative_zxid=self.last_zxid,
@@ -896,9 +909,8 @@ class Session:
                     exist_watches=batch["exist_watches"],
                     child_watches=batch["child_watches"],
                 )
-                opcode = wire.OP_SET_WATCHES
-            futures.append(conn.send_special(wire.SET_WATCHES_XID, req))
-            self.sent[opcode] += 1
+            futures.append(conn.send_special(Xid.SET_WATCHES, req))
+            self.sent[req.opcode] += 1
         return futures
 
     # --- diagnostics --------------------------------------------------------------------
@@ -921,7 +933,7 @@ def _batches(lists: dict[str, list[str]]) -> list[dict[str, list[str]]]:
     for key, paths in lists.items():
         for path in paths:
             cost = len(path.encode()) + 4
-            if size + cost > wire.SET_WATCHES_MAX_BYTES and size:
+            if size + cost > SET_WATCHES_MAX_BYTES and size:
                 out.append(current)
                 current = {k: [] for k in lists}
                 size = 0

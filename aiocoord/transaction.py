@@ -4,14 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from aiozk.protocol import CheckVersionRequest, Create2Request, DeleteRequest, SetDataRequest
-
-from aiocoord import _protocol as wire
-from aiocoord._protocol import ACL, Stat
 from aiocoord._validation import validate_data, validate_path, validate_version
-from aiocoord.errors import SessionExpiredError, TransactionFailedError, error_for_code
+from aiocoord._wire.data import ACL, Stat
+from aiocoord._wire.multi import MultiRequest, TxnOp
+from aiocoord._wire.opcodes import CreateMode
+from aiocoord._wire.writes import (
+    CheckVersionRequest,
+    Create2Request,
+    Create2Response,
+    CreateContainerRequest,
+    CreateResponse,
+    DeleteRequest,
+    SetDataRequest,
+    SetDataResponse,
+)
+from aiocoord.errors import (
+    ProtocolError,
+    SessionExpiredError,
+    TransactionFailedError,
+    error_for_code,
+)
 
 if TYPE_CHECKING:
     from aiocoord.client import Client
@@ -34,7 +48,7 @@ class Transaction:
 
     def __init__(self, client: Client) -> None:
         self._client = client
-        self._ops: list[tuple[str, str, Any]] = []
+        self._ops: list[tuple[str, str, TxnOp]] = []
 
     def create(
         self,
@@ -52,8 +66,9 @@ class Transaction:
         mode = create_mode(ephemeral, sequential, container, None)
         full = self._client._full(path)
         acls = self._client._acls_for(path, acl)
+        req: TxnOp
         if container:
-            req: Any = wire.CreateContainerRequest(path=full, data=payload, acl=acls, flags=mode)
+            req = CreateContainerRequest(path=full, data=payload, acl=acls, flags=mode)
         else:
             req = Create2Request(path=full, data=payload, acl=acls, flags=mode)
         self._ops.append(("create", path, req))
@@ -93,9 +108,9 @@ class Transaction:
         if not self._ops:
             return []
         client = self._client
-        reply = await client._request(wire.MultiRequest([r for _, _, r in self._ops]))
-        results: list[wire.MultiResult] = reply.body or []
-        if reply.err or any(r.err for r in results):
+        reply = await client._request(MultiRequest([r for _, _, r in self._ops]))
+        results = reply.results
+        if any(r.err for r in results):
             for i, r in enumerate(results):
                 if r.err not in (0, -2):  # -2: rolled back because another op failed
                     name, path, _ = self._ops[i]
@@ -105,28 +120,32 @@ class Transaction:
                         # nothing was applied, and callers handle it as for any request.
                         raise cause
                     raise TransactionFailedError(i, f"{name} {path}", cause)
-            raise error_for_code(reply.err or -2, op="transaction")
+            raise error_for_code(-2, op="transaction")
         out = []
         for (name, path, _), r in zip(self._ops, results, strict=True):
-            if name == "create":
-                stat = getattr(r.part, "stat", None)
-                created_stat = wire.stat_from(stat) if stat is not None else None
-                out.append(OpResult(name, client._short(r.part.path), created_stat))
-            elif name == "set":
-                out.append(OpResult(name, path, wire.stat_from(r.part.stat)))
-            else:
-                out.append(OpResult(name, path))
+            match name, r.body:
+                case "create", Create2Response(path=created, stat=stat):
+                    out.append(OpResult(name, client._short(created), stat))
+                case "create", CreateResponse(path=created):
+                    # how the server (3.8) answers a create2 inside a multi: the path alone
+                    out.append(OpResult(name, client._short(created)))
+                case "set", SetDataResponse(stat=stat):
+                    out.append(OpResult(name, path, stat))
+                case (("delete" | "check"), _):
+                    out.append(OpResult(name, path))
+                case _:
+                    raise ProtocolError(f"transaction reply answers {name} {path} with {r.body!r}")
         return out
 
 
 def create_mode(ephemeral: bool, sequential: bool, container: bool, ttl_ms: int | None) -> int:
     """The wire flags of a create of this kind."""
     if container:
-        return wire.MODE_CONTAINER
+        return CreateMode.CONTAINER
     if ttl_ms is not None:
         return (
-            wire.MODE_PERSISTENT_SEQUENTIAL_WITH_TTL
+            CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL
             if sequential
-            else wire.MODE_PERSISTENT_WITH_TTL
+            else CreateMode.PERSISTENT_WITH_TTL
         )
     return (1 if ephemeral else 0) | (2 if sequential else 0)

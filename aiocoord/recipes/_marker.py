@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from aiocoord._paths import PROTECTED_PREFIX
-from aiocoord._protocol import ACL
+from aiocoord._wire.data import ACL
 from aiocoord.client import Client
 from aiocoord.errors import (
     ConnectionLossError,

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from aiocoord._paths import PROTECTED_PREFIX, join, sequence_of
-from aiocoord._protocol import ACL, Stat
 from aiocoord._watches import Watch
+from aiocoord._wire.data import ACL, Stat
 from aiocoord.client import Client
 from aiocoord.errors import (
     ClientClosedError,

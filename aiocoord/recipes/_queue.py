@@ -66,8 +66,8 @@ from dataclasses import replace
 from typing import Any
 
 from aiocoord._paths import SEQUENCE_DIGITS, join, sort_by_sequence
-from aiocoord._protocol import ACL
 from aiocoord._watches import EventType, Watch
+from aiocoord._wire.data import ACL
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError, SessionExpiredError
 from aiocoord.recipes._drivers import Driver

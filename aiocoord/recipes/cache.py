@@ -62,9 +62,9 @@ from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
 from aiocoord._deadline import within
-from aiocoord._protocol import Stat
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._watches import EventType, PersistentWatch, WatchEvent
+from aiocoord._wire.data import Stat
 from aiocoord.client import ChildData, Client
 from aiocoord.errors import (
     BadArgumentsError,

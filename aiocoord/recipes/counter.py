@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiocoord._deadline import within
-from aiocoord._protocol import ACL, Stat
 from aiocoord._validation import validate_path, validate_timeout
+from aiocoord._wire.data import ACL, Stat
 from aiocoord.acl import check_acl
 from aiocoord.client import ChildData, Client
 from aiocoord.errors import (

@@ -39,8 +39,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from aiocoord._deadline import within
-from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
+from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
 from aiocoord.client import Client
 from aiocoord.errors import (

@@ -34,9 +34,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aiocoord._deadline import within
-from aiocoord._protocol import ACL
 from aiocoord._validation import validate_data, validate_path, validate_timeout
 from aiocoord._watches import EventType
+from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
 from aiocoord.client import Client
 from aiocoord.errors import (

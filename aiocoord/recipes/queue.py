@@ -39,8 +39,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from aiocoord._protocol import ACL
 from aiocoord._validation import validate_data, validate_path, validate_timeout
+from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
 from aiocoord.client import Client
 from aiocoord.errors import (

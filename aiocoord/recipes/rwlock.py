@@ -27,8 +27,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from aiocoord._protocol import ACL
 from aiocoord._validation import validate_flag, validate_timeout
+from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
 from aiocoord.client import Client
 from aiocoord.errors import LockUpgradeError

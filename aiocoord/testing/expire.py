@@ -13,8 +13,7 @@ import random
 import struct
 from typing import TYPE_CHECKING, NamedTuple
 
-from aiozk.protocol import CloseRequest, ConnectRequest, ConnectResponse
-
+from aiocoord._wire.handshake import CloseRequest, ConnectRequest, decode_connect
 from aiocoord.errors import NoServersError
 from aiocoord.session import State, StateChange
 
@@ -58,10 +57,6 @@ async def _read_frame(reader: asyncio.StreamReader) -> bytes:
     return await reader.readexactly(length)
 
 
-def _frame(payload: bytes) -> bytes:
-    return _LENGTH.pack(len(payload)) + payload
-
-
 async def _handshake(
     host: str,
     port: int,
@@ -79,19 +74,19 @@ async def _handshake(
     try:
         request = ConnectRequest(
             protocol_version=0,
-            last_seen_zxid=0,
-            timeout=timeout_ms,
+            last_zxid=0,
+            timeout_ms=timeout_ms,
             session_id=session_id,
             password=password,
             read_only=False,
         )
-        writer.write(_frame(request.serialize()) + then)
+        writer.write(request.frame() + then)
         payload = await asyncio.wait_for(_read_frame(reader), max(0.0, deadline - loop.time()))
-        response = ConnectResponse.deserialize(payload)
+        response = decode_connect(payload)
     except BaseException:
         await _close(writer)
         raise
-    return RawSession(int(response.session_id), bytes(response.password), reader, writer)
+    return RawSession(response.session_id, response.password, reader, writer)
 
 
 async def _close(writer: asyncio.StreamWriter) -> None:
@@ -141,7 +136,7 @@ async def expire_session(
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    close = _frame(CloseRequest().serialize(_CLOSE_XID))
+    close = CloseRequest().frame(_CLOSE_XID)
     reached = False
     last: BaseException | None = None
     attempt = 0

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from aiocoord import ChildData, Client, State
-from aiocoord._protocol import OP_GET_CHILDREN, OP_GET_CHILDREN2, OP_GET_DATA
+from aiocoord._wire.opcodes import Op
 from aiocoord.errors import NodeExistsError, NoNodeError, NoServersError, NotEmptyError
 from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import CacheEventType, ChildrenCache, NodeCache, NodeEvent, TreeCache
@@ -386,7 +386,7 @@ async def test_initial_load_of_10000_children_is_pipelined(zk_connect: Factory, 
         registered.set()
         if len(children) and not get_data_sent_at_first_child:
             get_data_sent_at_first_child.append(
-                client.session.sent[OP_GET_DATA] - base[OP_GET_DATA]
+                client.session.sent[Op.GET_DATA] - base[Op.GET_DATA]
             )
         return False
 
@@ -400,7 +400,7 @@ async def test_initial_load_of_10000_children_is_pipelined(zk_connect: Factory, 
     assert cache.children["n01234"].data == payload
     # One listing, one read per child, and every read was on the wire before the first reply
     # was applied: all 10,000 were in flight together, not one round trip after another.
-    assert sent[OP_GET_CHILDREN] + sent[OP_GET_CHILDREN2] == 1
-    assert sent[OP_GET_DATA] == 10_000
+    assert sent[Op.GET_CHILDREN] + sent[Op.GET_CHILDREN2] == 1
+    assert sent[Op.GET_DATA] == 10_000
     assert get_data_sent_at_first_child == [10_000]
     await cache.close()

@@ -9,7 +9,7 @@ import pytest
 
 import aiocoord
 from aiocoord import ACL, Client, EventType
-from aiocoord._protocol import OP_NAMES
+from aiocoord._wire.opcodes import OP_NAMES
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,

@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 from aiocoord import Client, ExponentialBackoff
-from aiocoord._protocol import OP_MULTI
+from aiocoord._wire.opcodes import Op
 from aiocoord.recipes.counter import AtomicCounter, AtomicValue
 from aiocoord.testing import FaultProxy, PendingDrop
 
@@ -41,7 +41,7 @@ async def test_concurrent_increments_are_exact_under_dropped_connections_and_los
             # Every few rounds, the reply of an applied write is lost (the worst case: the
             # write happened, the client cannot know); otherwise every connection is cut.
             if drops % 3 == 0:
-                lost_replies.append(proxy.drop_after_request(lambda xid, op: op == OP_MULTI))
+                lost_replies.append(proxy.drop_after_request(lambda xid, op: op == Op.MULTI))
             else:
                 proxy.drop()
             drops += 1

@@ -11,7 +11,6 @@ import sys
 import time
 
 import pytest
-from aiozk.protocol import CreateRequest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +23,7 @@ from aiocoord import (
     open_client,
 )
 from aiocoord._validation import validate_path
+from aiocoord._wire.writes import CreateRequest
 
 # Characters around every edge of ZooKeeper's rules (controls, C1, surrogates, the private
 # use area, the specials block, beyond the BMP), plus ordinary ones.

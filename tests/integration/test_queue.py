@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from aiocoord import Client
-from aiocoord._protocol import OP_MULTI
+from aiocoord._wire.opcodes import Op
 from aiocoord.errors import LockLostError
 from aiocoord.recipes.queue import LockingQueue, PriorityQueue, Queue, frame, unframe
 from aiocoord.testing import FaultProxy, expire_session
@@ -134,11 +134,11 @@ async def test_put_and_claim_whose_replies_are_lost_happen_exactly_once(
     client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=10)
     observer = await zk_connect()
     queue = Queue(client, "/lossy")
-    lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == OP_MULTI)
+    lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
     await queue.put(b"once")
     await lost.wait(5)
     assert len([n for n in await observer.children("/lossy") if n.startswith("queue-")]) == 1
-    lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == OP_MULTI)
+    lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
     assert await queue.get(5) == b"once"  # claimed, reply lost, still delivered
     await lost.wait(5)
     await queue.close()
@@ -154,9 +154,9 @@ async def test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get(
     await Queue(observer, "/cancelled").put(b"precious")
     queue = Queue(client, "/cancelled")
     zk_fault_proxy.latency(0.3)
-    multis = client.session.sent[OP_MULTI]
+    multis = client.session.sent[Op.MULTI]
     getter = asyncio.ensure_future(queue.get(10))
-    await _eventually(lambda: _true(client.session.sent[OP_MULTI] > multis))
+    await _eventually(lambda: _true(client.session.sent[Op.MULTI] > multis))
     getter.cancel()  # the claim is on its way to the server
     with pytest.raises(asyncio.CancelledError):
         await getter
@@ -243,7 +243,7 @@ async def test_consume_whose_reply_is_lost_happens_once(
     await queue.put(b"a")
     await queue.put(b"b")
     item = await queue.take(5)
-    lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == OP_MULTI)
+    lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
     await item.consume()
     await lost.wait(5)
     assert len(await observer.children("/lossy-lock/entries")) == 1

@@ -5,9 +5,9 @@ write to a dead socket (the suite's conftest fails any test during which it does
 from __future__ import annotations
 
 import pytest
-from aiozk.protocol import GetChildrenRequest
 
 from aiocoord import Client, NotSentError, State
+from aiocoord._wire.reads import GetChildrenRequest
 
 
 async def test_a_request_on_a_closing_connection_is_not_sent(zk_client: Client) -> None:

@@ -14,7 +14,6 @@ import struct
 from dataclasses import dataclass
 
 import pytest
-from aiozk.protocol import GetDataRequest
 from fake_zookeeper import (
     HEADER,
     LEN,
@@ -26,10 +25,15 @@ from fake_zookeeper import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from wire_samples import SAMPLES
 
 from aiocoord import State, open_client
-from aiocoord import _protocol as wire
 from aiocoord._connection import MAX_FRAME, Connection, Reply
+from aiocoord._wire.framing import decode_body, decode_reply_header
+from aiocoord._wire.handshake import decode_connect
+from aiocoord._wire.opcodes import Op, Xid
+from aiocoord._wire.reads import GetDataRequest
+from aiocoord._wire.watches import WatchNotification, decode_watch
 from aiocoord.errors import ConnectionLossError, ProtocolError
 from aiocoord.retry import NoRetry
 
@@ -48,10 +52,10 @@ def _vector(items: list[bytes]) -> bytes:
 def _multi_reply() -> bytes:
     head = struct.Struct(">i?i")
     return (
-        head.pack(wire.OP_CREATE2, False, 0)
+        head.pack(Op.CREATE2, False, 0)
         + _ustring("/a")
         + stat_bytes()
-        + head.pack(wire.OP_SET_DATA, False, 0)
+        + head.pack(Op.SET_DATA, False, 0)
         + stat_bytes(version=1)
         + head.pack(-1, False, -101)
         + LEN.pack(-101)
@@ -61,20 +65,19 @@ def _multi_reply() -> bytes:
 
 #: A valid reply body per opcode, to mutate.
 VALID = {
-    wire.OP_CREATE: _ustring("/a"),
-    wire.OP_CREATE2: _ustring("/a") + stat_bytes(),
-    wire.OP_EXISTS: stat_bytes(),
-    wire.OP_GET_DATA: get_data_body(b"hello"),
-    wire.OP_SET_DATA: stat_bytes(version=3),
-    wire.OP_GET_ACL: _vector([LEN.pack(31) + _ustring("world") + _ustring("anyone")])
-    + stat_bytes(),
-    wire.OP_GET_CHILDREN: _vector([_ustring("a"), _ustring("b")]),
-    wire.OP_GET_CHILDREN2: _vector([_ustring("a")]) + stat_bytes(),
-    wire.OP_MULTI: _multi_reply(),
-    wire.OP_CREATE_CONTAINER: _ustring("/c") + stat_bytes(),
-    wire.OP_GET_EPHEMERALS: _vector([_ustring("/e")]),
-    wire.OP_GET_ALL_CHILDREN_NUMBER: LEN.pack(7),
-    wire.OP_WHO_AM_I: _vector([_ustring("digest") + _ustring("u")]),
+    Op.CREATE: _ustring("/a"),
+    Op.CREATE2: _ustring("/a") + stat_bytes(),
+    Op.EXISTS: stat_bytes(),
+    Op.GET_DATA: get_data_body(b"hello"),
+    Op.SET_DATA: stat_bytes(version=3),
+    Op.GET_ACL: _vector([LEN.pack(31) + _ustring("world") + _ustring("anyone")]) + stat_bytes(),
+    Op.GET_CHILDREN: _vector([_ustring("a"), _ustring("b")]),
+    Op.GET_CHILDREN2: _vector([_ustring("a")]) + stat_bytes(),
+    Op.MULTI: _multi_reply(),
+    Op.CREATE_CONTAINER: _ustring("/c") + stat_bytes(),
+    Op.GET_EPHEMERALS: _vector([_ustring("/e")]),
+    Op.GET_ALL_CHILDREN_NUMBER: LEN.pack(7),
+    Op.WHO_AM_I: _vector([_ustring("digest") + _ustring("u")]),
 }
 
 BOUNDARY_INTS = [-1, -(2**31), 2**31 - 1, 0x7FFFFF00, 1 << 24, 0]
@@ -82,7 +85,7 @@ BOUNDARY_INTS = [-1, -(2**31), 2**31 - 1, 0x7FFFFF00, 1 << 24, 0]
 
 def test_valid_bodies_decode() -> None:
     for opcode, body in VALID.items():
-        wire.decode_body(opcode, HEADER.pack(1, 1, 0) + body, wire.REPLY_HEADER_SIZE)
+        decode_body(SAMPLES[opcode], HEADER.pack(1, 1, 0) + body)
 
 
 @settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
@@ -110,7 +113,7 @@ def test_mutated_replies_decode_or_raise_protocol_error(
     raw = HEADER.pack(1, 1, 0) + bytes(body)
     # ProtocolError is the one typed failure; anything else (struct.error...) fails the test.
     with contextlib.suppress(ProtocolError):
-        wire.decode_body(opcode, raw, wire.REPLY_HEADER_SIZE)
+        decode_body(SAMPLES[opcode], raw)
 
 
 @settings(max_examples=300)
@@ -118,9 +121,9 @@ def test_mutated_replies_decode_or_raise_protocol_error(
 def test_garbage_watch_events_and_headers(junk: bytes, boundary: int) -> None:
     for raw in (junk, struct.pack(">ii", 1, 3) + struct.pack(">i", boundary) + junk):
         for decode in (
-            lambda b: wire.decode_watch(b, 0),
-            wire.decode_connect,
-            wire.decode_reply_header,
+            lambda b: decode_watch(b, 0),
+            decode_connect,
+            decode_reply_header,
         ):
             with contextlib.suppress(ProtocolError):
                 decode(raw)
@@ -175,7 +178,7 @@ def _data_of(xid: int) -> bytes:
 
 
 async def _exchange(script: Script) -> None:
-    watches: list[wire.WatchNotification] = []
+    watches: list[WatchNotification] = []
     async with FakeZooKeeper(lambda _x, _o, _b: None) as peer_server:
         conn, _ = await Connection.open(
             "127.0.0.1",
@@ -228,14 +231,14 @@ def _stream(script: Script, xids: list[int]) -> tuple[bytes, dict[int, str], boo
         "negative_length": LEN.pack(-5) + b"\x00" * 12,
         "huge_length": LEN.pack(MAX_FRAME + 1) + b"\x00" * 12,
         "short_frame": frame(b"\x00\x00\x00\x01"),
-        "garbage_watch": reply(wire.WATCH_XID, body=b"\x00\x00\x00\x03\x00"),
+        "garbage_watch": reply(Xid.WATCH, body=b"\x00\x00\x00\x03\x00"),
         "truncated_then_close": LEN.pack(40) + b"\x00" * 10,
     }.get(script.fault)
     faulted = False
     for position, index in enumerate([*script.order, None]):
         if position == script.watch_at:
             event = struct.pack(">ii", 3, 3) + _ustring("/watched")
-            parts.append(reply(wire.WATCH_XID, body=event))
+            parts.append(reply(Xid.WATCH, body=event))
         if position == script.fault_at and fault_frame is not None:
             parts.append(fault_frame)
             if script.fault == "garbage_body" and xids[script.victim] not in expect:
@@ -315,7 +318,7 @@ async def test_client_gets_protocol_error_for_the_garbled_reply_only_and_recover
     garbled = {"count": 0}
 
     def handler(xid: int, opcode: int, body: bytes) -> bytes | None:
-        if opcode != wire.OP_GET_DATA:
+        if opcode != Op.GET_DATA:
             return reply(xid, -101)
         (size,) = LEN.unpack_from(body, 8)
         path = body[12 : 12 + size].decode()
@@ -375,7 +378,7 @@ async def test_multi_refused_for_an_expired_session_is_a_session_error() -> None
     from aiocoord.errors import SessionExpiredError
 
     def handler(xid: int, opcode: int, body: bytes) -> bytes | None:
-        if opcode == wire.OP_MULTI:
+        if opcode == Op.MULTI:
             return reply(xid, body=_multi_failed(-112, 2))
         return reply(xid, -101)
 

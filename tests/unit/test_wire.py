@@ -1,11 +1,16 @@
 """The wire records: byte for byte against aiozk's Jute classes wherever aiozk has the record
 (ours encode -> aiozk decodes, aiozk encodes -> ours decode), round trips and exact layouts
-where it has not, and garbage handling."""
+where it has not, garbage handling, and hygiene: importing and using aiocoord neither imports
+aiozk nor touches its process-wide response table."""
 
 from __future__ import annotations
 
 import contextlib
 import struct
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from wire_samples import OPEN, SAMPLES
 
+import aiocoord
 from aiocoord._wire.auth import (
     AuthRequest,
     ClientInfo,
@@ -470,3 +476,77 @@ def test_impossible_lengths_are_protocol_errors() -> None:
         decode_body(SyncRequest("/"), header + LEN.pack(50) + b"/x")
     with pytest.raises(ProtocolError):  # a transaction result no transaction op has
         decode_body(SAMPLES[Op.MULTI], header + struct.pack("!i?i", Op.GET_DATA, False, 0))
+
+
+# --- the public names ---------------------------------------------------------------------------
+
+
+def test_public_stat_and_acl_keep_their_fields() -> None:
+    assert aiocoord.Stat is Stat and aiocoord.ACL is ACL
+    stat = aiocoord.Stat(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+    assert (stat.czxid, stat.ephemeral_owner, stat.pzxid, stat.is_ephemeral) == (1, 8, 11, True)
+    acl = aiocoord.ACL(aiocoord.ACL.READ | aiocoord.ACL.WRITE, "world", "anyone")
+    assert (acl.perms, acl.scheme, acl.id, aiocoord.ACL.ALL) == (3, "world", "anyone", 31)
+    with pytest.raises(AttributeError):
+        acl.perms = 1  # type: ignore[misc]
+
+
+# --- hygiene: aiozk is neither imported nor touched ---------------------------------------------
+
+
+def test_no_aiocoord_class_is_in_aiozks_response_table() -> None:
+    from aiozk.protocol.response import response_xref
+
+    assert all(cls.__module__.startswith("aiozk.") for cls in response_xref.values())
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parent,  # for wire_samples
+    )
+
+
+def test_importing_every_aiocoord_module_imports_no_aiozk() -> None:
+    done = _python(
+        """
+        import importlib, pkgutil, sys
+        import aiocoord
+        for module in pkgutil.walk_packages(aiocoord.__path__, "aiocoord."):
+            importlib.import_module(module.name)
+        print(sorted(m for m in sys.modules if m.split(".")[0] == "aiozk"))
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_aiocoord_leaves_aiozks_response_table_as_it_found_it() -> None:
+    done = _python(
+        """
+        import aiozk
+        from aiozk.protocol.response import response_xref
+        before = dict(response_xref)
+
+        import aiocoord
+        from aiocoord._wire.framing import decode_body
+        from aiocoord._wire.multi import MultiResponse, MultiResult
+        from aiocoord._wire.writes import Create2Response
+        from wire_samples import SAMPLES
+
+        stat = aiocoord.Stat(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+        for request in SAMPLES.values():
+            request.frame(1)
+        multi = MultiResponse([MultiResult(15, 0, Create2Response("/a", stat))])
+        decode_body(SAMPLES[14], bytes(16) + multi.encode())
+
+        assert response_xref.keys() == before.keys(), set(response_xref) ^ set(before)
+        assert all(response_xref[k] is before[k] for k in before)
+        print("untouched")
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "untouched"
