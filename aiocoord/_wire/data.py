@@ -15,6 +15,8 @@ __all__ = ["ACL", "STAT", "Stat", "read_acls", "write_acls"]
 #: A Stat's layout: czxid, mzxid, ctime, mtime, version, cversion, aversion,
 #: ephemeralOwner, dataLength, numChildren, pzxid.
 STAT = struct.Struct("!qqqqiiiqiiq")
+# an ACL entry's perms and the length of its scheme
+_PERMS_SCHEME = struct.Struct("!ii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +90,6 @@ class ACL:
         scheme, offset = read_ustring(buf, offset + 4)
         ident, offset = read_ustring(buf, offset)
         return ACL(perms, scheme, ident), offset
-
-
-_PERMS_SCHEME = struct.Struct("!ii")
 
 
 def write_acls(acls: Sequence[ACL]) -> bytes:

@@ -28,7 +28,7 @@ __all__ = [
     "Request",
     "decode_body",
     "decode_reply_header",
-    "frame",
+    "request_frame",
 ]
 
 R = TypeVar("R", covariant=True)
@@ -45,7 +45,7 @@ REPLY_HEADER = struct.Struct("!iqi")
 REPLY_HEADER_SIZE = REPLY_HEADER.size
 
 
-def frame(xid: int, opcode: int, body: bytes) -> bytes:
+def request_frame(xid: int, opcode: int, body: bytes) -> bytes:
     """A whole request frame: length, xid, opcode, body."""
     return FRAME_HEAD.pack(len(body) + 8, xid, opcode) + body
 
@@ -68,7 +68,7 @@ class Request(Generic[R]):
 
     def frame(self, xid: int) -> bytes:
         """The whole frame under ``xid``: length prefix, xid, opcode, body."""
-        return frame(xid, self.opcode, self.encode())
+        return request_frame(xid, self.opcode, self.encode())
 
     def decode_reply(self, buf: bytes, offset: int) -> R:
         """The reply's body at ``offset`` (after the reply header) as its record. May raise

@@ -18,7 +18,6 @@ from typing import TypeVar
 from aiocoord.errors import ProtocolError
 
 __all__ = [
-    "BOOL",
     "INT",
     "LONG",
     "TWO_INTS",
@@ -39,7 +38,6 @@ T = TypeVar("T")
 
 INT = struct.Struct("!i")
 LONG = struct.Struct("!q")
-BOOL = struct.Struct("!?")
 TWO_INTS = struct.Struct("!ii")
 
 _TRUE = b"\x01"

@@ -9,12 +9,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from aiocoord._wire.data import ACL, STAT, Stat, read_acls, write_acls
-from aiocoord._wire.framing import (
-    FRAME_HEAD,
-    PATH_FRAME_HEAD,
-    EmptyReplyRequest,
-    Request,
-)
+from aiocoord._wire.framing import PATH_FRAME_HEAD, EmptyReplyRequest, Request
 from aiocoord._wire.jute import (
     INT,
     LONG,
@@ -107,10 +102,6 @@ class _CreateRequest(Request[R]):
                 INT.pack(self.flags),
             )
         )
-
-    def frame(self, xid: int) -> bytes:
-        body = self.encode()
-        return FRAME_HEAD.pack(len(body) + 8, xid, self.opcode) + body
 
     @classmethod
     def decode(cls: type[C], buf: bytes, offset: int) -> tuple[C, int]:
