@@ -23,8 +23,9 @@ SEQUENCE_DIGITS = 10
 
 
 def join(parent: str, name: str) -> str:
-    """``parent`` + ``/`` + ``name`` (``parent`` may be ``/``)."""
-    return parent.rstrip("/") + "/" + name
+    """``parent`` + ``/`` + ``name``; ``parent`` is a valid path (it ends in ``/`` only if
+    it is the root). A cache's initial load calls this once per node, so it stays cheap."""
+    return "/" + name if parent == "/" else parent + "/" + name
 
 
 def split(path: str) -> tuple[str, str]:

@@ -7,24 +7,15 @@ All three share one mechanism (:class:`_Cache`) and differ only in how deep they
 - :class:`ChildrenCache` the children of a node, not the node itself (depth 1),
 - :class:`TreeCache` a node and its subtree (to ``max_depth``, unbounded by default).
 
-**How they stay equal to the server.** Watch events are hints; reads are the truth. An event
-on a node schedules a read of it, and only the read result changes the cache, compared by
-``czxid`` and ``mzxid`` (never by version, which restarts at 0 when a node is re-created).
-There is at most one read of a node in flight: an event that comes meanwhile marks the node
-to be read once more afterwards. ZooKeeper answers one session's requests in order and never
-shows it an older state than it has seen, so each node's reads, and therefore its events, go
-forward in zxid order. The one exception to "reads change the cache" is a deletion event for
-a node with no read in flight, which is applied directly: no reply can be older than it.
-
-On servers >= 3.6 the subtree is watched by *one* persistent watch (recursive unless the
-cache holds a single node), as Curator's CuratorCache does, instead of one watch per node.
-Persistent watches are put back after a reconnect, but the events of the gap are not replayed,
-so after every reconnect the cache re-reads the whole subtree (pipelined) and emits exactly
-the differences; after a session expiry it also re-adds the watch first. On older servers
-(``addWatch`` answers UnimplementedError) each node gets its own one-shot watches, re-armed by
-its own task; the session restores those after a reconnect with the last zxid seen, so the
-server fires every watch whose node changed in the gap, and after an expiry each task reads
-its node again with a fresh watch.
+**How they stay equal to the server.** Watch events are hints; reads are the truth: an
+event schedules a read, and only a read result changes the cache, compared by ``czxid`` and
+``mzxid`` (see :mod:`aiocoord.recipes._cache_store`). On servers >= 3.6 the subtree is
+watched by *one* persistent watch (recursive unless the cache holds a single node), as
+Curator's CuratorCache does; after every reconnect the cache re-reads the whole subtree
+(pipelined) and emits exactly the differences. On older servers (``addWatch`` answers
+UnimplementedError) each node gets its own one-shot watches. The two feeds are in
+:mod:`aiocoord.recipes._cache_feeds`; this module holds the lifecycle, the streams and the
+three views.
 
 A state that lasts less than a read takes may be skipped (the read made for one change
 already sees the next), as with any ZooKeeper watch; the cache never reports a state the
@@ -63,20 +54,16 @@ from typing import Any, Generic, TypeVar
 
 from aiocoord._deadline import within
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
-from aiocoord._watches import EventType, PersistentWatch, WatchEvent
-from aiocoord._wire.data import Stat
 from aiocoord.client import ChildData, Client
 from aiocoord.errors import (
     BadArgumentsError,
     ClientClosedError,
-    ConnectionLossError,
     CoordinationError,
     InvalidTypeError,
-    NoAuthError,
-    NoNodeError,
-    SessionExpiredError,
     UnimplementedError,
 )
+from aiocoord.recipes._cache_feeds import Feed, OneShotFeed, PersistentFeed, add_persistent_watch
+from aiocoord.recipes._cache_store import Change, Store
 from aiocoord.recipes._stream import EventStream, EventSubscription
 from aiocoord.session import State, StateChange
 
@@ -164,10 +151,6 @@ class NodeEvent:
         return self.path.rpartition("/")[2]
 
 
-def _join(parent: str, name: str) -> str:
-    return "/" + name if parent == "/" else parent + "/" + name
-
-
 class _Cache(Generic[V]):
     """The mechanism shared by the three caches (see the module docstring)."""
 
@@ -214,38 +197,23 @@ class _Cache(Generic[V]):
             ) from None
         self._client = client
         self.path = path
-        self._limit = _UNBOUNDED if max_depth is None else max_depth
-        self._include_root = include_root
         self._cache_data = cache_data
         self._buffer_size = buffer_size
         self._watch_mode = mode
-        self._prefix = "/" if path == "/" else path + "/"
-        self._root_slashes = 0 if path == "/" else path.count("/")
-
-        self._nodes: dict[str, ChildData] = {}
-        # parent path -> cached child paths, so a removed node takes its subtree with it
-        self._kids: dict[str, set[str]] = {}
-        # path -> the task reading it; at most one read of a node is in flight
-        self._reading: dict[str, asyncio.Task[None]] = {}
-        # nodes to read once more when their current read ends (an event came meanwhile)
-        self._dirty: set[str] = set()
-        # one-shot mode: path -> the task keeping its data / child-list watch armed
-        self._watchers: dict[str, asyncio.Task[None]] = {}
-        self._listers: dict[str, asyncio.Task[None]] = {}
-        self._loading = 0
-        self._loaded: asyncio.Future[None] | None = None
-
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._watch: PersistentWatch | None = None
-        self._resync_task: asyncio.Task[None] | None = None
-        self._resync_again = False
-        self._sync_first = False
-        self._persistent = False
+        limit = _UNBOUNDED if max_depth is None else max_depth
+        self._store = Store(path, limit=limit, include_root=include_root, emit=self._emit)
+        self._nodes = self._store.nodes  # the views read it directly
+        self._feed: Feed | None = None
         self._remove_listener: Callable[[], None] | None = None
         self._status = "new"  # new -> starting -> started -> closed
         self._error: BaseException | None = None
         self._stream: EventStream[NodeEvent] = EventStream(self._resynced_event)
         self._waiters: list[tuple[Callable[[V], bool], asyncio.Future[V]]] = []
+        self._kinds = {
+            Change.ADDED: self._ADDED,
+            Change.UPDATED: self._UPDATED,
+            Change.REMOVED: self._REMOVED,
+        }
 
     # --- public surface --------------------------------------------------------------------
 
@@ -326,18 +294,8 @@ class _Cache(Generic[V]):
         if self._remove_listener is not None:
             self._remove_listener()
             self._remove_listener = None
-        tasks = [*self._tasks, *self._reading.values(), *self._watchers.values()]
-        tasks += self._listers.values()
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            # Cancelling a task that awaits a Watch cancels the Watch, which removes the
-            # server watch once no other waiter shares it.
-            await asyncio.gather(*tasks, return_exceptions=True)
-        watch, self._watch = self._watch, None
-        if watch is not None:
-            with contextlib.suppress(CoordinationError):
-                await watch.aclose()
+        if self._feed is not None:
+            await self._feed.close()
         self._stream.close(self._error)
         error = self._closed_error()
         for _, fut in self._waiters:
@@ -364,95 +322,37 @@ class _Cache(Generic[V]):
     def _view(self) -> V:
         raise NotImplementedError
 
-    # --- start -----------------------------------------------------------------------------
+    # --- start and changes -------------------------------------------------------------------
 
     async def _start(self) -> None:
+        client, store = self._client, self._store
+        options: dict[str, Any] = {
+            "cache_data": self._cache_data,
+            "fail": self._fail,
+            "owner": self,
+            "logger": log,
+        }
+        feed: Feed | None = None
         if self._watch_mode is not WatchMode.ONE_SHOT:
             # The watch goes first, so no change after the initial reads can be missed.
             try:
-                self._watch = await self._add_watch()
-                self._persistent = True
+                watch = await add_persistent_watch(client, store)
+                feed = PersistentFeed(client, store, watch, **options)
             except UnimplementedError:
                 if self._watch_mode is WatchMode.PERSISTENT:
                     raise
                 log.info("server lacks persistent watches; %s uses one-shot watches", self)
-        if self._persistent:
-            assert self._watch is not None
-            self._spawn(self._pump(self._watch), "pump")
-            self._request_resync()
-            assert self._resync_task is not None
-            await asyncio.shield(self._resync_task)
-        else:
-            self._loaded = asyncio.get_running_loop().create_future()
-            self._start_one_shot()
-            await self._loaded
+        if feed is None:
+            feed = OneShotFeed(client, store, **options)
+        self._feed = feed
+        await feed.start()
         if self._error is not None:
             raise self._error
 
-    async def _add_watch(self) -> PersistentWatch:
-        delay = 0.05
-        while True:
-            try:
-                # A single node needs no recursion: its own events are all we want.
-                return await self._client.add_watch(self.path, recursive=self._limit > 0)
-            except (ConnectionLossError, SessionExpiredError) as exc:
-                delay = await self._recover(exc, delay)
-
-    # --- applying reads --------------------------------------------------------------------
-
-    def _put(self, path: str, data: bytes, stat: Stat) -> None:
-        old = self._nodes.get(path)
-        if old is None:
-            new = ChildData(path, data, stat)
-            self._nodes[path] = new
-            if path != self.path:
-                parent = path.rpartition("/")[0] or "/"
-                kids = self._kids.get(parent)
-                if kids is None:
-                    kids = self._kids[parent] = set()
-                kids.add(path)
-            self._emit(self._ADDED, path, new, None)
-            return
-        ostat = old.stat
-        if stat.czxid == ostat.czxid:
-            if stat.mzxid > ostat.mzxid:
-                new = ChildData(path, data, stat)
-                self._nodes[path] = new
-                self._emit(self._UPDATED, path, new, old)
-            return
-        if stat.czxid < ostat.czxid:
-            return  # an older incarnation than the one cached: stale, ignore
-        # Deleted and re-created while we were not looking: a different node now.
-        new = ChildData(path, data, stat)
-        self._nodes[path] = new
-        self._emit(self._REMOVED, path, None, old)
-        self._emit(self._ADDED, path, new, None)
-
-    def _remove(self, path: str) -> None:
-        """The node is gone (a read said so): so is every cached node below it."""
-        kids = self._kids.get(path)
-        if kids:
-            for kid in list(kids):
-                self._remove(kid)
-        self._drop(path)
-
-    def _drop(self, path: str) -> None:
-        old = self._nodes.pop(path, None)
-        if old is None:
-            return
-        if path != self.path:
-            parent = path.rpartition("/")[0] or "/"
-            kids = self._kids.get(parent)
-            if kids is not None:
-                kids.discard(path)
-                if not kids:
-                    del self._kids[parent]
-        self._emit(self._REMOVED, path, None, old)
-
     def _emit(
-        self, etype: CacheEventType, path: str, data: ChildData | None, old: ChildData | None
+        self, change: Change, path: str, data: ChildData | None, old: ChildData | None
     ) -> None:
-        self._stream.publish(NodeEvent(etype, path, data, old))
+        self._stream.publish(NodeEvent(self._kinds[change], path, data, old))
         if self._waiters:
             self._check_waiters()
 
@@ -466,283 +366,6 @@ class _Cache(Generic[V]):
                     fut.set_result(state)
             except Exception as exc:
                 fut.set_exception(exc)
-
-    def _depth(self, path: str) -> int | None:
-        if path == self.path:
-            return 0
-        if not path.startswith(self._prefix):
-            return None
-        return path.count("/") - self._root_slashes
-
-    # --- reads (persistent mode) -----------------------------------------------------------
-
-    def _refresh(self, path: str) -> asyncio.Task[None]:
-        """Read ``path`` (again); returns the task whose end means the cache has it."""
-        task = self._reading.get(path)
-        if task is not None:
-            self._dirty.add(path)
-            return task
-        task = asyncio.get_running_loop().create_task(self._read_loop(path))
-        self._reading[path] = task
-        return task
-
-    async def _read_loop(self, path: str) -> None:
-        try:
-            while True:
-                await self._read_once(path)
-                if path not in self._dirty:
-                    return
-                self._dirty.discard(path)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            self._fail(exc)
-        finally:
-            del self._reading[path]
-            self._dirty.discard(path)
-
-    async def _read_once(self, path: str) -> None:
-        delay = 0.05
-        client = self._client
-        while True:
-            try:
-                if self._cache_data:
-                    data, stat = await client.get(path)
-                else:
-                    maybe = await client.exists(path)
-                    if maybe is None:
-                        self._remove(path)
-                        return
-                    data, stat = b"", maybe
-            except NoNodeError:
-                self._remove(path)
-                return
-            except (ConnectionLossError, SessionExpiredError) as exc:
-                # The client retried already; keep trying: a cache must catch up eventually.
-                delay = await self._recover(exc, delay)
-                continue
-            except NoAuthError:
-                log.warning("%s: no permission to read %s; leaving it out", self, path)
-                self._remove(path)
-                return
-            self._put(path, data, stat)
-            return
-
-    def _on_event(self, event: WatchEvent) -> None:
-        etype = event.type
-        if etype is EventType.CHILDREN_CHANGED:
-            return  # a non-recursive watch on a single node: its children are not cached
-        path = event.path
-        depth = self._depth(path)
-        if depth is None or depth > self._limit or (depth == 0 and not self._include_root):
-            return
-        if etype is EventType.DELETED and path not in self._reading:
-            # No reply about this node is pending, so none can be older than this event.
-            self._drop(path)
-            return
-        self._refresh(path)
-
-    async def _pump(self, watch: PersistentWatch) -> None:
-        try:
-            while True:
-                try:
-                    async for event in watch:
-                        self._on_event(event)
-                    return  # closed
-                except SessionExpiredError:
-                    # The new session has no watch; set it again, then re-read everything.
-                    self._sync_first = True
-                    watch = self._watch = await self._add_watch()
-                    self._request_resync()
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            self._fail(exc)
-
-    # --- resync (persistent mode) ----------------------------------------------------------
-
-    def _request_resync(self) -> None:
-        task = self._resync_task
-        if task is not None and not task.done():
-            self._resync_again = True
-            return
-        self._resync_task = self._spawn(self._resync_loop(), "resync")
-
-    async def _resync_loop(self) -> None:
-        try:
-            while True:
-                self._resync_again = False
-                await self._resync()
-                if not self._resync_again:
-                    return
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            self._fail(exc)
-
-    async def _resync(self) -> None:
-        """Re-read every node of the subtree; the reads emit exactly the differences."""
-        delay = 0.05
-        while True:
-            try:
-                if self._sync_first:
-                    # A new session may be served by a server behind the one we saw last.
-                    await self._client.sync(self.path)
-                    self._sync_first = False
-                pending: set[asyncio.Task[None]] = set()
-                seen: set[str] = set()
-                await self._walk(self.path, 0, pending, seen)
-                break
-            except (ConnectionLossError, SessionExpiredError) as exc:
-                delay = await self._recover(exc, delay)
-        # Whatever is cached but was not listed is gone or new since: a read tells which.
-        for path in self._nodes:
-            if path not in seen:
-                pending.add(self._refresh(path))
-        if pending:
-            await asyncio.wait(pending)
-
-    async def _walk(
-        self, path: str, depth: int, pending: set[asyncio.Task[None]], seen: set[str]
-    ) -> None:
-        seen.add(path)
-        if depth or self._include_root:
-            pending.add(self._refresh(path))
-        if depth >= self._limit:
-            return
-        try:
-            names = await self._client.children(path)
-        except NoNodeError:
-            return
-        except NoAuthError:
-            log.warning("%s: no permission to list %s; its children are left out", self, path)
-            return
-        if depth + 1 >= self._limit:
-            # The last level: no coroutine per child, every read is issued right here.
-            refresh = self._refresh
-            for name in names:
-                child = _join(path, name)
-                seen.add(child)
-                pending.add(refresh(child))
-            return
-        await asyncio.gather(
-            *(self._walk(_join(path, name), depth + 1, pending, seen) for name in names)
-        )
-
-    # --- one-shot mode -----------------------------------------------------------------------
-
-    def _start_one_shot(self) -> None:
-        if self._include_root:
-            self._watch_node(self.path, 0)
-        if self._limit > 0:
-            self._watch_children(self.path, 0)
-        if self._loading == 0 and self._loaded is not None and not self._loaded.done():
-            self._loaded.set_result(None)
-
-    def _watch_node(self, path: str, depth: int) -> None:
-        if path not in self._watchers:
-            self._loading += 1
-            self._watchers[path] = self._spawn(self._node_loop(path, depth), "node")
-
-    def _watch_children(self, path: str, depth: int) -> None:
-        if path not in self._listers:
-            self._loading += 1
-            self._listers[path] = self._spawn(self._list_loop(path, depth), "children")
-
-    def _loaded_one(self, first: bool) -> bool:
-        if first:
-            self._loading -= 1
-            if self._loading == 0 and self._loaded is not None and not self._loaded.done():
-                self._loaded.set_result(None)
-        return False
-
-    async def _node_loop(self, path: str, depth: int) -> None:
-        """Keep one node read and its data watch armed (one-shot mode)."""
-        first = True
-        delay = 0.05
-        client = self._client
-        try:
-            while True:
-                try:
-                    if not client.connected:
-                        await self._until_connected()
-                    try:
-                        if self._cache_data:
-                            data, stat, watch = await client.get(path, watch=True)
-                        else:
-                            maybe, watch = await client.exists(path, watch=True)
-                            if maybe is None:
-                                raise NoNodeError(path=path)
-                            data, stat = b"", maybe
-                    except NoNodeError:
-                        self._remove(path)
-                        if path != self.path:
-                            return  # the parent's child watch reports a re-creation
-                        # The root: wait for it to appear.
-                        if not client.connected:
-                            await self._until_connected()
-                        maybe, watch = await client.exists(path, watch=True)
-                        if maybe is not None:
-                            watch.cancel()
-                            continue  # created in between: read it
-                        first = self._loaded_one(first)
-                        await watch
-                        continue
-                    self._put(path, data, stat)
-                    if depth < self._limit:
-                        self._watch_children(path, depth)
-                    first = self._loaded_one(first)
-                    delay = 0.05
-                    await watch
-                except (ConnectionLossError, SessionExpiredError) as exc:
-                    # Expired: the watch is gone with the session; read again with a new one.
-                    delay = await self._recover(exc, delay)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            self._fail(exc)
-        finally:
-            self._loaded_one(first)
-            self._watchers.pop(path, None)
-
-    async def _list_loop(self, path: str, depth: int) -> None:
-        """Keep one node's children listed and its child watch armed (one-shot mode)."""
-        first = True
-        delay = 0.05
-        client = self._client
-        try:
-            while True:
-                try:
-                    if not client.connected:
-                        await self._until_connected()
-                    try:
-                        names, watch = await client.children(path, watch=True)
-                    except NoNodeError:
-                        if path != self.path:
-                            return  # the node's own task reports the deletion
-                        if not client.connected:
-                            await self._until_connected()
-                        maybe, watch = await client.exists(path, watch=True)
-                        if maybe is not None:
-                            watch.cancel()
-                            continue
-                        first = self._loaded_one(first)
-                        await watch
-                        continue
-                    for name in names:
-                        self._watch_node(_join(path, name), depth + 1)
-                    first = self._loaded_one(first)
-                    delay = 0.05
-                    await watch
-                except (ConnectionLossError, SessionExpiredError) as exc:
-                    delay = await self._recover(exc, delay)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            self._fail(exc)
-        finally:
-            self._loaded_one(first)
-            self._listers.pop(path, None)
 
     # --- connection state and failure --------------------------------------------------------
 
@@ -758,11 +381,8 @@ class _Cache(Generic[V]):
             state is State.READ_ONLY and change.previous is not None
         ):
             self._stream.publish(NodeEvent(CacheEventType.RECONNECTED, self.path))
-            if self._persistent and not change.new_session:
-                # The watch is back (restored before this was announced), but what changed
-                # in the gap was never sent: read it all again. After an expiry the pump
-                # re-adds the watch first and then asks for the same.
-                self._request_resync()
+            if self._feed is not None:
+                self._feed.reconnected(change.new_session)
         elif state is State.CLOSED:
             self._fail(ClientClosedError(f"the client of {self} was closed"))
 
@@ -776,15 +396,8 @@ class _Cache(Generic[V]):
         for _, fut in self._waiters:
             if not fut.done():
                 fut.set_exception(exc)
-        if self._loaded is not None and not self._loaded.done():
-            self._loaded.set_result(None)
-        current = asyncio.current_task()
-        for task in [*self._tasks, *self._reading.values(), *self._watchers.values()]:
-            if task is not current:
-                task.cancel()
-        for task in list(self._listers.values()):
-            if task is not current:
-                task.cancel()
+        if self._feed is not None:
+            self._feed.abort()
 
     def _closed_error(self) -> BaseException:
         return CacheError(f"{type(self).__name__} for {self.path} is closed")
@@ -792,34 +405,8 @@ class _Cache(Generic[V]):
     def _resynced_event(self) -> NodeEvent:
         return NodeEvent(CacheEventType.RESYNCED, self.path)
 
-    async def _until_connected(self) -> None:
-        # Not needed for correctness (a read made while suspended waits by itself), but it
-        # keeps a loop from arming a watch it would only withdraw if the cache closes now.
-        await self._client.wait_for(State.CONNECTED)
-
-    async def _recover(self, exc: BaseException, delay: float) -> float:
-        """Wait before trying again after a connection loss or a session expiry."""
-        if isinstance(exc, SessionExpiredError):
-            # Retrying is pointless until a session exists again; ClientClosedError if never.
-            await self._client.wait_for(State.CONNECTED)
-            return 0.05
-        return await _backoff(delay)
-
-    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(
-            coro, name=f"aiocoord-cache-{name}:{self.path}"
-        )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
 
 _C = TypeVar("_C", bound=_Cache[Any])
-
-
-async def _backoff(delay: float) -> float:
-    await asyncio.sleep(delay)
-    return min(delay * 2, 1.0)
 
 
 class NodeCache(_Cache[ChildData | None]):
@@ -929,7 +516,7 @@ class ChildrenCache(_Cache[Mapping[str, ChildData]]):
             buffer_size=buffer_size,
             watch_mode=watch_mode,
         )
-        self._children = _ChildrenView(self._nodes, self._prefix)
+        self._children = _ChildrenView(self._nodes, "/" if path == "/" else path + "/")
 
     @property
     def children(self) -> Mapping[str, ChildData]:
@@ -990,7 +577,7 @@ class TreeCache(_Cache[Mapping[str, ChildData]]):
     def children(self, path: str) -> dict[str, ChildData]:
         """The cached children of ``path``: name -> ChildData (empty if none or unknown)."""
         cut = len(path) + (0 if path == "/" else 1)
-        return {kid[cut:]: self._nodes[kid] for kid in self._kids.get(path, ())}
+        return {kid[cut:]: self._nodes[kid] for kid in self._store.kids.get(path, ())}
 
     def _view(self) -> Mapping[str, ChildData]:
         return self._view_proxy

@@ -1,0 +1,111 @@
+"""What a cache holds, and the rule that turns a read into a change.
+
+The store maps each cached path to its ChildData and keeps a parent -> children index, so a
+removed node takes its cached subtree with it. A read result changes the store only when it
+is newer than what is held, compared by ``czxid`` and ``mzxid`` (never by version, which
+restarts at 0 when a node is re-created); every change is handed to ``emit`` as it happens,
+so replaying the changes onto an empty mapping gives the store's content.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+
+from aiocoord._wire.data import Stat
+from aiocoord.client import ChildData
+
+__all__ = ["Change", "Emit", "Store"]
+
+
+class Change(enum.Enum):
+    """What happened to a cached node (each cache names these its own way)."""
+
+    ADDED = "added"
+    UPDATED = "updated"
+    REMOVED = "removed"
+
+
+#: ``emit(change, path, new, old)``: called for every change, in the order they happen.
+Emit = Callable[[Change, str, "ChildData | None", "ChildData | None"], None]
+
+
+class Store:
+    """A cache's nodes: ``root`` and, to ``limit`` levels below it, its subtree."""
+
+    __slots__ = ("_emit", "_prefix", "_slashes", "include_root", "kids", "limit", "nodes", "root")
+
+    def __init__(self, root: str, *, limit: int, include_root: bool, emit: Emit) -> None:
+        self.root = root
+        self.limit = limit
+        self.include_root = include_root
+        self.nodes: dict[str, ChildData] = {}
+        #: parent path -> cached child paths
+        self.kids: dict[str, set[str]] = {}
+        self._emit = emit
+        self._prefix = "/" if root == "/" else root + "/"
+        self._slashes = 0 if root == "/" else root.count("/")
+
+    def depth(self, path: str) -> int | None:
+        """Levels of ``path`` below the root (0 for the root), None if outside it."""
+        if path == self.root:
+            return 0
+        if not path.startswith(self._prefix):
+            return None
+        return path.count("/") - self._slashes
+
+    def wants(self, path: str) -> bool:
+        """True if ``path`` is one the cache holds when it exists."""
+        depth = self.depth(path)
+        return depth is not None and depth <= self.limit and (depth > 0 or self.include_root)
+
+    def put(self, path: str, data: bytes, stat: Stat) -> None:
+        """A read found ``path`` with ``data`` and ``stat``: keep it if it is news."""
+        old = self.nodes.get(path)
+        if old is None:
+            new = ChildData(path, data, stat)
+            self.nodes[path] = new
+            if path != self.root:
+                parent = path.rpartition("/")[0] or "/"
+                kids = self.kids.get(parent)
+                if kids is None:
+                    kids = self.kids[parent] = set()
+                kids.add(path)
+            self._emit(Change.ADDED, path, new, None)
+            return
+        ostat = old.stat
+        if stat.czxid == ostat.czxid:
+            if stat.mzxid > ostat.mzxid:
+                new = ChildData(path, data, stat)
+                self.nodes[path] = new
+                self._emit(Change.UPDATED, path, new, old)
+            return
+        if stat.czxid < ostat.czxid:
+            return  # an older incarnation than the one held: stale, ignore
+        # Deleted and re-created while we were not looking: a different node now.
+        new = ChildData(path, data, stat)
+        self.nodes[path] = new
+        self._emit(Change.REMOVED, path, None, old)
+        self._emit(Change.ADDED, path, new, None)
+
+    def remove(self, path: str) -> None:
+        """The node is gone (a read said so): so is every held node below it."""
+        kids = self.kids.get(path)
+        if kids:
+            for kid in list(kids):
+                self.remove(kid)
+        self.drop(path)
+
+    def drop(self, path: str) -> None:
+        """Forget ``path`` alone (a deletion event: its children have events of their own)."""
+        old = self.nodes.pop(path, None)
+        if old is None:
+            return
+        if path != self.root:
+            parent = path.rpartition("/")[0] or "/"
+            kids = self.kids.get(parent)
+            if kids is not None:
+                kids.discard(path)
+                if not kids:
+                    del self.kids[parent]
+        self._emit(Change.REMOVED, path, None, old)
