@@ -286,8 +286,8 @@ class Client:
         full = self._full(path)
 
         async def once() -> Any:
-            w = self._session.register_watch(WatchKind.DATA, full, path) if watch else None
-            wire_watch = watch and self._session.wire_watch(WatchKind.DATA, full)
+            w = self._session.watches.register(WatchKind.DATA, full, path) if watch else None
+            wire_watch = watch and self._session.watches.wire_watch(WatchKind.DATA, full)
             try:
                 reply = await self._request(
                     ExistsRequest(path=full, watch=wire_watch), path=path, watch=w
@@ -313,8 +313,8 @@ class Client:
         full = self._full(path)
 
         async def once() -> Any:
-            w = self._session.register_watch(WatchKind.DATA, full, path) if watch else None
-            wire_watch = watch and self._session.wire_watch(WatchKind.DATA, full)
+            w = self._session.watches.register(WatchKind.DATA, full, path) if watch else None
+            wire_watch = watch and self._session.watches.wire_watch(WatchKind.DATA, full)
             reply = await self._request(
                 GetDataRequest(path=full, watch=wire_watch), path=path, watch=w
             )
@@ -348,8 +348,8 @@ class Client:
         full = self._full(path)
 
         async def once() -> Any:
-            w = self._session.register_watch(WatchKind.CHILD, full, path) if watch else None
-            wire_watch = watch and self._session.wire_watch(WatchKind.CHILD, full)
+            w = self._session.watches.register(WatchKind.CHILD, full, path) if watch else None
+            wire_watch = watch and self._session.watches.wire_watch(WatchKind.CHILD, full)
             out: list[Any]
             if with_stat:
                 listing = await self._request(
@@ -438,10 +438,10 @@ class Client:
         session = self._session
 
         async def remove(w: PersistentWatch) -> None:
-            await session.remove_persistent(w, full)
+            await session.watches.remove_persistent(w, full)
 
         watch = PersistentWatch(path, recursive, remove)
-        await session.add_persistent(watch, full)
+        await session.watches.add_persistent(watch, full)
         return watch
 
     # --- writes -------------------------------------------------------------------------

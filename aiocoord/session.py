@@ -40,23 +40,19 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from aiocoord._connection import Connection, Reply
 from aiocoord._deadline import within
 from aiocoord._sasl import DigestMD5
 from aiocoord._validation import validate_path, validate_port
-from aiocoord._watches import PersistentWatch, Watch, WatchKind, WatchTable
+from aiocoord._watch_table import WatchTable
+from aiocoord._watches import Watch
 from aiocoord._wire.auth import AuthRequest, SaslRequest
 from aiocoord._wire.framing import EmptyResponse, Request
 from aiocoord._wire.handshake import CloseRequest, ConnectResponse
-from aiocoord._wire.opcodes import OP_NAMES, AddWatchMode, Op, WatcherType, Xid
+from aiocoord._wire.opcodes import OP_NAMES, Op, Xid
 from aiocoord._wire.watches import (
-    SET_WATCHES_MAX_BYTES,
-    AddWatchRequest,
-    RemoveWatchesRequest,
-    SetWatches2Request,
-    SetWatchesRequest,
     WatchNotification,
 )
 from aiocoord.errors import (
@@ -239,7 +235,7 @@ class Session:
         self._connected = asyncio.Event()
         self._state_changed = asyncio.Event()
         self._listeners: list[Callable[[StateChange], None]] = []
-        self._watches = WatchTable(self._remove_server_watch, self._remove_all_watches)
+        self._watches = WatchTable(self)
         self._run_task: asyncio.Task[None] | None = None
         self._closing = False
         self._last_contact = time.monotonic()
@@ -484,114 +480,31 @@ class Session:
                 self._watches.unregister(watch)
             op = OP_NAMES.get(request.opcode)
             raise ConnectionLossError(str(exc), path=path, op=op) from None
-        if reply.err:
-            if watch is not None:
-                self._watch_after_error(watch, request.opcode, reply.err)
-            raise error_for_code(reply.err, path=path, op=OP_NAMES.get(request.opcode))
         if watch is not None:
-            if watch.done():
-                self._fired_before_reply(watch)
-            else:
-                self._watches.armed(watch)
+            self._watches.settle(watch, request.opcode, reply.err)
+        if reply.err:
+            raise error_for_code(reply.err, path=path, op=OP_NAMES.get(request.opcode))
         assert reply.body is not None  # the connection decodes every successful reply
         return reply.body
-
-    def _watch_after_error(self, watch: Watch, opcode: int, err: int) -> None:
-        if opcode == Op.EXISTS and err == -101:
-            if watch.done():
-                self._fired_before_reply(watch)
-            else:
-                self._watches.armed(watch)
-            return  # exists on a missing node sets an exist watch
-        self._watches.unregister(watch)
-
-    def _fired_before_reply(self, watch: Watch) -> None:
-        # The waiter was fired by the event of an *earlier* server watch on the same path (the
-        # table shares one entry per path), yet this request set a new one on the server that
-        # nobody waits on now: remove it, unless a newer waiter already shares it.
-        if not self._watches.has_waiters(watch.kind, watch.server_path):
-            self._remove_server_watch(watch.kind, watch.server_path)
-        else:
-            self._watches.arm_entry(watch.kind, watch.server_path)
 
     @property
     def watches(self) -> WatchTable:
         """The session's watch table."""
         return self._watches
 
-    def register_watch(self, kind: WatchKind, server_path: str, user_path: str) -> Watch:
-        """Register a one-shot waiter (before sending the request that sets it)."""
-        if self._closing:
-            raise ClientClosedError("client is closed")
-        return self._watches.register(kind, server_path, user_path)
-
-    def wire_watch(self, kind: WatchKind, server_path: str) -> bool:
-        """Whether a read asking for a one-shot watch of ``kind`` on the path sets it on the
-        server (False: a persistent watch of ours there serves it; see WatchTable)."""
-        return not self._watches.served_by_persistent(kind, server_path)
-
-    def _remove_server_watch(self, kind: WatchKind, server_path: str) -> None:
-        if self._watches.served_by_persistent(kind, server_path):
-            return  # ZOOKEEPER-4466: it would remove our persistent watch with it
-        wtype = WatcherType.CHILDREN if kind is WatchKind.CHILD else WatcherType.DATA
-        self._send_remove_watches(server_path, wtype)
-
-    def _remove_all_watches(self, server_path: str) -> asyncio.Future[Reply[EmptyResponse]] | None:
-        return self._send_remove_watches(server_path, WatcherType.ANY)
-
-    def _send_remove_watches(
-        self, server_path: str, wtype: WatcherType
+    def send_now(
+        self, request: Request[EmptyResponse]
     ) -> asyncio.Future[Reply[EmptyResponse]] | None:
+        """Write ``request`` at once on the current connection; None if not connected."""
         conn = self._conn
         if conn is None or self.state is None or not self.state.is_connected or self._closing:
-            return None  # the server dropped them with the connection; they are not restored
-        # Written now, synchronously, so it reaches the server before any later request
-        # that sets a watch on the path again.
+            return None
         try:
-            fut = conn.send(self._next_xid(), RemoveWatchesRequest(path=server_path, type=wtype))
+            fut = conn.send(self._next_xid(), request)
         except NotSentError:
             return None
-        self.sent[Op.REMOVE_WATCHES] += 1
-        fut.add_done_callback(_ignore_result)
+        self.sent[request.opcode] += 1
         return fut
-
-    async def add_persistent(self, watch: PersistentWatch, server_path: str) -> None:
-        """Subscribe; sets the server's persistent watch when this is the first subscriber."""
-        if self._watches.add_persistent(watch, server_path):
-            mode = AddWatchMode.PERSISTENT_RECURSIVE if watch.recursive else AddWatchMode.PERSISTENT
-            try:
-                await self.request(AddWatchRequest(path=server_path, mode=mode), path=watch.path)
-            except asyncio.CancelledError:
-                # The addWatch may have gone out, and the server may set the watch: take it
-                # back, as a last subscriber leaving would.
-                if self._watches.remove_persistent(watch, server_path):
-                    self._release_persistent(server_path)
-                raise
-            except BaseException:
-                self._watches.remove_persistent(watch, server_path)
-                raise
-
-    async def remove_persistent(self, watch: PersistentWatch, server_path: str) -> None:
-        """Unsubscribe; removes the server watch when this was the last subscriber."""
-        if not self._watches.remove_persistent(watch, server_path):
-            return
-        reply = self._release_persistent(server_path)
-        if reply is not None:
-            with contextlib.suppress(CoordinationError):
-                await reply
-
-    def _release_persistent(self, server_path: str) -> asyncio.Future[Reply[EmptyResponse]] | None:
-        # Servers before 3.9 cannot decode removeWatches of type Persistent (4) or
-        # PersistentRecursive (5), so the watch goes with type Any (3), which would also take
-        # this session's other watches on that exact path: while any is left there, the
-        # removal waits until the last of them fires or goes.
-        if self._watches.watched(server_path):
-            log.debug(
-                "persistent watch on %s removed once the path's other watches go", server_path
-            )
-            self._watches.hold_over(server_path)
-            return None
-        return self._remove_all_watches(server_path)
 
     async def add_auth(self, scheme: str, credential: bytes) -> None:
         """Authenticate this session; replayed automatically on every reconnect."""
@@ -810,7 +723,11 @@ class Session:
             conn.send_special(Xid.AUTH, AuthRequest(type=0, scheme=s, auth=c))
             for s, c in self._auth
         ]
-        restore_futs = [] if new_session else self._restore_watches(conn)
+        restore_futs = []
+        if not new_session:
+            for restore in self._watches.restore_requests(self.last_zxid):
+                restore_futs.append(conn.send_special(Xid.SET_WATCHES, restore))
+                self.sent[restore.opcode] += 1
         self._conn = conn
         # RECONNECTED is announced only once the server has the watches back: a change made
         # by someone else right after could otherwise slip past a persistent watch, which the
@@ -885,34 +802,6 @@ class Session:
             if token is None and not mechanism.complete:
                 raise AuthFailedError("SASL exchange ended early", op="sasl")
 
-    def _restore_watches(self, conn: Connection) -> list[asyncio.Future[Reply[EmptyResponse]]]:
-        lists = self._watches.restore_lists()
-        if not any(lists.values()):
-            return []
-        persistent = self._watches.has_persistent
-        futures = []
-        for batch in _batches(lists):
-            req: SetWatches2Request | SetWatchesRequest
-            if persistent:
-                req = SetWatches2Request(
-                    relative_zxid=self.last_zxid,
-                    data_watches=batch["data_watches"],
-                    exist_watches=batch["exist_watches"],
-                    child_watches=batch["child_watches"],
-                    persistent_watches=batch["persistent_watches"],
-                    persistent_recursive_watches=batch["persistent_recursive_watches"],
-                )
-            else:
-                req = SetWatchesRequest(
-                    relative_zxid=self.last_zxid,
-                    data_watches=batch["data_watches"],
-                    exist_watches=batch["exist_watches"],
-                    child_watches=batch["child_watches"],
-                )
-            futures.append(conn.send_special(Xid.SET_WATCHES, req))
-            self.sent[req.opcode] += 1
-        return futures
-
     # --- diagnostics --------------------------------------------------------------------
 
     @property
@@ -924,25 +813,3 @@ class Session:
         """Abort the current socket (for tests of our own recovery; the session survives)."""
         if self._conn is not None:
             self._conn.abort()
-
-
-def _batches(lists: dict[str, list[str]]) -> list[dict[str, list[str]]]:
-    out: list[dict[str, list[str]]] = []
-    current: dict[str, list[str]] = {k: [] for k in lists}
-    size = 0
-    for key, paths in lists.items():
-        for path in paths:
-            cost = len(path.encode()) + 4
-            if size + cost > SET_WATCHES_MAX_BYTES and size:
-                out.append(current)
-                current = {k: [] for k in lists}
-                size = 0
-            current[key].append(path)
-            size += cost
-    out.append(current)
-    return out
-
-
-def _ignore_result(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        fut.exception()
