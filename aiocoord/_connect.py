@@ -8,6 +8,7 @@ import ssl as _ssl
 from collections.abc import Generator, Sequence
 from typing import Any
 
+from aiocoord._servers import parse_connect_string
 from aiocoord._validation import (
     MAX_SESSION_TIMEOUT_MS,
     validate_auth,
@@ -23,7 +24,7 @@ from aiocoord.acl import ACLProvider
 from aiocoord.client import Client
 from aiocoord.errors import InvalidTypeError, NodeExistsError, NoNodeError
 from aiocoord.retry import RetryPolicy
-from aiocoord.session import Session, parse_connect_string
+from aiocoord.session import Session
 
 __all__ = ["Connecting", "connect", "open_client"]
 

@@ -31,21 +31,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
-import ipaddress
 import logging
-import random
 import ssl as _ssl
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 from aiocoord._connection import Connection, Reply
-from aiocoord._deadline import within
+from aiocoord._connector import Connector, Expired
 from aiocoord._sasl import DigestMD5
-from aiocoord._validation import validate_path, validate_port
+from aiocoord._servers import Server
+from aiocoord._states import State, StateBroadcast, StateChange
 from aiocoord._watch_table import WatchTable
 from aiocoord._watches import Watch
 from aiocoord._wire.auth import AuthRequest, SaslRequest
@@ -57,26 +54,19 @@ from aiocoord._wire.watches import (
 )
 from aiocoord.errors import (
     AuthFailedError,
-    BadArgumentsError,
     ClientClosedError,
     ConnectionLossError,
-    CoordinationError,
-    InvalidPathError,
-    InvalidTypeError,
     NoServersError,
     NotSentError,
     SessionExpiredError,
     error_for_code,
 )
 
+__all__ = ["Session", "State", "StateChange"]
+
 log = logging.getLogger(__name__)
 R = TypeVar("R")
 
-#: While connected read-only, other servers are asked whether they serve writes, first after
-#: this many seconds, then twice as long after each round that found none (the Java client's
-#: schedule), up to the max.
-RW_PROBE_MIN = 0.1
-RW_PROBE_MAX = 60.0
 #: How much earlier than the server could (see the module docstring) a client with no
 #: connection declares its session LOST: a share of the timeout, to absorb timer and
 #: scheduling delays on both sides, capped so that long timeouts do not give up much.
@@ -85,111 +75,6 @@ EXPIRY_MARGIN_MAX = 0.25
 #: The share of the session timeout within which an answered request keeps the session
 #: trusted (the connection's own read timeout).
 LIVENESS_WINDOW = 2 / 3
-
-
-class State(enum.Enum):
-    """The connection state a client reports (Curator's ConnectionState, plus CLOSED)."""
-
-    CONNECTED = "connected"  #: first connection of a session
-    SUSPENDED = "suspended"  #: connection lost; the session may still be alive
-    RECONNECTED = "reconnected"  #: connected again (``StateChange.new_session`` says if same)
-    LOST = "lost"  #: the session expired (ephemerals and watches are gone)
-    READ_ONLY = "read_only"  #: connected to a server in read-only mode
-    CLOSED = "closed"  #: the client was closed
-
-    @property
-    def is_connected(self) -> bool:
-        """True for the states in which requests are sent."""
-        return self in (State.CONNECTED, State.RECONNECTED, State.READ_ONLY)
-
-
-@dataclass(frozen=True, slots=True)
-class StateChange:
-    """One transition of the session state."""
-
-    state: State
-    previous: State | None
-    session_id: int
-    #: True on the first connection of a session started after the previous one was LOST
-    new_session: bool = False
-    server: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Server:
-    """One address from the connect string."""
-
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-def parse_connect_string(connect: str) -> tuple[list[Server], str]:
-    """Split ``"h1:2181,h2:2181/chroot"`` into servers and chroot ("" for none).
-
-    Every entry is ``host``, ``host:port``, ``[ipv6]``, ``[ipv6]:port`` or a bare IPv6
-    address; anything else is refused at once with BadArgumentsError quoting the bad part,
-    rather than failing only when the connect timeout runs out.
-    """
-    if not isinstance(connect, str):
-        raise InvalidTypeError(f"connect string must be str, not {type(connect).__name__}")
-    hosts, sep, chroot = connect.partition("/")
-    if sep:
-        chroot = sep + chroot
-        if chroot == "/":
-            raise BadArgumentsError(
-                f"connect string {connect!r}: the chroot after the hosts is empty; "
-                "drop the trailing '/' or name a path"
-            )
-        try:
-            validate_path(chroot)
-        except InvalidPathError as exc:
-            raise BadArgumentsError(f"connect string {connect!r}: bad chroot: {exc}") from None
-    else:
-        chroot = ""
-    servers = [_parse_server(item.strip(), connect) for item in hosts.split(",") if item.strip()]
-    if not servers:
-        raise BadArgumentsError(f"connect string {connect!r} names no server")
-    return servers, chroot
-
-
-def _parse_server(item: str, connect: str) -> Server:
-    def bad(why: str) -> BadArgumentsError:
-        return BadArgumentsError(f"connect string {connect!r}: entry {item!r}: {why}")
-
-    if item.startswith("["):  # [ipv6]:port
-        host, closed, rest = item[1:].partition("]")
-        if not closed:
-            raise bad("missing ']' after the IPv6 address")
-        if rest and not rest.startswith(":"):
-            raise bad(f"unexpected {rest!r} after ']'")
-        port = validate_port(rest[1:], item) if rest else 2181
-        if not _is_ipv6(host):
-            raise bad(f"{host!r} is not an IPv6 address")
-        return Server(host, port)
-    if item.count(":") > 1:
-        if not _is_ipv6(item):
-            raise bad("more than one ':' (write an IPv6 address as [address]:port)")
-        return Server(item, 2181)
-    host, colon, port_s = item.partition(":")
-    if not host:
-        raise bad("no host before the port")
-    if any(c.isspace() or c in "[]@/" for c in host):
-        raise bad(f"host {host!r} has a character a host name cannot have")
-    return Server(host, validate_port(port_s, item) if colon else 2181)
-
-
-def _is_ipv6(text: str) -> bool:
-    try:
-        return isinstance(ipaddress.ip_address(text), ipaddress.IPv6Address)
-    except ValueError:
-        return False
-
-
-class _Expired(Exception):
-    pass
 
 
 class Session:
@@ -208,7 +93,11 @@ class Session:
         chroot: str = "",
         sasl: tuple[str, str] | None = None,
     ) -> None:
-        self.servers = list(servers)
+        self._connector = Connector(
+            servers,
+            connect_timeout=connect_timeout if connect_timeout is not None else session_timeout,
+            ssl=ssl,
+        )
         #: (user, password) for SASL DIGEST-MD5, exchanged on every new connection
         self.sasl = sasl
         self.requested_timeout = session_timeout
@@ -232,16 +121,17 @@ class Session:
 
         self._conn: Connection | None = None
         self._xid = 0
-        self._connected = asyncio.Event()
-        self._state_changed = asyncio.Event()
-        self._listeners: list[Callable[[StateChange], None]] = []
+        self._states = StateBroadcast()
         self._watches = WatchTable(self)
         self._run_task: asyncio.Task[None] | None = None
         self._closing = False
         self._last_contact = time.monotonic()
         self._first: asyncio.Future[None] | None = None
-        # A server found serving writes while we were read-only: the next connect tries it first.
-        self._preferred: Server | None = None
+
+    @property
+    def servers(self) -> list[Server]:
+        """The servers of the connect string."""
+        return self._connector.servers
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -296,38 +186,16 @@ class Session:
 
     def add_listener(self, callback: Callable[[StateChange], None]) -> Callable[[], None]:
         """Call ``callback`` synchronously on every transition; returns an unsubscribe function."""
-        self._listeners.append(callback)
-
-        def remove() -> None:
-            with contextlib.suppress(ValueError):
-                self._listeners.remove(callback)
-
-        return remove
+        return self._states.add_listener(callback)
 
     def _set_state(self, state: State, *, new_session: bool = False) -> None:
         previous = self.state
         if previous is state and not new_session:
             return
         self.state = state
-        if state.is_connected:
-            self._connected.set()
-        else:
-            self._connected.clear()
-        change = StateChange(
-            state,
-            previous,
-            self.session_id,
-            new_session,
-            str(self.server) if self.server else None,
-        )
+        server = str(self.server) if self.server else None
         log.info("session 0x%x: %s -> %s", self.session_id, previous, state)
-        for callback in list(self._listeners):
-            try:
-                callback(change)
-            except Exception:  # a listener's bug must not break the session
-                log.exception("state listener failed")
-        self._state_changed.set()
-        self._state_changed = asyncio.Event()
+        self._states.publish(StateChange(state, previous, self.session_id, new_session, server))
 
     async def wait_for(self, state: State, timeout: float | None = None) -> None:
         """Wait until the state is ``state`` (CONNECTED also matches RECONNECTED).
@@ -335,41 +203,11 @@ class Session:
         Returns at once if it already is; otherwise the first transition into ``state``
         counts, even if the state has moved on again by the time the caller runs.
         """
-        wanted = {state, State.RECONNECTED} if state is State.CONNECTED else {state}
-        if self.state in wanted:
-            return
-        if self.state is State.CLOSED:
-            raise ClientClosedError(f"client closed while waiting for {state.value}")
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        await self._states.wait_for(self.state, state, timeout)
 
-        def on_change(change: StateChange) -> None:
-            if fut.done():
-                return
-            if change.state in wanted:
-                fut.set_result(None)
-            elif change.state is State.CLOSED:
-                fut.set_exception(
-                    ClientClosedError(f"client closed while waiting for {state.value}")
-                )
-
-        remove = self.add_listener(on_change)
-        try:
-            await within(fut, timeout, f"the client not {' or '.join(s.value for s in wanted)}")
-        finally:
-            remove()
-
-    async def changes(self) -> AsyncIterator[StateChange]:
+    def changes(self) -> AsyncIterator[StateChange]:
         """Yield every transition from now on, until the client closes."""
-        queue: asyncio.Queue[StateChange] = asyncio.Queue()
-        remove = self.add_listener(queue.put_nowait)
-        try:
-            while True:
-                change = await queue.get()
-                yield change
-                if change.state is State.CLOSED:
-                    return
-        finally:
-            remove()
+        return self._states.changes()
 
     # --- liveness -----------------------------------------------------------------------
 
@@ -418,7 +256,7 @@ class Session:
                 return conn
             if self.state is State.LOST and not self.reconnect_after_expiry:
                 raise SessionExpiredError("session expired and reconnect_after_expiry is off")
-            await self._state_changed.wait()
+            await self._states.next_change()
 
     async def request(
         self,
@@ -555,7 +393,7 @@ class Session:
             while not self._closing:
                 try:
                     conn, reply, server = await self._establish()
-                except _Expired:
+                except Expired:
                     if self._first is not None and not self._first.done():
                         self._first.set_exception(SessionExpiredError("session expired at connect"))
                         return
@@ -574,9 +412,8 @@ class Session:
                 await self._connected_to(conn, reply, server)
                 seeker = None
                 if self.state is State.READ_ONLY and len(self.servers) > 1:
-                    seeker = asyncio.create_task(
-                        self._seek_rw_server(conn, server), name="aiocoord-rw-probe"
-                    )
+                    seek = self._connector.seek_rw_server(conn, server, self.negotiated_timeout)
+                    seeker = asyncio.create_task(seek, name="aiocoord-rw-probe")
                 try:
                     reason = await conn.closed
                 finally:
@@ -616,89 +453,31 @@ class Session:
             deadline = self._expiry_deadline()
         else:
             deadline = None  # a fresh session after LOST: keep trying until closed
-        order = list(self.servers)
-        random.shuffle(order)
-        if self.server in order and len(order) > 1:
-            # The server we just lost goes last: it is the likeliest to be down.
-            order.remove(self.server)
-            order.append(self.server)
-        preferred, self._preferred = self._preferred, None
-        if preferred in order:
-            order.remove(preferred)
-            order.insert(0, preferred)
-        delay = 0.0
-        last_error: BaseException | None = None
-        # Like the Java client: a share of the timeout per server, but never so long that one
-        # unanswered handshake uses up the whole session timeout.
-        per_server = self.negotiated_timeout / max(len(order), 1)
-        attempt_timeout = max(min(per_server, self.negotiated_timeout / 3), 0.5)
-        while True:
-            refusals = 0
-            for server in order:
-                if self._closing:
-                    raise asyncio.CancelledError()
-                remaining = attempt_timeout
-                if deadline is not None:
-                    remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    if first:
-                        raise NoServersError(
-                            f"no ZooKeeper server answered within {self.connect_timeout:.1f}s: "
-                            + ", ".join(map(str, self.servers))
-                            + (f" (last error: {last_error!r})" if last_error else "")
-                        )
-                    # Nobody could tell us within the session timeout: the server must have
-                    # expired the session by now, so stop acting as if we still had it.
-                    raise _Expired()
-                try:
-                    conn, reply = await Connection.open(
-                        server.host,
-                        server.port,
-                        timeout=min(attempt_timeout, remaining),
-                        session_id=self.session_id,
-                        password=self.password,
-                        session_timeout_ms=int(self.requested_timeout * 1000),
-                        last_zxid=self.last_zxid,
-                        read_only=self.read_only,
-                        on_watch=self._on_watch,
-                        on_zxid=self._note_zxid,
-                        on_lost=self._on_connection_lost,
-                        ssl=self.ssl,
-                    )
-                except (OSError, asyncio.TimeoutError, CoordinationError) as exc:
-                    log.debug("connect to %s failed: %r", server, exc)
-                    # A timeout (often the deadline cutting the last attempt short) tells less
-                    # than a refusal seen before it, such as a certificate that fails to verify.
-                    if not (
-                        isinstance(exc, asyncio.TimeoutError)
-                        and last_error is not None
-                        and not isinstance(last_error, asyncio.TimeoutError)
-                    ):
-                        last_error = exc
-                    if isinstance(exc, ConnectionRefusedError):
-                        refusals += 1
-                    continue
-                if reply.timeout_ms <= 0:
-                    conn.abort()
-                    raise _Expired()
-                return conn, reply, server
-            if first and refusals == len(order):
-                # Nothing listens on any of the ports: waiting out the connect timeout would
-                # only hide the mistake (a wrong port, a server that is not running).
-                raise NoServersError(
-                    "connection refused by every server: "
-                    + ", ".join(map(str, self.servers))
-                    + f" ({last_error!r}); is ZooKeeper running there?"
-                )
-            # A session that may still be alive is worth a tighter retry: an ensemble that
-            # lost its leader answers again as soon as its election ends (a few hundred ms).
-            cap = min(0.2, self.negotiated_timeout / 10) if deadline is not None else 1.0
-            delay = min(max(delay * 2, 0.05), cap)
-            pause = delay * (0.5 + random.random() / 2)
-            if deadline is not None:
-                # Never sleep past the moment the session must be declared LOST.
-                pause = min(pause, max(deadline - time.monotonic(), 0.0))
-            await asyncio.sleep(pause)
+        return await self._connector.establish(
+            self._attempt,
+            first=first,
+            deadline=deadline,
+            last=self.server,
+            session_timeout=self.negotiated_timeout,
+            closing=lambda: self._closing,
+        )
+
+    async def _attempt(self, server: Server, timeout: float) -> tuple[Connection, ConnectResponse]:
+        """Open a connection to ``server`` and ask it to resume (or start) this session."""
+        return await Connection.open(
+            server.host,
+            server.port,
+            timeout=timeout,
+            session_id=self.session_id,
+            password=self.password,
+            session_timeout_ms=int(self.requested_timeout * 1000),
+            last_zxid=self.last_zxid,
+            read_only=self.read_only,
+            on_watch=self._on_watch,
+            on_zxid=self._note_zxid,
+            on_lost=self._on_connection_lost,
+            ssl=self.ssl,
+        )
 
     async def _connected_to(self, conn: Connection, reply: ConnectResponse, server: Server) -> None:
         new_session = reply.session_id != self.session_id
@@ -750,42 +529,6 @@ class Session:
             self._set_state(State.READ_ONLY, new_session=new_session)
         else:
             self._set_state(State.RECONNECTED, new_session=new_session)
-
-    async def _seek_rw_server(self, conn: Connection, current: Server) -> None:
-        """While read-only on ``current``, ask the other servers now and then whether they
-        serve writes ("isro", which a server always answers); on the first that does, drop
-        ``conn`` so that the reconnect goes there (SUSPENDED, then the usual reconnect)."""
-        delay = RW_PROBE_MIN
-        others = [s for s in self.servers if s != current]
-        while not conn.closed.done():
-            await asyncio.sleep(delay)
-            for server in others:
-                if await self._serves_writes(server) and not conn.closed.done():
-                    log.info("%s serves writes: leaving read-only %s", server, current)
-                    self._preferred = server
-                    conn.abort()
-                    return
-            delay = min(delay * 2, RW_PROBE_MAX)
-
-    async def _serves_writes(self, server: Server) -> bool:
-        """Whether ``server`` answers "isro" with "rw" (not "ro", nothing, or an error)."""
-        writer: asyncio.StreamWriter | None = None
-
-        async def ask() -> bytes:
-            nonlocal writer
-            reader, writer = await asyncio.open_connection(server.host, server.port, ssl=self.ssl)
-            writer.write(b"isro")
-            return await reader.readexactly(2)
-
-        try:
-            answer = await asyncio.wait_for(ask(), max(min(self.negotiated_timeout / 3, 2.0), 0.5))
-        except (OSError, asyncio.TimeoutError, EOFError) as exc:
-            log.debug("read-write probe of %s failed: %r", server, exc)
-            return False
-        finally:
-            if writer is not None:
-                writer.close()
-        return answer == b"rw"
 
     async def _sasl_exchange(self, conn: Connection, user: str, password: str) -> None:
         """Authenticate the connection with SASL DIGEST-MD5 before anything else is sent."""

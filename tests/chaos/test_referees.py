@@ -16,9 +16,10 @@ from chaoslib import (
 )
 
 from aiocoord import Client, Stat, TreeCache
+from aiocoord._servers import Server
 from aiocoord.client import ChildData
 from aiocoord.recipes.cache import CacheEventType, NodeEvent
-from aiocoord.session import Server, Session
+from aiocoord.session import Session
 
 
 @pytest.fixture

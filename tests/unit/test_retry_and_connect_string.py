@@ -7,8 +7,8 @@ import re
 import pytest
 
 from aiocoord import ExponentialBackoff, NoRetry, RetryNTimes, RetryUntilElapsed
+from aiocoord._servers import Server, parse_connect_string
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
-from aiocoord.session import Server, parse_connect_string
 
 
 def test_policies_yield_bounded_sleeps() -> None:
