@@ -4,6 +4,7 @@ from."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 
 __all__ = [
@@ -11,6 +12,7 @@ __all__ = [
     "SEQUENCE_DIGITS",
     "join",
     "protected_id",
+    "protected_prefix",
     "sequence_of",
     "sort_by_sequence",
     "split",
@@ -32,6 +34,11 @@ def split(path: str) -> tuple[str, str]:
     """``(parent, name)`` of an absolute path; the root's children have parent ``/``."""
     parent, _, name = path.rpartition("/")
     return parent or "/", name
+
+
+def protected_prefix() -> str:
+    """A fresh protected prefix, ``_c_<uuid>-``: a node named with it is found again by it."""
+    return f"{PROTECTED_PREFIX}{uuid.uuid4()}-"
 
 
 def protected_id(name: str) -> str | None:

@@ -10,14 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import logging
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from aiocoord._paths import PROTECTED_PREFIX, join, protected_id, split
+from aiocoord._pathops import PathOps
+from aiocoord._paths import protected_id
 from aiocoord._validation import (
     MAX_TTL_MS,
     validate_auth,
@@ -32,7 +30,6 @@ from aiocoord._watches import PersistentWatch, Watch, WatchKind
 from aiocoord._wire.auth import WhoAmIRequest
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.framing import Request
-from aiocoord._wire.opcodes import CreateMode
 from aiocoord._wire.reads import (
     ExistsRequest,
     GetACLRequest,
@@ -44,11 +41,6 @@ from aiocoord._wire.reads import (
     SyncRequest,
 )
 from aiocoord._wire.writes import (
-    Create2Request,
-    Create2Response,
-    CreateContainerRequest,
-    CreateTTLRequest,
-    DeleteRequest,
     SetACLRequest,
     SetDataRequest,
 )
@@ -56,14 +48,8 @@ from aiocoord.acl import ACLProvider, wire_acl
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
-    ConnectionLossError,
-    CoordinationError,
     InvalidTypeError,
-    NodeExistsError,
     NoNodeError,
-    NotEmptyError,
-    SessionExpiredError,
-    ZooKeeperError,
 )
 from aiocoord.retry import ExponentialBackoff, RetryPolicy
 from aiocoord.session import Session, State, StateChange
@@ -72,7 +58,6 @@ from aiocoord.transaction import Transaction, create_mode
 if TYPE_CHECKING:
     from aiocoord.recipes.lock import Lock
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -85,7 +70,7 @@ class ChildData:
     stat: Stat
 
 
-class Client:
+class Client(PathOps):
     """A connected ZooKeeper client. Get one with :func:`aiocoord.connect`.
 
     All methods are coroutine-safe: any number of tasks may share one client, and their
@@ -228,39 +213,6 @@ class Client:
 
     def _short(self, server_path: str) -> str:
         return self._session.strip_chroot(server_path)
-
-    async def _retrying(
-        self,
-        op: Callable[[], Awaitable[T]],
-        ambiguous: tuple[type[ZooKeeperError], ...] = (),
-    ) -> T:
-        """Run ``op``, again after each ConnectionLossError while the policy allows.
-
-        ``ambiguous`` are the errors a *retry* can get because the lost attempt was applied
-        after all (a versioned set's BadVersion, a versioned delete's NoNode): they are then
-        reported as ConnectionLossError, "may have been applied", rather than as a conflict
-        that never happened.
-        """
-        delays = self.retry.delays()
-        lost: ConnectionLossError | None = None
-        while True:
-            try:
-                return await op()
-            except ConnectionLossError as exc:
-                lost = exc
-                delay = next(delays, None)
-                if delay is None:
-                    raise
-                await asyncio.sleep(delay)
-            except ambiguous as exc:
-                if lost is None:
-                    raise
-                raise ConnectionLossError(
-                    f"the reply was lost and a retry got {type(exc).__name__}: the first "
-                    "attempt may have been applied; read the node to find out",
-                    path=exc.path,
-                    op=exc.op,
-                ) from exc
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run ``coro`` as a task this client owns: ``close()`` cancels and awaits it, and
@@ -560,47 +512,6 @@ class Client:
             acl = self.acl_provider(path)
         return wire_acl(acl)
 
-    async def _create_raw(
-        self,
-        path: str,
-        data: bytes,
-        mode: int,
-        acl: list[ACL],
-        ttl_ms: int | None,
-        generation: int | None = None,
-    ) -> tuple[str, Stat]:
-        full = self._full(path)
-        req: Request[Create2Response]
-        if mode == CreateMode.CONTAINER:
-            req = CreateContainerRequest(path=full, data=data, acl=acl, flags=mode)
-        elif ttl_ms is not None:
-            req = CreateTTLRequest(path=full, data=data, acl=acl, flags=mode, ttl=ttl_ms)
-        else:
-            req = Create2Request(path=full, data=data, acl=acl, flags=mode)
-        reply = await self._request(req, path=path, generation=generation)
-        return self._short(reply.path), reply.stat
-
-    async def _create_parents_if_needed(
-        self,
-        path: str,
-        data: bytes,
-        mode: int,
-        acl: list[ACL],
-        ttl_ms: int | None,
-        make_parents: bool,
-        as_containers: bool,
-        generation: int | None = None,
-        *,
-        parent_acl: list[ACL] | None,
-    ) -> tuple[str, Stat]:
-        try:
-            return await self._create_raw(path, data, mode, acl, ttl_ms, generation)
-        except NoNodeError:
-            if not make_parents:
-                raise
-        await self._ensure_path(split(path)[0], as_containers, parent_acl)
-        return await self._create_raw(path, data, mode, acl, ttl_ms, generation)
-
     async def ensure_path(
         self, path: str, *, container: bool = False, acl: Sequence[ACL] | None = None
     ) -> None:
@@ -608,124 +519,6 @@ class Client:
         ``acl`` each gets the client's :attr:`acl_provider` ACL for its path (else open)."""
         validate_path(path)
         await self._ensure_path(path, container, None if acl is None else wire_acl(acl))
-
-    async def _ensure_path(self, path: str, container: bool, acl: list[ACL] | None) -> None:
-        """``acl`` None: each node gets :meth:`_acls_for` its own path.
-
-        Callers asking for the same path at the same time share one walk: a burst of
-        contenders on a missing lock path makes its parents once, not once each.
-        """
-        for key, shared_acl, task in self._ensuring.get(path, ()):
-            if key == container and shared_acl == acl:
-                await asyncio.shield(task)
-                return
-        task = asyncio.ensure_future(self._ensure_path_walk(path, container, acl))
-        entry = (container, acl, task)
-        self._ensuring.setdefault(path, []).append(entry)
-
-        def done(finished: asyncio.Future[None]) -> None:
-            if not finished.cancelled():
-                finished.exception()  # each caller got it (or left before it came)
-            entries = self._ensuring.get(path)
-            if entries is not None:
-                entries.remove(entry)
-                if not entries:
-                    del self._ensuring[path]
-
-        task.add_done_callback(done)
-        await asyncio.shield(task)
-
-    async def _ensure_path_walk(self, path: str, container: bool, acl: list[ACL] | None) -> None:
-        mode = CreateMode.CONTAINER if container else CreateMode.PERSISTENT
-
-        async def make(node: str) -> None:
-            node_acl = acl if acl is not None else self._acls_for(node, None)
-            await self._retrying(lambda: self._create_raw(node, b"", mode, node_acl, None))
-
-        # Walk up from the deepest ancestor: in the common case only the last levels are
-        # missing, so most calls cost one or two round trips.
-        missing: list[str] = []
-        current = path
-        while current != "/":
-            try:
-                await make(current)
-                break
-            except NodeExistsError:
-                break
-            except NoNodeError:
-                missing.append(current)
-                current = split(current)[0]
-        for node in reversed(missing):
-            with contextlib.suppress(NodeExistsError):
-                await make(node)
-
-    async def _create_protected(
-        self,
-        path: str,
-        data: bytes,
-        ephemeral: bool,
-        sequential: bool,
-        acl: list[ACL],
-        make_parents: bool,
-        as_containers: bool,
-        parent_acl: list[ACL] | None,
-    ) -> tuple[str, Stat]:
-        parent, name = split(path)
-        mode = create_mode(ephemeral, sequential, False, None)
-        delays = self.retry.delays()
-        while True:
-            uid = str(uuid.uuid4())
-            prefix = f"{PROTECTED_PREFIX}{uid}-"
-            node_path = join(parent, prefix + name)
-            generation = self._session.generation
-            while True:
-                try:
-                    return await self._create_parents_if_needed(
-                        node_path,
-                        data,
-                        mode,
-                        acl,
-                        None,
-                        make_parents,
-                        as_containers,
-                        parent_acl=parent_acl,
-                    )
-                except ConnectionLossError:
-                    pass
-                # The reply was lost: the node may exist. Look for it by its unique prefix.
-                delay = next(delays, None)
-                if delay is None:
-                    raise ConnectionLossError(
-                        "gave up creating a protected node after repeated connection loss",
-                        path=path,
-                        op="create",
-                    )
-                await asyncio.sleep(delay)
-                found = await self._find_protected(parent, prefix)
-                if found is None:
-                    if ephemeral and generation != self._session.generation:
-                        break  # new session: start over with a fresh UUID
-                    continue  # never created: the same UUID is safe to try again
-                stat = await self.exists(found)
-                if stat is None:
-                    continue
-                if ephemeral and stat.ephemeral_owner != self._session.session_id:
-                    # Made by a session that is gone: it will vanish on its own, but a lock
-                    # queue must not wait on it meanwhile.
-                    with contextlib.suppress(NoNodeError):
-                        await self._retrying(partial(self._delete_once, found, -1))
-                    break  # the UUID is retired; a fresh one is used
-                return found, stat
-
-    async def _find_protected(self, parent: str, prefix: str) -> str | None:
-        try:
-            names = await self.children(parent)
-        except NoNodeError:
-            return None
-        for n in names:
-            if n.startswith(prefix):
-                return join(parent, n)
-        return None
 
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
         """Replace the node's data; with ``version`` >= 0 only if it still has that version
@@ -770,64 +563,6 @@ class Client:
             )
         else:
             await self._delete_once(path, version)
-
-    async def _delete_once(self, path: str, version: int) -> None:
-        await self._request(DeleteRequest(path=self._full(path), version=version), path=path)
-
-    async def _delete_tree(self, path: str) -> None:
-        while True:
-            try:
-                names = await self.children(path)
-            except NoNodeError:
-                return
-            await asyncio.gather(*(self._delete_tree(join(path, n)) for n in names))
-            try:
-                await self._retrying(lambda: self._delete_once(path, -1))
-                return
-            except NoNodeError:
-                return
-            except NotEmptyError:
-                continue  # a child appeared meanwhile
-
-    async def _delete_guaranteed(self, path: str, version: int, recursive: bool) -> None:
-        generation = self._session.generation
-
-        async def attempt() -> None:
-            if recursive:
-                await self._delete_tree(path)
-            else:
-                await self._request(
-                    DeleteRequest(path=self._full(path), version=version),
-                    path=path,
-                    generation=generation,
-                )
-
-        async def background() -> None:
-            while True:
-                try:
-                    await attempt()
-                    return
-                except NoNodeError:
-                    return
-                except ConnectionLossError:
-                    await asyncio.sleep(0.05)
-                except (SessionExpiredError, CoordinationError) as exc:
-                    log.info("guaranteed delete of %s ended: %r", path, exc)
-                    return
-
-        if not self.connected:
-            self.spawn(background(), f"aiocoord-delete:{path}")
-            return
-        try:
-            await attempt()
-        except NoNodeError:
-            return
-        except ConnectionLossError:
-            self.spawn(background(), f"aiocoord-delete:{path}")
-        except asyncio.CancelledError:
-            # The delete may or may not have been applied: make sure of it in the background.
-            self.spawn(background(), f"aiocoord-delete:{path}")
-            raise
 
     def pending_deletes(self) -> int:
         """Guaranteed deletes still running in the background."""

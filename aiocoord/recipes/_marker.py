@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from aiocoord._paths import PROTECTED_PREFIX
+from aiocoord._paths import join, protected_prefix
 from aiocoord._wire.data import ACL
 from aiocoord.client import Client
 from aiocoord.errors import (
@@ -100,7 +99,7 @@ class MarkedCommit:
             txn = client.transaction()
             build(txn)
             n_ops = len(txn)
-            marker = f"{self.parent.rstrip('/')}/{PROTECTED_PREFIX}{uuid.uuid4()}-{MARKER_NAME}"
+            marker = join(self.parent, protected_prefix() + MARKER_NAME)
             txn.create(marker, ephemeral=True, acl=self.acl)
             stale = self._take_pending()
             for path in stale:

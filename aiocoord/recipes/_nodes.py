@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from aiocoord._paths import PROTECTED_PREFIX, join, sequence_of
+from aiocoord._pathops import find_protected, protected_matches
+from aiocoord._paths import join, protected_prefix, sequence_of
 from aiocoord._watches import Watch
 from aiocoord._wire.data import ACL, Stat
 from aiocoord.client import Client
@@ -148,7 +148,7 @@ class ProtectedNode:
         self.client = client
         self.parent = parent
         self.acl = acl
-        self.prefix = f"{PROTECTED_PREFIX}{uuid.uuid4()}-"
+        self.prefix = protected_prefix()
         self._path = join(parent, self.prefix + name)
         self._data = data
         self._sequential = sequential
@@ -234,35 +234,20 @@ class ProtectedNode:
         return self.node
 
     async def _find(self, deadline: float | None) -> tuple[str, Stat] | None:
-        client = self.client
-        try:
-            await bounded(client.sync(self.parent), deadline)
-            names = await bounded(client.children(self.parent), deadline)
-        except NoNodeError:
-            names = []
-        for name in names:
-            if name.startswith(self.prefix):
-                path = join(self.parent, name)
-                stat = await bounded(client.exists(path), deadline)
-                if stat is not None:
-                    return path, stat
-        self._maybe_exists = False
-        return None
+        found = await bounded(find_protected(self.client, self.parent, self.prefix), deadline)
+        if found is None:
+            self._maybe_exists = False
+        return found
 
     async def _sweep(self) -> None:
         """Find the node by its prefix and delete it (the create's reply was lost)."""
-        client = self.client
         try:
-            await client.sync(self.parent)
-            names = await client.children(self.parent)
-        except NoNodeError:
-            return
+            paths = await protected_matches(self.client, self.parent, self.prefix)
         except CoordinationError as exc:
             log.info("could not look for %s* in %s: %r", self.prefix, self.parent, exc)
             return
-        for name in names:
-            if name.startswith(self.prefix):
-                await delete_node(client, join(self.parent, name))
+        for path in paths:
+            await delete_node(self.client, path)
 
     async def discard(self) -> None:
         """Make sure this node does not outlive its caller.

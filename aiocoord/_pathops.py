@@ -1,0 +1,345 @@
+"""Path operations made of several requests: creating with parents, ``ensure_path`` (one
+shared walk per path), the protected create (Curator's ``_c_<uuid>-`` names, found again by
+prefix after a lost reply), recursive and guaranteed deletes, and the retry loop they share.
+
+:class:`PathOps` is the part of :class:`~aiocoord.Client` that holds them; the public
+methods that validate their arguments and call in here stay on the client, where the API
+reference shows them. :func:`find_protected` and :func:`protected_matches` are the one way
+a protected node is looked for, by the client and by the recipes' queue nodes alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from aiocoord._paths import join, protected_prefix, split
+from aiocoord._watches import Watch
+from aiocoord._wire.data import ACL, Stat
+from aiocoord._wire.framing import Request
+from aiocoord._wire.opcodes import CreateMode
+from aiocoord._wire.writes import (
+    Create2Request,
+    Create2Response,
+    CreateContainerRequest,
+    CreateTTLRequest,
+    DeleteRequest,
+)
+from aiocoord.errors import (
+    ConnectionLossError,
+    CoordinationError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    SessionExpiredError,
+    ZooKeeperError,
+)
+from aiocoord.transaction import create_mode
+
+if TYPE_CHECKING:
+    from aiocoord.retry import RetryPolicy
+    from aiocoord.session import Session
+
+__all__ = ["PathOps", "find_protected", "protected_matches"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Reader(Protocol):
+    """The reads a protected node is looked for with (a Client has them)."""
+
+    async def sync(self, path: str = ...) -> None: ...
+    async def children(self, path: str) -> list[str]: ...
+    async def exists(self, path: str) -> Stat | None: ...
+
+
+async def protected_matches(client: Reader, parent: str, prefix: str) -> list[str]:
+    """The paths of ``parent``'s children named with ``prefix`` (a protected node's
+    ``_c_<uuid>-``). A ``sync`` goes first: a create whose reply was lost may still be on
+    its way through another server, and the listing must be ordered after it."""
+    try:
+        await client.sync(parent)
+        names = await client.children(parent)
+    except NoNodeError:
+        return []
+    return [join(parent, name) for name in names if name.startswith(prefix)]
+
+
+async def find_protected(client: Reader, parent: str, prefix: str) -> tuple[str, Stat] | None:
+    """The protected node of ``prefix`` under ``parent`` with its stat, or None if there is
+    none (see :func:`protected_matches`)."""
+    for path in await protected_matches(client, parent, prefix):
+        stat = await client.exists(path)
+        if stat is not None:
+            return path, stat
+    return None
+
+
+class PathOps:
+    """The multi-request path operations of :class:`~aiocoord.Client` (module docstring)."""
+
+    if TYPE_CHECKING:  # provided by Client
+        _session: Session
+        retry: RetryPolicy
+        _background: set[asyncio.Task[Any]]
+        _ensuring: dict[str, list[tuple[bool, list[ACL] | None, asyncio.Task[None]]]]
+
+        @property
+        def connected(self) -> bool: ...
+        def _full(self, path: str) -> str: ...
+        def _short(self, server_path: str) -> str: ...
+        def _acls_for(self, path: str, acl: list[ACL] | None) -> list[ACL]: ...
+        def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]: ...
+        async def sync(self, path: str = ...) -> None: ...
+        async def children(self, path: str) -> list[str]: ...
+        async def exists(self, path: str) -> Stat | None: ...
+        async def _request(
+            self,
+            request: Request[T],
+            *,
+            path: str | None = None,
+            watch: Watch | None = None,
+            generation: int | None = None,
+        ) -> T: ...
+
+    async def _retrying(
+        self,
+        op: Callable[[], Awaitable[T]],
+        ambiguous: tuple[type[ZooKeeperError], ...] = (),
+    ) -> T:
+        """Run ``op``, again after each ConnectionLossError while the policy allows.
+
+        ``ambiguous`` are the errors a *retry* can get because the lost attempt was applied
+        after all (a versioned set's BadVersion, a versioned delete's NoNode): they are then
+        reported as ConnectionLossError, "may have been applied", rather than as a conflict
+        that never happened.
+        """
+        delays = self.retry.delays()
+        lost: ConnectionLossError | None = None
+        while True:
+            try:
+                return await op()
+            except ConnectionLossError as exc:
+                lost = exc
+                delay = next(delays, None)
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+            except ambiguous as exc:
+                if lost is None:
+                    raise
+                raise ConnectionLossError(
+                    f"the reply was lost and a retry got {type(exc).__name__}: the first "
+                    "attempt may have been applied; read the node to find out",
+                    path=exc.path,
+                    op=exc.op,
+                ) from exc
+
+    async def _create_raw(
+        self,
+        path: str,
+        data: bytes,
+        mode: int,
+        acl: list[ACL],
+        ttl_ms: int | None,
+        generation: int | None = None,
+    ) -> tuple[str, Stat]:
+        full = self._full(path)
+        req: Request[Create2Response]
+        if mode == CreateMode.CONTAINER:
+            req = CreateContainerRequest(path=full, data=data, acl=acl, flags=mode)
+        elif ttl_ms is not None:
+            req = CreateTTLRequest(path=full, data=data, acl=acl, flags=mode, ttl=ttl_ms)
+        else:
+            req = Create2Request(path=full, data=data, acl=acl, flags=mode)
+        reply = await self._request(req, path=path, generation=generation)
+        return self._short(reply.path), reply.stat
+
+    async def _create_parents_if_needed(
+        self,
+        path: str,
+        data: bytes,
+        mode: int,
+        acl: list[ACL],
+        ttl_ms: int | None,
+        make_parents: bool,
+        as_containers: bool,
+        generation: int | None = None,
+        *,
+        parent_acl: list[ACL] | None,
+    ) -> tuple[str, Stat]:
+        try:
+            return await self._create_raw(path, data, mode, acl, ttl_ms, generation)
+        except NoNodeError:
+            if not make_parents:
+                raise
+        await self._ensure_path(split(path)[0], as_containers, parent_acl)
+        return await self._create_raw(path, data, mode, acl, ttl_ms, generation)
+
+    async def _ensure_path(self, path: str, container: bool, acl: list[ACL] | None) -> None:
+        """``acl`` None: each node gets :meth:`_acls_for` its own path.
+
+        Callers asking for the same path at the same time share one walk: a burst of
+        contenders on a missing lock path makes its parents once, not once each.
+        """
+        for key, shared_acl, task in self._ensuring.get(path, ()):
+            if key == container and shared_acl == acl:
+                await asyncio.shield(task)
+                return
+        task = asyncio.ensure_future(self._ensure_path_walk(path, container, acl))
+        entry = (container, acl, task)
+        self._ensuring.setdefault(path, []).append(entry)
+
+        def done(finished: asyncio.Future[None]) -> None:
+            if not finished.cancelled():
+                finished.exception()  # each caller got it (or left before it came)
+            entries = self._ensuring.get(path)
+            if entries is not None:
+                entries.remove(entry)
+                if not entries:
+                    del self._ensuring[path]
+
+        task.add_done_callback(done)
+        await asyncio.shield(task)
+
+    async def _ensure_path_walk(self, path: str, container: bool, acl: list[ACL] | None) -> None:
+        mode = CreateMode.CONTAINER if container else CreateMode.PERSISTENT
+
+        async def make(node: str) -> None:
+            node_acl = acl if acl is not None else self._acls_for(node, None)
+            await self._retrying(lambda: self._create_raw(node, b"", mode, node_acl, None))
+
+        # Walk up from the deepest ancestor: in the common case only the last levels are
+        # missing, so most calls cost one or two round trips.
+        missing: list[str] = []
+        current = path
+        while current != "/":
+            try:
+                await make(current)
+                break
+            except NodeExistsError:
+                break
+            except NoNodeError:
+                missing.append(current)
+                current = split(current)[0]
+        for node in reversed(missing):
+            with contextlib.suppress(NodeExistsError):
+                await make(node)
+
+    async def _create_protected(
+        self,
+        path: str,
+        data: bytes,
+        ephemeral: bool,
+        sequential: bool,
+        acl: list[ACL],
+        make_parents: bool,
+        as_containers: bool,
+        parent_acl: list[ACL] | None,
+    ) -> tuple[str, Stat]:
+        parent, name = split(path)
+        mode = create_mode(ephemeral, sequential, False, None)
+        delays = self.retry.delays()
+        while True:
+            prefix = protected_prefix()
+            node_path = join(parent, prefix + name)
+            generation = self._session.generation
+            while True:
+                try:
+                    return await self._create_parents_if_needed(
+                        node_path,
+                        data,
+                        mode,
+                        acl,
+                        None,
+                        make_parents,
+                        as_containers,
+                        parent_acl=parent_acl,
+                    )
+                except ConnectionLossError:
+                    pass
+                # The reply was lost: the node may exist. Look for it by its unique prefix.
+                delay = next(delays, None)
+                if delay is None:
+                    raise ConnectionLossError(
+                        "gave up creating a protected node after repeated connection loss",
+                        path=path,
+                        op="create",
+                    )
+                await asyncio.sleep(delay)
+                match = await find_protected(self, parent, prefix)
+                if match is None:
+                    if ephemeral and generation != self._session.generation:
+                        break  # new session: start over with a fresh UUID
+                    continue  # never created: the same UUID is safe to try again
+                found, stat = match
+                if ephemeral and stat.ephemeral_owner != self._session.session_id:
+                    # Made by a session that is gone: it will vanish on its own, but a lock
+                    # queue must not wait on it meanwhile.
+                    with contextlib.suppress(NoNodeError):
+                        await self._retrying(partial(self._delete_once, found, -1))
+                    break  # the UUID is retired; a fresh one is used
+                return found, stat
+
+    async def _delete_once(self, path: str, version: int) -> None:
+        await self._request(DeleteRequest(path=self._full(path), version=version), path=path)
+
+    async def _delete_tree(self, path: str) -> None:
+        while True:
+            try:
+                names = await self.children(path)
+            except NoNodeError:
+                return
+            await asyncio.gather(*(self._delete_tree(join(path, n)) for n in names))
+            try:
+                await self._retrying(lambda: self._delete_once(path, -1))
+                return
+            except NoNodeError:
+                return
+            except NotEmptyError:
+                continue  # a child appeared meanwhile
+
+    async def _delete_guaranteed(self, path: str, version: int, recursive: bool) -> None:
+        generation = self._session.generation
+
+        async def attempt() -> None:
+            if recursive:
+                await self._delete_tree(path)
+            else:
+                await self._request(
+                    DeleteRequest(path=self._full(path), version=version),
+                    path=path,
+                    generation=generation,
+                )
+
+        async def background() -> None:
+            while True:
+                try:
+                    await attempt()
+                    return
+                except NoNodeError:
+                    return
+                except ConnectionLossError:
+                    await asyncio.sleep(0.05)
+                except (SessionExpiredError, CoordinationError) as exc:
+                    log.info("guaranteed delete of %s ended: %r", path, exc)
+                    return
+
+        if not self.connected:
+            self.spawn(background(), f"aiocoord-delete:{path}")
+            return
+        try:
+            await attempt()
+        except NoNodeError:
+            return
+        except ConnectionLossError:
+            self.spawn(background(), f"aiocoord-delete:{path}")
+        except asyncio.CancelledError:
+            # The delete may or may not have been applied: make sure of it in the background.
+            self.spawn(background(), f"aiocoord-delete:{path}")
+            raise
