@@ -42,9 +42,10 @@ from aiocoord.recipes.election import (
     Participant,
 )
 from aiocoord.recipes.lock import Lock, LossEvent, Mutex
+from aiocoord.recipes.locking_queue import LockedItem, LockingQueue
 from aiocoord.recipes.multilock import MultiLock
 from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
-from aiocoord.recipes.queue import LockedItem, LockingQueue, PriorityQueue, Queue
+from aiocoord.recipes.queue import PriorityQueue, Queue
 from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
 from aiocoord.recipes.semaphore import Lease, Semaphore
 from aiocoord.retry import ExponentialBackoff, NoRetry, RetryNTimes, RetryPolicy, RetryUntilElapsed

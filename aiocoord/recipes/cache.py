@@ -62,6 +62,7 @@ from aiocoord.errors import (
     InvalidTypeError,
     UnimplementedError,
 )
+from aiocoord.recipes._args import check_client
 from aiocoord.recipes._cache_feeds import Feed, OneShotFeed, PersistentFeed, add_persistent_watch
 from aiocoord.recipes._cache_store import Change, Store
 from aiocoord.recipes._stream import EventStream, EventSubscription
@@ -169,10 +170,7 @@ class _Cache(Generic[V]):
         buffer_size: int,
         watch_mode: WatchMode | str,
     ) -> None:
-        if not isinstance(client, Client):
-            raise InvalidTypeError(
-                f"client must be an aiocoord.Client, not {type(client).__name__}"
-            )
+        check_client(client)
         validate_path(path)
         if max_depth is not None:
             if isinstance(max_depth, bool) or not isinstance(max_depth, int):

@@ -43,6 +43,7 @@ from aiocoord.errors import (
     NoNodeError,
     TransactionFailedError,
 )
+from aiocoord.recipes._args import check_client
 from aiocoord.recipes._marker import MarkedCommit
 from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import CacheEventType, NodeCache, NodeEvent
@@ -73,12 +74,6 @@ class CorruptedValueError(CoordinationError, ValueError):
         )
         self.path = path
         self.data = data
-
-
-def _check_client(client: Any) -> Client:
-    if not isinstance(client, Client):
-        raise InvalidTypeError(f"client must be an aiocoord.Client, not {type(client).__name__}")
-    return client
 
 
 def _check_int(value: Any, name: str, low: int, high: int) -> int:
@@ -165,7 +160,7 @@ class SharedCount:
     def __init__(
         self, client: Client, path: str, seed: int = 0, *, acl: Sequence[ACL] | None = None
     ) -> None:
-        self.client = _check_client(client)
+        self.client = check_client(client)
         self.path = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a SharedCount cannot live on the root node")
@@ -366,7 +361,7 @@ class AtomicCounter:
         retry: RetryPolicy | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        self.client = _check_client(client)
+        self.client = check_client(client)
         self.path = validate_path(path)
         if path == "/":
             raise BadArgumentsError("an AtomicCounter cannot live on the root node")

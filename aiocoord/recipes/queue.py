@@ -1,5 +1,6 @@
-"""Distributed queues: :class:`Queue` (FIFO), :class:`PriorityQueue` and
-:class:`LockingQueue` (take, then consume or release).
+"""Distributed queues: :class:`Queue` (FIFO) and :class:`PriorityQueue`, in Curator's layout
+(:class:`~aiocoord.LockingQueue`, kazoo's take-then-consume queue, is in
+:mod:`aiocoord.recipes.locking_queue`).
 
 **Queue** is Apache Curator's ``DistributedQueue`` layout: each item is a persistent
 sequential node ``<path>/queue-<10-digit sequence>`` whose data is the item in Curator's
@@ -19,14 +20,6 @@ not doing it could lose one. Both go in a transaction with an ephemeral marker c
 (``<path>/_c_<uuid>-op``, see :mod:`aiocoord.recipes._marker`), which tells after the
 reconnect whether it was applied. Consumers skip those nodes (Curator's log them as
 foreign nodes).
-
-**LockingQueue** is kazoo's ``LockingQueue`` layout: items are persistent sequential nodes
-``<path>/entries/entry-<priority, 3 digits>-<sequence>`` holding the raw item; a consumer
-takes one by creating the ephemeral lock node ``<path>/taken/<entry name>`` (holding the
-consumer's id), and the item stays in the queue until the consumer calls
-:meth:`LockedItem.consume` (which deletes the entry and the lock in one transaction) or
-gives it back with :meth:`LockedItem.release`. If the consumer's session ends first, the lock
-vanishes with it and the item is delivered again.
 """
 
 from __future__ import annotations
@@ -35,7 +28,6 @@ import asyncio
 import collections
 import logging
 import struct
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,26 +38,17 @@ from aiocoord.client import Client
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
-    ConnectionLossError,
     InvalidTypeError,
-    LockLostError,
-    NodeExistsError,
     NoNodeError,
     SessionExpiredError,
     TransactionFailedError,
 )
+from aiocoord.recipes._args import check_client
 from aiocoord.recipes._marker import MarkedCommit
-from aiocoord.recipes._nodes import delete_node
 from aiocoord.recipes._waiting import call_with_watch, deadline_after, remaining, wait_watches
-from aiocoord.session import State
 
 __all__ = [
-    "ENTRIES",
-    "ENTRY_NAME",
     "QUEUE_ITEM_NAME",
-    "TAKEN",
-    "LockedItem",
-    "LockingQueue",
     "PriorityQueue",
     "Queue",
 ]
@@ -74,10 +57,6 @@ log = logging.getLogger(__name__)
 
 #: Curator's item node name (before the sequence number).
 QUEUE_ITEM_NAME = "queue-"
-#: kazoo LockingQueue's children of the queue path and its entry name.
-ENTRIES = "entries"
-TAKEN = "taken"
-ENTRY_NAME = "entry"
 
 # Curator's ItemSerializer framing.
 _FRAME_VERSION = 0x00010001
@@ -119,13 +98,8 @@ def unframe(data: bytes) -> list[bytes] | None:
         return None
 
 
-def _check_client(client: Any) -> Client:
-    if not isinstance(client, Client):
-        raise InvalidTypeError(f"client must be an aiocoord.Client, not {type(client).__name__}")
-    return client
-
-
-def _check_items(items: Any, path: str) -> list[bytes]:
+def check_items(items: Any, path: str) -> list[bytes]:
+    """The items of a ``put_all`` as a list of bytes; a typed error for anything else."""
     if isinstance(items, (bytes, bytearray, memoryview, str)) or not isinstance(items, Sequence):
         raise InvalidTypeError("items must be a sequence of bytes (a list, not bytes itself)")
     if not items:
@@ -151,7 +125,7 @@ class Queue:
     """
 
     def __init__(self, client: Client, path: str, *, acl: Sequence[ACL] | None = None) -> None:
-        self.client = _check_client(client)
+        self.client = check_client(client)
         self.path = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a queue cannot live on the root node")
@@ -176,7 +150,7 @@ class Queue:
     async def put_all(self, items: Sequence[bytes]) -> None:
         """Add several items as one node (Curator's ``putMulti``): they are taken by one
         consumer, one per ``get()``, in this order."""
-        await self._put(_check_items(items, self.path), self._item_prefix())
+        await self._put(check_items(items, self.path), self._item_prefix())
 
     async def _put(self, items: list[bytes], item_path: str) -> None:
         payload = validate_data(frame(items), self.path)
@@ -342,279 +316,7 @@ class PriorityQueue(Queue):
     async def put_all(self, items: Sequence[bytes], priority: int = 0) -> None:
         """Add several items as one node with one priority (Curator's ``putMulti``)."""
         tag = self._priority_tag(priority)
-        await self._put(_check_items(items, self.path), self._item_prefix() + tag)
+        await self._put(check_items(items, self.path), self._item_prefix() + tag)
 
 
 # --- LockingQueue ------------------------------------------------------------------------
-
-
-class LockedItem:
-    """An item taken from a :class:`LockingQueue`: locked for this consumer until it is
-    consumed or released. ``data`` is the item.
-
-    ``await item.consume()`` removes it from the queue for good; ``await item.release()``
-    gives it back. If the session ends first, the lock vanishes and the item is delivered
-    again; ``consume()`` then raises LockLostError.
-    """
-
-    def __init__(self, queue: LockingQueue, name: str, data: bytes, generation: int) -> None:
-        self.queue = queue
-        self.name = name
-        self.data = data
-        self._generation = generation
-        self._done = False
-
-    @property
-    def entry_path(self) -> str:
-        """The item's node."""
-        return self.queue.entries_path + "/" + self.name
-
-    @property
-    def lock_path(self) -> str:
-        """The lock node that holds the item for this consumer."""
-        return self.queue.taken_path + "/" + self.name
-
-    async def holds_lock(self) -> bool:
-        """True while the item is still locked by this consumer's session."""
-        client = self.queue.client
-        if self._done or client.generation != self._generation:
-            return False
-        stat = await client.exists(self.lock_path)
-        return (
-            stat is not None
-            and stat.ephemeral_owner == client.session_id
-            and client.generation == self._generation
-        )
-
-    async def consume(self) -> None:
-        """Remove the item from the queue (exactly once, even if the reply is lost).
-
-        Raises LockLostError if the lock was lost first (the session ended): the item
-        is then someone else's to take.
-        """
-        if self._done:
-            raise LockLostError(f"item {self.name} was already consumed or released")
-        # Bound to the session that holds the item's lock: sent on a later session it would
-        # consume an item that is someone else's by then.
-        client = self.queue.client.bound(self._generation)
-
-        while True:
-            try:
-                await client.transaction().delete(self.entry_path).delete(self.lock_path).commit()
-                self._done = True
-                return
-            except SessionExpiredError:
-                self._done = True
-                raise LockLostError(
-                    f"the lock on queue item {self.name} went with the session; "
-                    "it will be delivered again"
-                ) from None
-            except TransactionFailedError as exc:
-                self._done = True
-                raise LockLostError(
-                    f"queue item {self.name} is no longer locked by this consumer ({exc.cause})"
-                ) from None
-            except ConnectionLossError:
-                if await self._check_consumed():
-                    self._done = True
-                    return
-
-    async def _check_consumed(self) -> bool:
-        """After a lost reply: True if the consume was applied, False to send it again;
-        LockLostError if the session ended with the item still there."""
-        client = self.queue.client
-        while True:
-            await client.wait_for(State.CONNECTED)
-            try:
-                await client.sync(self.entry_path)
-                stat = await client.exists(self.entry_path)
-            except (ConnectionLossError, SessionExpiredError):
-                continue
-            if stat is None:
-                return True  # only the lock's holder deletes an entry
-            if client.generation != self._generation:
-                self._done = True
-                raise LockLostError(
-                    f"the lock on queue item {self.name} went with the session; "
-                    "it will be delivered again"
-                )
-            return False
-
-    async def release(self) -> None:
-        """Give the item back to the queue (its lock is deleted; a lost lock is no-op)."""
-        if self._done:
-            return
-        self._done = True
-        client = self.queue.client
-        if client.generation != self._generation:
-            return  # the lock went with the session
-        await delete_node(client, self.lock_path)
-
-    def __repr__(self) -> str:
-        return f"<LockedItem {self.entry_path} {'done' if self._done else 'locked'}>"
-
-
-class LockingQueue:
-    """A queue whose items stay in it until their consumer says they are done (kazoo's
-    ``LockingQueue``); see the module docstring.
-
-    ``await q.put(data, priority=100)`` (0..999, lower first); ``item = await
-    q.take(timeout)`` locks the head item for this consumer; then ``await item.consume()``
-    or ``await item.release()``. An item whose consumer's session ends before ``consume()``
-    is delivered again. ``acl`` is the ACL of the nodes it creates, parents included (None:
-    OPEN_ACL_UNSAFE).
-    """
-
-    def __init__(self, client: Client, path: str, *, acl: Sequence[ACL] | None = None) -> None:
-        self.client = _check_client(client)
-        self.path = validate_path(path)
-        if path == "/":
-            raise BadArgumentsError("a queue cannot live on the root node")
-        base = self.path.rstrip("/")
-        self.entries_path = f"{base}/{ENTRIES}"
-        self.taken_path = f"{base}/{TAKEN}"
-        #: stored in the lock nodes of the items this object takes (kazoo's queue id)
-        self.id = uuid.uuid4().hex.encode()
-        self.acl = check_acl(acl)
-        # Markers go in the queue's root, where kazoo consumers do not look for entries.
-        self._marked = MarkedCommit(client, self.path, acl=self.acl)
-
-    @staticmethod
-    def _check_priority(priority: Any) -> int:
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            raise InvalidTypeError(f"priority must be int, not {type(priority).__name__}")
-        if not 0 <= priority <= 999:
-            raise BadArgumentsError(f"priority must be in 0..999, got {priority}")
-        return priority
-
-    async def _ensure_paths(self) -> None:
-        await self.client.ensure_path(self.entries_path, acl=self.acl)
-        await self.client.ensure_path(self.taken_path, acl=self.acl)
-
-    async def put(self, data: bytes, priority: int = 100) -> None:
-        """Add ``data`` with ``priority`` (0..999, lower first; then in arrival order)."""
-        payload = validate_data(data, self.entries_path)
-        self._check_priority(priority)
-        await self._create([payload], priority)
-
-    async def put_all(self, items: Sequence[bytes], priority: int = 100) -> None:
-        """Add several items (each its own entry) in one transaction."""
-        payloads = _check_items(items, self.entries_path)
-        self._check_priority(priority)
-        await self._create(payloads, priority)
-
-    async def _create(self, payloads: list[bytes], priority: int) -> None:
-        name = f"{self.entries_path}/{ENTRY_NAME}-{priority:03d}-"
-        acl = self.acl
-
-        def build(txn: Any) -> None:
-            for payload in payloads:
-                txn.create(name, payload, sequential=True, acl=acl)
-
-        while True:
-            try:
-                await self._marked.commit(build)
-                return
-            except TransactionFailedError as exc:
-                if exc.failed_index < len(payloads) and isinstance(exc.cause, NoNodeError):
-                    await self._ensure_paths()
-                    continue
-                raise
-
-    async def close(self) -> None:
-        """Delete this object's marker nodes (items taken stay locked until consumed or
-        released)."""
-        await self._marked.close()
-
-    async def __aenter__(self) -> LockingQueue:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def take(self, timeout: float | None = None) -> LockedItem:
-        """Lock the head item for this consumer and return it, waiting while there is none.
-
-        Raises :class:`aiocoord.TimeoutError` after ``timeout`` seconds with nothing taken.
-        Cancelling leaves no lock behind.
-        """
-        deadline = deadline_after(validate_timeout(timeout))
-        client = self.client
-        while True:
-            try:
-                entries, w_entries = await call_with_watch(
-                    client.children(self.entries_path, watch=True), deadline
-                )
-                try:
-                    taken, w_taken = await call_with_watch(
-                        client.children(self.taken_path, watch=True), deadline
-                    )
-                except BaseException:
-                    w_entries.cancel()
-                    raise
-            except NoNodeError:
-                await self._ensure_paths()
-                continue
-            except SessionExpiredError:
-                continue
-            locked = set(taken)
-            available = sorted(n for n in entries if n.startswith(ENTRY_NAME) and n not in locked)
-            for name in available:
-                try:
-                    item = await self._take(name)
-                except BaseException:
-                    w_entries.cancel()
-                    w_taken.cancel()
-                    raise
-                if item is not None:
-                    w_entries.cancel()
-                    w_taken.cancel()
-                    return item
-            try:
-                await wait_watches([w_entries, w_taken], deadline)
-            except SessionExpiredError:
-                continue
-
-    async def _take(self, name: str) -> LockedItem | None:
-        client = self.client
-        lock = f"{self.taken_path}/{name}"
-        generation = client.generation
-        try:
-            try:
-                await client.create(lock, self.id, ephemeral=True, acl=self.acl)
-            except NodeExistsError:
-                return None  # someone else holds it
-            except ConnectionLossError:
-                # Did the create get through? Only our session can own it, then.
-                await client.wait_for(State.CONNECTED)
-                stat = await client.exists(lock)
-                if (
-                    stat is None
-                    or stat.ephemeral_owner != client.session_id
-                    or client.generation != generation
-                ):
-                    return None
-            if client.generation != generation:
-                return None
-            try:
-                data, _ = await client.get(f"{self.entries_path}/{name}")
-            except NoNodeError:
-                # Consumed by the previous holder between our listing and our lock.
-                await delete_node(client, lock)
-                return None
-        except BaseException:
-            if client.generation == generation:
-                await delete_node(client, lock)
-            raise
-        return LockedItem(self, name, data, generation)
-
-    async def size(self) -> int:
-        """The number of entries (taken or not) in the queue now."""
-        try:
-            names = await self.client.children(self.entries_path)
-        except NoNodeError:
-            return 0
-        return sum(1 for n in names if n.startswith(ENTRY_NAME))
-
-    def __repr__(self) -> str:
-        return f"<LockingQueue {self.path}>"

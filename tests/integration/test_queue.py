@@ -16,7 +16,8 @@ import pytest
 from aiocoord import Client
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import LockLostError
-from aiocoord.recipes.queue import LockingQueue, PriorityQueue, Queue, frame, unframe
+from aiocoord.recipes.locking_queue import LockingQueue
+from aiocoord.recipes.queue import PriorityQueue, Queue, frame, unframe
 from aiocoord.testing import FaultProxy, expire_session
 
 Factory = Callable[..., Awaitable[Client]]

@@ -21,8 +21,9 @@ from aiocoord.recipes.barrier import Barrier, DoubleBarrier
 from aiocoord.recipes.counter import AtomicCounter, SharedCount
 from aiocoord.recipes.election import Election, LeaderLatch
 from aiocoord.recipes.lock import Lock, Mutex
+from aiocoord.recipes.locking_queue import LockingQueue
 from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
-from aiocoord.recipes.queue import LockingQueue, PriorityQueue, Queue
+from aiocoord.recipes.queue import PriorityQueue, Queue
 from aiocoord.recipes.rwlock import ReadWriteLock
 from aiocoord.recipes.semaphore import Semaphore
 
