@@ -10,6 +10,7 @@ from collections.abc import Sequence
 __all__ = [
     "PROTECTED_PREFIX",
     "SEQUENCE_DIGITS",
+    "Chroot",
     "join",
     "protected_id",
     "protected_prefix",
@@ -22,6 +23,34 @@ __all__ = [
 PROTECTED_PREFIX = "_c_"
 #: Width of the counter ZooKeeper appends to sequential nodes.
 SEQUENCE_DIGITS = 10
+
+
+class Chroot:
+    """A client's chroot (``""`` for none): the one place paths gain it on the way to the
+    server and lose it on the way back."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def add(self, path: str) -> str:
+        """The server's path for the client's ``path``."""
+        chroot = self.path
+        if not chroot:
+            return path
+        return chroot if path == "/" else chroot + path
+
+    def strip(self, server_path: str) -> str:
+        """The client's path for the server's ``server_path`` (unchanged if outside)."""
+        chroot = self.path
+        if not chroot:
+            return server_path
+        if server_path == chroot:
+            return "/"
+        if server_path.startswith(chroot + "/"):
+            return server_path[len(chroot) :]
+        return server_path
 
 
 def join(parent: str, name: str) -> str:

@@ -180,10 +180,13 @@ class WatchTable:
         else:
             self.armed(watch)
 
-    def wire_watch(self, kind: WatchKind, server_path: str) -> bool:
-        """Whether a read asking for a one-shot watch of ``kind`` on the path sets it on the
-        server (False: a persistent watch of ours there serves it; see ZOOKEEPER-4466 below)."""
-        return not self.served_by_persistent(kind, server_path)
+    def waiter(self, kind: WatchKind, server_path: str, user_path: str) -> tuple[Watch, bool]:
+        """A waiter for a read that asks for a one-shot watch of ``kind``, registered before
+        the read is sent, and whether the read must set the watch on the server (False: a
+        persistent watch of ours on the path serves it; see ZOOKEEPER-4466 below)."""
+        return self.register(kind, server_path, user_path), not self.served_by_persistent(
+            kind, server_path
+        )
 
     def _remove_server_watch(self, kind: WatchKind, server_path: str) -> None:
         if self.served_by_persistent(kind, server_path):

@@ -59,6 +59,8 @@ if TYPE_CHECKING:
     from aiocoord.recipes.lock import Lock
 
 T = TypeVar("T")
+#: What a read that asks for no watch registers.
+NO_WATCH: tuple[None, bool] = (None, False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,10 @@ class Client(PathOps):
         #: the ACL of every node created without an explicit ``acl`` (Curator's ACLProvider)
         self.acl_provider = acl_provider
         self.chroot = session.chroot
+        paths = session.paths
+        # The chroot's add and strip, bound once: every request passes through them.
+        self._full = paths.add
+        self._short = paths.strip
         self.retry: RetryPolicy = retry if retry is not None else ExponentialBackoff()
         self._background: set[asyncio.Task[Any]] = set()
         # ensure_path walks in flight, by path: (container, acl, task)
@@ -206,14 +212,6 @@ class Client(PathOps):
 
     # --- helpers ------------------------------------------------------------------------
 
-    def _full(self, path: str) -> str:
-        if not self.chroot:
-            return path
-        return self.chroot if path == "/" else self.chroot + path
-
-    def _short(self, server_path: str) -> str:
-        return self._session.strip_chroot(server_path)
-
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run ``coro`` as a task this client owns: ``close()`` cancels and awaits it, and
         :meth:`wait_background` waits for it. For clean-ups that must outlive their caller
@@ -236,17 +234,17 @@ class Client(PathOps):
         validate_path(path)
         validate_flag(watch, "watch")
         full = self._full(path)
+        watches = self._session.watches
 
         async def once() -> Any:
-            w = self._session.watches.register(WatchKind.DATA, full, path) if watch else None
-            wire_watch = watch and self._session.watches.wire_watch(WatchKind.DATA, full)
+            w, wire_watch = watches.waiter(WatchKind.DATA, full, path) if watch else NO_WATCH
             try:
                 reply = await self._request(
                     ExistsRequest(path=full, watch=wire_watch), path=path, watch=w
                 )
             except NoNodeError:
                 if w is not None:
-                    self._session.watches.set_exists(WatchKind.DATA, full, False)
+                    watches.set_exists(WatchKind.DATA, full, False)
                 return (None, w) if watch else None
             return (reply.stat, w) if watch else reply.stat
 
@@ -263,10 +261,10 @@ class Client(PathOps):
         validate_path(path)
         validate_flag(watch, "watch")
         full = self._full(path)
+        watches = self._session.watches
 
         async def once() -> Any:
-            w = self._session.watches.register(WatchKind.DATA, full, path) if watch else None
-            wire_watch = watch and self._session.watches.wire_watch(WatchKind.DATA, full)
+            w, wire_watch = watches.waiter(WatchKind.DATA, full, path) if watch else NO_WATCH
             reply = await self._request(
                 GetDataRequest(path=full, watch=wire_watch), path=path, watch=w
             )
@@ -298,10 +296,10 @@ class Client(PathOps):
         validate_flag(watch, "watch")
         validate_flag(with_stat, "with_stat")
         full = self._full(path)
+        watches = self._session.watches
 
         async def once() -> Any:
-            w = self._session.watches.register(WatchKind.CHILD, full, path) if watch else None
-            wire_watch = watch and self._session.watches.wire_watch(WatchKind.CHILD, full)
+            w, wire_watch = watches.waiter(WatchKind.CHILD, full, path) if watch else NO_WATCH
             out: list[Any]
             if with_stat:
                 listing = await self._request(

@@ -40,6 +40,7 @@ from typing import TypeVar
 
 from aiocoord._connection import Connection, Reply
 from aiocoord._connector import Connector, Expired
+from aiocoord._paths import Chroot
 from aiocoord._sasl import DigestMD5
 from aiocoord._servers import Server
 from aiocoord._states import State, StateBroadcast, StateChange
@@ -107,6 +108,8 @@ class Session:
         self.reconnect_after_expiry = reconnect_after_expiry
         self.ssl = ssl
         self.chroot = chroot
+        #: adds and strips the chroot
+        self.paths = Chroot(chroot)
 
         self.session_id = 0
         self.password = b"\x00" * 16
@@ -363,7 +366,7 @@ class Session:
     def _on_watch(self, note: WatchNotification) -> None:
         if note.type == -1:  # a state notification (e.g. session expired); the loop handles it
             return
-        self._watches.dispatch(note.type, note.path, self.strip_chroot(note.path))
+        self._watches.dispatch(note.type, note.path, self.paths.strip(note.path))
 
     def _on_connection_lost(self, conn: Connection) -> None:
         # Called before the connection fails its pending requests, so that a caller seeing
@@ -379,13 +382,7 @@ class Session:
 
     def strip_chroot(self, server_path: str) -> str:
         """Turn a server path into the client-relative path."""
-        if not self.chroot:
-            return server_path
-        if server_path == self.chroot:
-            return "/"
-        if server_path.startswith(self.chroot + "/"):
-            return server_path[len(self.chroot) :]
-        return server_path
+        return self.paths.strip(server_path)
 
     async def _run(self) -> None:
         assert self._first is not None

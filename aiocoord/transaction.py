@@ -64,7 +64,7 @@ class Transaction:
         validate_path(path, sequential=sequential)
         payload = validate_data(data, path)
         mode = create_mode(ephemeral, sequential, container, None)
-        full = self._client._full(path)
+        full = self._client.session.paths.add(path)
         acls = self._client._acls_for(path, acl)
         req: TxnOp
         if container:
@@ -79,7 +79,11 @@ class Transaction:
         validate_path(path)
         validate_version(version)
         self._ops.append(
-            ("delete", path, DeleteRequest(path=self._client._full(path), version=version))
+            (
+                "delete",
+                path,
+                DeleteRequest(path=self._client.session.paths.add(path), version=version),
+            )
         )
         return self
 
@@ -88,7 +92,9 @@ class Transaction:
         validate_path(path)
         payload = validate_data(data, path)
         validate_version(version)
-        req = SetDataRequest(path=self._client._full(path), data=payload, version=version)
+        req = SetDataRequest(
+            path=self._client.session.paths.add(path), data=payload, version=version
+        )
         self._ops.append(("set", path, req))
         return self
 
@@ -96,7 +102,7 @@ class Transaction:
         """Add a check that the node has ``version``."""
         validate_path(path)
         validate_version(version)
-        req = CheckVersionRequest(path=self._client._full(path), version=version)
+        req = CheckVersionRequest(path=self._client.session.paths.add(path), version=version)
         self._ops.append(("check", path, req))
         return self
 
@@ -125,10 +131,10 @@ class Transaction:
         for (name, path, _), r in zip(self._ops, results, strict=True):
             match name, r.body:
                 case "create", Create2Response(path=created, stat=stat):
-                    out.append(OpResult(name, client._short(created), stat))
+                    out.append(OpResult(name, client.session.paths.strip(created), stat))
                 case "create", CreateResponse(path=created):
                     # how the server (3.8) answers a create2 inside a multi: the path alone
-                    out.append(OpResult(name, client._short(created)))
+                    out.append(OpResult(name, client.session.paths.strip(created)))
                 case "set", SetDataResponse(stat=stat):
                     out.append(OpResult(name, path, stat))
                 case (("delete" | "check"), _):

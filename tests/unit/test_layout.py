@@ -106,3 +106,17 @@ def test_no_import_cycle_at_import_time() -> None:
         if m not in state:
             visit(m)
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+#: A module past this many lines has grown more than one job: split it by concern (as
+#: session.py became _servers, _connector, _states and session), not by count.
+MAX_MODULE_LINES = 650
+
+
+def test_every_module_is_small() -> None:
+    big = {
+        module: n
+        for module, path in MODULES.items()
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not big, f"modules over {MAX_MODULE_LINES} lines: {big}"
