@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from aiocoord import Client, Lock, LockLostError, NoNodeError
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
-    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``.
+async def eventually(
+    check: Callable[[], Awaitable[bool]], timeout: float = 20.0, what: str = "the condition"
+) -> None:
+    """Wait until ``check()`` is true (re-checked every 10 ms); TimeoutError naming ``what``
+    after ``timeout`` seconds (generous: it only matters when a test fails).
 
     For conditions on the server that no watch of the test reports (another session's nodes,
     the server's watch table); anything the client itself announces is awaited directly.
@@ -26,7 +29,10 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0
         while not await check():  # noqa: ASYNC110 - server state has no local event
             await asyncio.sleep(0.01)
 
-    await asyncio.wait_for(poll(), timeout)
+    try:
+        await asyncio.wait_for(poll(), timeout)
+    except asyncio.TimeoutError:
+        raise asyncio.TimeoutError(f"{what} did not hold within {timeout} s") from None
 
 
 @dataclass

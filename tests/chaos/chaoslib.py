@@ -1038,21 +1038,6 @@ class Cluster:
 # --- workers ----------------------------------------------------------------------------------
 
 
-async def eventually(
-    check: Callable[[], Awaitable[bool]], timeout: float = 15.0, what: str = "condition"
-) -> None:
-    """Wait until ``check()`` holds (re-checked every 20 ms), else TimeoutError."""
-
-    async def poll() -> None:
-        while not await check():  # noqa: ASYNC110 - server state has no local event
-            await asyncio.sleep(0.02)
-
-    try:
-        await asyncio.wait_for(poll(), timeout)
-    except asyncio.TimeoutError:
-        raise asyncio.TimeoutError(f"{what} did not hold within {timeout} s") from None
-
-
 @dataclass
 class Worker:
     """A named worker task and whether it should stop after its current operation."""

@@ -24,14 +24,13 @@ from chaoslib import (
     MutexReferee,
     Worker,
     contender_nodes,
-    eventually,
     server_shape,
     start_worker,
     stop_workers,
     tree_writer,
     watched_paths,
 )
-from support import GrantLog, stale_grant_scenario
+from support import GrantLog, eventually, stale_grant_scenario
 
 from aiocoord import (
     AtomicCounter,

@@ -9,6 +9,7 @@ import re
 from collections.abc import Awaitable, Callable
 
 import pytest
+from support import eventually
 
 import aiocoord
 from aiocoord import Client, State
@@ -17,16 +18,6 @@ from aiocoord.recipes.barrier import Barrier, BarrierError, DoubleBarrier
 
 Factory = Callable[..., Awaitable[Client]]
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
-    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``."""
-
-    async def poll() -> None:
-        while not await check():  # noqa: ASYNC110 - server state has no local event
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(poll(), timeout)
 
 
 async def children(client: Client, path: str) -> list[str]:

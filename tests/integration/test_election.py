@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from support import eventually
 
 import aiocoord
 from aiocoord import Client, State
@@ -27,16 +28,6 @@ Factory = Callable[..., Awaitable[Client]]
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 LATCH_NODE = re.compile(rf"^_c_{UUID}-latch-\d{{10}}$")
 ELECTION_NODE = re.compile(rf"^_c_{UUID}-lock-\d{{10}}$")
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
-    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``."""
-
-    async def poll() -> None:
-        while not await check():  # noqa: ASYNC110 - server state has no local event
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(poll(), timeout)
 
 
 async def children(client: Client, path: str) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from support import eventually
 
 import aiocoord
 from aiocoord import (
@@ -131,6 +132,15 @@ async def assert_no_watches(client: Client, zookeeper: Any) -> None:
     assert not paths, f"server still watches {paths} for 0x{client.session_id:x}"
 
 
+async def _waiting(client: Client) -> bool:
+    """Whether a one-shot watch of the client has a waiter (a recipe waits on the server)."""
+    return client.session.watches.counts()["waiters"] > 0
+
+
+async def _idle(client: Client) -> bool:
+    return client.session.watches.counts()["waiters"] == 0
+
+
 def bouncer(client: Client, proxy: FaultProxy) -> Callable[[], Awaitable[None]]:
     """An awaitable fault: cut the client's connection and wait until it is back (same
     session)."""
@@ -201,7 +211,7 @@ async def test_failed_and_cancelled_connects_leave_nothing(
     attempt = asyncio.ensure_future(
         connect(zookeeper, zk_namespace, zk_fault_proxy.connect_string, connect_timeout=30)
     )
-    await asyncio.sleep(0.2)  # let it reach the handshake
+    await zk_fault_proxy.wait_for(lambda p: p.open_connections == 1, 5)  # in the handshake
     attempt.cancel()
     with pytest.raises(asyncio.CancelledError):
         await attempt
@@ -229,7 +239,7 @@ async def _locks(client: Client, bounce: Callable[[], Awaitable[None]]) -> None:
     waiter = asyncio.ensure_future(Lock(client, "/lock").acquire())
     with pytest.raises(aiocoord.TimeoutError):
         await Lock(client, "/lock").acquire(timeout=0.2)
-    await asyncio.sleep(0.1)
+    await eventually(lambda: _waiting(client), what="the lock waiter queued")
     waiter.cancel()
     await asyncio.gather(waiter, return_exceptions=True)
     await holder.release()
@@ -277,7 +287,7 @@ async def _queues(client: Client, bounce: Callable[[], Awaitable[None]]) -> None
         await bounce()
         assert await queue.get(timeout=10) == b"x"
         getter = asyncio.ensure_future(queue.get())
-        await asyncio.sleep(0.1)
+        await eventually(lambda: _waiting(client), what="the consumer waits")
         getter.cancel()
         await asyncio.gather(getter, return_exceptions=True)
     async with LockingQueue(client, "/lq") as lq:
@@ -293,7 +303,7 @@ async def _queues(client: Client, bounce: Callable[[], Awaitable[None]]) -> None
     barrier = Barrier(client, "/barrier")
     await barrier.set()
     waiting = asyncio.ensure_future(barrier.wait())
-    await asyncio.sleep(0.05)
+    await eventually(lambda: _waiting(client), what="the barrier waiter waits")
     await barrier.remove()
     assert await asyncio.wait_for(waiting, 10)
     double = DoubleBarrier(client, "/double", 1)
@@ -352,7 +362,7 @@ async def test_closing_the_client_under_running_recipes_ends_their_tasks(
     node = PersistentNode(client, "/node", b"")
     await node.start()
     waiter = asyncio.ensure_future(Lock(client, "/lock").acquire())
-    await asyncio.sleep(0.2)
+    await eventually(lambda: _waiting(client), what="the lock waiter queued")
     await client.close()
     with pytest.raises(ClientClosedError):
         await asyncio.wait_for(waiter, 5)
@@ -411,7 +421,7 @@ async def test_persistent_watch_sharing_a_path_is_removed_eventually(
     persistent = await client.add_watch("/", recursive=True)
     child_watch.cancel()
     await persistent.aclose()
-    await asyncio.sleep(0.05)  # the cancelled waiter has left the client's table by now
+    await eventually(lambda: _idle(client), what="the cancelled waiter left the table")
     try:
         await assert_no_watches(client, zookeeper)
     finally:

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from support import eventually
 
 from aiocoord import Client, State
 from aiocoord.errors import LockLostError
@@ -15,16 +16,6 @@ from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.testing import FaultProxy, expire_session
 
 Factory = Callable[..., Awaitable[Client]]
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
-    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``."""
-
-    async def poll() -> None:
-        while not await check():  # noqa: ASYNC110 - server state has no local event
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(poll(), timeout)
 
 
 async def names(client: Client, path: str) -> list[str]:

@@ -10,22 +10,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from support import eventually
 
 import aiocoord
 from aiocoord import Client
 from aiocoord.recipes.lock import Lock, Mutex
 
 Factory = Callable[..., Awaitable[Client]]
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
-    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``."""
-
-    async def poll() -> None:
-        while not await check():  # noqa: ASYNC110 - server state has no local event
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(poll(), timeout)
 
 
 async def count_children(client: Client, path: str) -> int:

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import pytest
+from support import eventually
 
 import aiocoord
 from aiocoord import Client
@@ -15,16 +16,6 @@ from aiocoord.recipes.multilock import MultiLock
 from aiocoord.recipes.rwlock import ReadWriteLock
 
 Factory = Callable[..., Awaitable[Client]]
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
-    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``."""
-
-    async def poll() -> None:
-        while not await check():  # noqa: ASYNC110 - server state has no local event
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(poll(), timeout)
 
 
 async def nodes(client: Client, path: str) -> int:

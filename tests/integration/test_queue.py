@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from support import eventually
 
 from aiocoord import Client
 from aiocoord._wire.opcodes import Op
@@ -119,7 +120,7 @@ async def test_get_waits_for_a_put_and_times_out_empty(zk_connect: Factory) -> N
     with pytest.raises(asyncio.TimeoutError):
         await consumer.get(timeout=0.1)
     waiting = asyncio.ensure_future(consumer.get(timeout=10))
-    await _eventually(lambda: _watched(consumer_client))
+    await eventually(lambda: _watched(consumer_client))
     await producer.put(b"late")
     assert await waiting == b"late"
     assert consumer_client.session.watches.counts()["waiters"] == 0
@@ -157,7 +158,7 @@ async def test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get(
     zk_fault_proxy.latency(0.3)
     multis = client.session.sent[Op.MULTI]
     getter = asyncio.ensure_future(queue.get(10))
-    await _eventually(lambda: _true(client.session.sent[Op.MULTI] > multis))
+    await eventually(lambda: _true(client.session.sent[Op.MULTI] > multis))
     getter.cancel()  # the claim is on its way to the server
     with pytest.raises(asyncio.CancelledError):
         await getter
@@ -170,14 +171,6 @@ async def test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get(
 
 async def _true(value: bool) -> bool:
     return value
-
-
-async def _eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
-    async def poll() -> None:
-        while not await check():  # noqa: ASYNC110 - server state has no local event
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(poll(), timeout)
 
 
 # --- LockingQueue ------------------------------------------------------------------------
@@ -223,7 +216,7 @@ async def test_item_is_redelivered_when_its_consumers_session_expires_before_con
     taken = await first.take(5)
     assert taken.data == b"job"
     waiting = asyncio.ensure_future(second.take(15))
-    await _eventually(lambda: _watched(b))
+    await eventually(lambda: _watched(b))
     assert not waiting.done()
     await expire_session(a.session_id, a.session.password, zookeeper.connect_string)
     redelivered = await waiting

@@ -8,6 +8,7 @@ import re
 from collections.abc import Awaitable, Callable
 
 import pytest
+from support import eventually
 
 import aiocoord
 from aiocoord import Client
@@ -16,16 +17,6 @@ from aiocoord.recipes.rwlock import ReadWriteLock
 
 Factory = Callable[..., Awaitable[Client]]
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
-    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``."""
-
-    async def poll() -> None:
-        while not await check():  # noqa: ASYNC110 - server state has no local event
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(poll(), timeout)
 
 
 async def count(client: Client, path: str, n: int) -> bool:

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from support import eventually
 
 import aiocoord
 from aiocoord import Client, State
@@ -20,16 +21,6 @@ Factory = Callable[..., Awaitable[Client]]
 LEASE_NODE = re.compile(
     r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lease-\d{10}$"
 )
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
-    """Wait until ``check()`` is true (re-checked every 10 ms), or fail after ``timeout``."""
-
-    async def poll() -> None:
-        while not await check():  # noqa: ASYNC110 - server state has no local event
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(poll(), timeout)
 
 
 async def nodes(client: Client, path: str) -> list[str]:
