@@ -16,7 +16,7 @@ import ssl as _ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from aiocoord._wire.framing import (
     EMPTY,
@@ -127,7 +127,10 @@ class Connection(asyncio.Protocol):
         conn = cls(host, port, on_watch, on_zxid, on_lost)
 
         async def handshake() -> ConnectResponse:
-            await loop.create_connection(lambda: conn, host, port, ssl=ssl)
+            transport, _ = await loop.create_connection(lambda: conn, host, port, ssl=ssl)
+            if conn._transport is None:
+                # uvloop calls connection_made on a later loop turn, after this returns.
+                conn.connection_made(transport)
             assert conn._transport is not None
             sent = time.monotonic()
             conn._transport.write(
@@ -154,8 +157,8 @@ class Connection(asyncio.Protocol):
     # --- asyncio.Protocol -----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport, though not always an asyncio.Transport subclass (uvloop's).
+        self._transport = cast(asyncio.Transport, transport)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             import socket
