@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs bench bench-quick ab soak ci-local zookeeper venv clean
+.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs bench bench-quick bench-java ab soak ci-local zookeeper venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,11 +55,15 @@ docs: venv
 plugin-check: venv zookeeper
 	PYTHON=$(PY) ./scripts/check-plugin-isolation
 
-bench: venv zookeeper
+# The Java peer (Apache Curator 5.4 on the OS's jars): installed if missing, compiled.
+bench-java:
+	./scripts/build-curator-peer
+
+bench: venv zookeeper bench-java
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) -m benchmarks
 
-bench-quick: venv zookeeper
+bench-quick: venv zookeeper bench-java
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) -m benchmarks --quick
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -41,7 +42,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Benchmark aiocoord against kazoo and aiozk on a local ZooKeeper.",
+        description="Benchmark aiocoord against Curator, kazoo and aiozk on a local ZooKeeper.",
     )
     parser.add_argument(
         "--quick", action="store_true", help="one repeat, about a second per workload, small N"
@@ -257,7 +258,11 @@ class Runner:
                 shown = {k: v for k, v in p.items() if k not in ("path", "members", "seed")}
                 self.case(workload, case)["params"] = shown
                 began = time.monotonic()
+                before = server_counters(self.server)
                 result = self.run_worker(key, peer, connect, p, timeout)
+                after_run = server_counters(self.server)
+                if before is not None and after_run is not None and result["status"] == "ok":
+                    per_op(result, key, p, before, after_run)
                 self.check_server(result, f"{workload} {case} {peer} #{repeat + 1}")
                 if after is not None:
                     after(connect, p)
@@ -274,6 +279,56 @@ class Runner:
                     f"({time.monotonic() - began:5.1f}s) {self.describe(result)}"
                 )
         self.finish(workload, case)
+
+
+def server_counters(server: Any) -> tuple[int, float] | None:
+    """The standalone server's requests received so far (``mntr``'s zk_packets_received,
+    pings and handshakes included) and the CPU seconds its process has used; None without
+    a server of our own."""
+    if server is None or not server.is_running or server.pid is None:
+        return None
+    try:
+        mntr = server.four_letter("mntr")
+        packets = next(
+            int(line.split()[1])
+            for line in mntr.splitlines()
+            if line.startswith("zk_packets_received")
+        )
+        with open(f"/proc/{server.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = int(fields[11]) + int(fields[12])  # utime + stime
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    return packets, ticks / os.sysconf("SC_CLK_TCK")
+
+
+def operations(key: str, result: dict[str, Any], p: dict[str, Any]) -> float | None:
+    """How many operations a run did, counted the same way for every peer: W0 cycles, W1
+    acquire+release cycles (warm-up included), W2 acquisitions, W3 contenders."""
+    metrics, samples = result.get("metrics", {}), result.get("samples", {})
+    if key in ("W0/cycle", "W1/lock") and "cycle_ms" in samples:
+        return float(len(samples["cycle_ms"]) + p.get("warmup", 0))
+    if key == "W2/handoff" and "acq_per_s" in metrics:
+        return float(metrics["acq_per_s"] * p["duration"])
+    if key == "W3/waiters":
+        return float(p["n"])
+    return None
+
+
+def per_op(
+    result: dict[str, Any],
+    key: str,
+    p: dict[str, Any],
+    before: tuple[int, float],
+    after: tuple[int, float],
+) -> None:
+    """Add the server's requests and CPU per operation of the run to its metrics."""
+    ops = operations(key, result, p)
+    if not ops:
+        return
+    metrics = result.setdefault("metrics", {})
+    metrics["requests_per_op"] = (after[0] - before[0]) / ops
+    metrics["server_cpu_us_per_op"] = (after[1] - before[1]) / ops * 1e6
 
 
 def _rss_mb(pid: int) -> float:

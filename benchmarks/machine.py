@@ -15,6 +15,8 @@ _PEERS = {
     "aiocoord": ("aiocoord", "asyncio"),
     "kazoo": ("kazoo", "threads (threading handler)"),
     "aiozk": ("aiozk", "asyncio"),
+    "aiocoord_uvloop": ("aiocoord", "asyncio on uvloop"),
+    "curator": ("", "Java 17 threads (Apache Curator; version from its jar)"),
 }
 
 
@@ -81,10 +83,21 @@ def peer_versions(peers: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for peer in peers:
         dist, model = _PEERS[peer]
-        try:
-            version: str | None = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            version = None
+        version: str | None
+        if peer == "curator":
+            from benchmarks.peers.curator_peer import version as curator_version
+
+            version = curator_version()
+        else:
+            try:
+                version = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                version = None
+            if peer == "aiocoord_uvloop":
+                try:
+                    version = f"{version} on uvloop {metadata.version('uvloop')}"
+                except metadata.PackageNotFoundError:
+                    version = None
         out[peer] = {"version": version, "model": model}
     return out
 

@@ -10,21 +10,27 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.settings import PEERS, WORKLOADS
+from benchmarks.settings import PEERS, RIVALS, WORKLOADS
 
 #: Rows of the table: (workload, case or "*", metric, label, higher is better).
 ROWS: list[tuple[str, str, str, str, bool]] = [
     ("W0", "cycle", "ops_per_s", "sequential create+getChildren+delete, cycles/s", True),
     ("W0", "cycle", "p50_ms", "cycle p50, ms", False),
+    ("W0", "cycle", "requests_per_op", "ZooKeeper requests per cycle", False),
     ("W0", "pipelined", "creates_per_s", "pipelined creates/s", True),
     ("W1", "lock", "ops_per_s", "acquire+release/s", True),
     ("W1", "lock", "p50_ms", "acquire+release p50, ms", False),
     ("W1", "lock", "p99_ms", "acquire+release p99, ms", False),
+    ("W1", "lock", "requests_per_op", "ZooKeeper requests per acquire+release", False),
+    ("W1", "lock", "server_cpu_us_per_op", "server CPU per acquire+release, us", False),
     ("W2", "handoff", "acq_per_s", "acquisitions/s", True),
     ("W2", "handoff", "handoff_p50_ms", "handoff p50, ms", False),
     ("W2", "handoff", "handoff_p99_ms", "handoff p99, ms", False),
+    ("W2", "handoff", "requests_per_op", "ZooKeeper requests per acquisition", False),
+    ("W2", "handoff", "server_cpu_us_per_op", "server CPU per acquisition, us", False),
     ("W3", "*", "wall_s", "wall time, s", False),
     ("W3", "*", "peak_rss_mb", "peak RSS, MB", False),
+    ("W3", "*", "requests_per_op", "ZooKeeper requests per contender", False),
     ("W4", "cache", "load_s", "initial load, s", False),
     ("W4", "cache", "update_p50_ms", "setData-to-event p50, ms", False),
     ("W4", "cache", "update_p99_ms", "setData-to-event p99, ms", False),
@@ -105,9 +111,10 @@ def _number(value: Any) -> float | None:
 def best_peer(
     doc: dict[str, Any], workload: str, case: str, name: str, higher: bool
 ) -> tuple[str, float] | None:
-    """The better of kazoo and aiozk on a metric, as ``(peer, value)``; None if neither ran."""
+    """The best of the rivals (Curator, kazoo, aiozk) on a metric, as ``(peer, value)``; None
+    if none ran."""
     found = []
-    for peer in PEERS[1:]:
+    for peer in RIVALS:
         v = _number(metric(doc, workload, case, peer, name))
         if v is not None:
             found.append((peer, v))
@@ -123,7 +130,7 @@ def advantage(doc: dict[str, Any], workload: str, case: str, name: str, higher: 
     if ours is None:
         return ""
     if best is None:
-        caps = [_slot(doc, workload, case, p) for p in PEERS[1:] if _slot(doc, workload, case, p)]
+        caps = [_slot(doc, workload, case, p) for p in RIVALS if _slot(doc, workload, case, p)]
         timeouts = [
             float(s["timeout_s"])
             for s in caps
@@ -229,7 +236,7 @@ def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
     elif ours is not None:
         caps = [
             s.get("timeout_s")
-            for p in PEERS[1:]
+            for p in RIVALS
             if (s := _slot(doc, "W3", mid, p)) and s.get("status") == "timeout"
         ]
         if caps:
@@ -387,7 +394,7 @@ def markdown(doc: dict[str, Any]) -> str:
         f"this run took {doc.get('elapsed_s', 0):.0f} s"
         + (f", at commit {doc['commit']}" if doc.get("commit") else ""),
         "",
-        "Ratio: aiocoord against the better of kazoo and aiozk on that row "
+        "Ratio: aiocoord against the best of Curator, kazoo and aiozk on that row "
         "(above 1x: aiocoord is better, whether the metric is a rate or a time).",
         "",
         "| workload | metric | " + " | ".join(peers) + " | aiocoord vs best peer |",

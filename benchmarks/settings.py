@@ -6,8 +6,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-#: The peers, in table order. aiocoord first: every ratio is aiocoord against the others.
-PEERS: tuple[str, ...] = ("aiocoord", "kazoo", "aiozk")
+#: The peers, in table order. aiocoord first: every ratio is aiocoord against its rivals.
+#: ``aiocoord_uvloop`` is aiocoord on uvloop's event loop (reported beside, never a rival);
+#: ``curator`` is Apache Curator on Java 17 (``make bench-java`` builds it).
+PEERS: tuple[str, ...] = ("aiocoord", "aiocoord_uvloop", "curator", "kazoo", "aiozk")
+#: The other libraries: the targets are ratios against the best of these.
+RIVALS: tuple[str, ...] = ("curator", "kazoo", "aiozk")
 
 #: Workload ids and one-line titles (the issue's wording).
 WORKLOADS: dict[str, str] = {

@@ -120,7 +120,8 @@ def test_quick_run_writes_distributions_targets_table_and_plots(quick_run: Path)
     for t in doc["targets"]:
         assert t["met"] in (True, False, None)
     table = (quick_run / "latest.md").read_text()
-    assert "| workload | metric | aiocoord | kazoo | aiozk | aiocoord vs best peer |" in table
+    header = " | ".join(["| workload", "metric", *PEERS, "aiocoord vs best peer |"])
+    assert header in table
     assert "## Targets (issue 9)" in table
     if doc.get("plots_unavailable"):
         assert doc["plots"] == []
