@@ -3,6 +3,10 @@
 Paths are checked before anything is sent, prefixed with the chroot on the way out and
 stripped on the way back. Retry policies apply only where repeating is safe: reads,
 version-checked writes and protected creates (see :mod:`aiocoord.retry`).
+
+The class is assembled from parts: the session accessors (``_sessionview``), the ACL, auth
+and introspection ops (``_adminops``) and the multi-request path ops (``_pathops``) live
+beside this module; the single-request reads and writes and the lifecycle live here.
 """
 
 from __future__ import annotations
@@ -10,49 +14,43 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
+from aiocoord._adminops import AdminOps
 from aiocoord._pathops import PathOps
 from aiocoord._paths import protected_id
+from aiocoord._sessionview import SessionView
 from aiocoord._validation import (
     MAX_TTL_MS,
-    validate_auth,
     validate_data,
     validate_duration_ms,
     validate_flag,
     validate_path,
-    validate_timeout,
     validate_version,
 )
-from aiocoord._watches import PersistentWatch, Watch, WatchKind
-from aiocoord._wire.auth import WhoAmIRequest
+from aiocoord._watches import Watch, WatchKind
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.framing import Request
 from aiocoord._wire.reads import (
     ExistsRequest,
-    GetACLRequest,
-    GetAllChildrenNumberRequest,
     GetChildren2Request,
     GetChildrenRequest,
     GetDataRequest,
-    GetEphemeralsRequest,
     SyncRequest,
 )
 from aiocoord._wire.writes import (
-    SetACLRequest,
     SetDataRequest,
 )
 from aiocoord.acl import ACLProvider, wire_acl
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
-    InvalidTypeError,
     NoNodeError,
 )
 from aiocoord.retry import ExponentialBackoff, RetryPolicy
-from aiocoord.session import Session, State, StateChange
+from aiocoord.session import Session
 from aiocoord.transaction import Transaction, create_mode
 
 if TYPE_CHECKING:
@@ -72,7 +70,7 @@ class ChildData:
     stat: Stat
 
 
-class Client(PathOps):
+class Client(SessionView, AdminOps, PathOps):
     """A connected ZooKeeper client. Get one with :func:`aiocoord.connect`.
 
     All methods are coroutine-safe: any number of tasks may share one client, and their
@@ -143,52 +141,6 @@ class Client(PathOps):
             watch=watch,
             generation=generation if generation is not None else self._generation,
         )
-
-    # --- session and state -------------------------------------------------------------
-
-    @property
-    def session(self) -> Session:
-        """The session manager behind this client."""
-        return self._session
-
-    @property
-    def state(self) -> State:
-        """The current connection state."""
-        assert self._session.state is not None
-        return self._session.state
-
-    @property
-    def session_id(self) -> int:
-        """The current session id (changes when a new session starts after LOST)."""
-        return self._session.session_id
-
-    @property
-    def generation(self) -> int:
-        """Which session of this client is current: it grows by one each time a new session
-        starts after LOST. Recipes tie what they hold to it (see :meth:`bound`)."""
-        return self._session.generation
-
-    @property
-    def connected(self) -> bool:
-        """True while requests can be sent."""
-        return self.state.is_connected
-
-    async def wait_for(self, state: State, timeout: float | None = None) -> None:
-        """Wait until the state is ``state``; ``CONNECTED`` also matches ``RECONNECTED``."""
-        if not isinstance(state, State):
-            raise InvalidTypeError(
-                "state must be an aiocoord.State (e.g. State.CONNECTED), "
-                f"not {type(state).__name__}"
-            )
-        await self._session.wait_for(state, validate_timeout(timeout))
-
-    def state_changes(self) -> AsyncIterator[StateChange]:
-        """An async iterator of every state transition from now on."""
-        return self._session.changes()
-
-    def add_state_listener(self, callback: Callable[[StateChange], None]) -> Callable[[], None]:
-        """Call ``callback`` on every transition (synchronously); returns a remover."""
-        return self._session.add_listener(callback)
 
     async def close(self) -> None:
         """End the session cleanly: ephemeral nodes vanish, watches end, tasks stop."""
@@ -321,78 +273,6 @@ class Client(PathOps):
         """Make the connected server catch up with the leader for ``path`` before later reads."""
         validate_path(path)
         await self._retrying(lambda: self._request(SyncRequest(path=self._full(path)), path=path))
-
-    async def get_acl(self, path: str) -> tuple[list[ACL], Stat]:
-        """The node's ACL and Stat."""
-        validate_path(path)
-
-        async def once() -> tuple[list[ACL], Stat]:
-            reply = await self._request(GetACLRequest(path=self._full(path)), path=path)
-            return reply.acl, reply.stat
-
-        return await self._retrying(once)
-
-    async def set_acl(self, path: str, acl: Sequence[ACL], version: int = -1) -> Stat:
-        """Replace the node's ACL (if its ACL version matches ``version``, unless -1)."""
-        validate_path(path)
-        acls = wire_acl(acl)
-        validate_version(version)
-        req = SetACLRequest(path=self._full(path), acl=acls, version=version)
-        reply = await self._request(req, path=path)
-        return reply.stat
-
-    async def add_auth(self, scheme: str, credential: str | bytes) -> None:
-        """Add credentials to the session (e.g. ``("digest", "user:password")``)."""
-        await self._session.add_auth(*validate_auth(scheme, credential))
-
-    async def get_ephemerals(self, prefix: str = "/") -> list[str]:
-        """Paths of this session's ephemeral nodes starting with ``prefix`` (3.6+)."""
-        if not isinstance(prefix, str) or not prefix.startswith("/"):
-            raise InvalidTypeError("prefix must be a str starting with '/'")
-        full = self._full(prefix) if prefix != "/" else (self.chroot or "/")
-
-        async def once() -> list[str]:
-            reply = await self._request(GetEphemeralsRequest(prefix_path=full))
-            return sorted(self._short(p) for p in reply.ephemerals)
-
-        return await self._retrying(once)
-
-    async def count_descendants(self, path: str) -> int:
-        """The number of nodes below ``path`` (getAllChildrenNumber, 3.6+)."""
-        validate_path(path)
-
-        async def once() -> int:
-            req = GetAllChildrenNumberRequest(path=self._full(path))
-            reply = await self._request(req, path=path)
-            return reply.total_number
-
-        return await self._retrying(once)
-
-    async def whoami(self) -> list[tuple[str, str]]:
-        """The (scheme, user) identities this session is authenticated as (3.7+)."""
-
-        async def once() -> list[tuple[str, str]]:
-            reply = await self._request(WhoAmIRequest())
-            return [(c.auth_scheme, c.user) for c in reply.client_info]
-
-        return await self._retrying(once)
-
-    async def add_watch(self, path: str, *, recursive: bool = False) -> PersistentWatch:
-        """A persistent watch on ``path`` (and, if ``recursive``, its whole subtree; 3.6+).
-
-        Iterate it with ``async for``; close it with ``aclose()`` (or ``async with``).
-        """
-        validate_path(path)
-        validate_flag(recursive, "recursive")
-        full = self._full(path)
-        session = self._session
-
-        async def remove(w: PersistentWatch) -> None:
-            await session.watches.remove_persistent(w, full)
-
-        watch = PersistentWatch(path, recursive, remove)
-        await session.watches.add_persistent(watch, full)
-        return watch
 
     # --- writes -------------------------------------------------------------------------
 

@@ -1,0 +1,72 @@
+"""The client's view of its session: the session manager, its state, id and generation,
+waiting for a state, and the stream and listeners of state changes.
+
+:class:`SessionView` is the part of :class:`~aiocoord.Client` that holds them; it only reads
+the session (every transition is the session's own business, see :mod:`aiocoord.session`).
+The API reference shows them on the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
+
+from aiocoord._states import State, StateChange
+from aiocoord._validation import validate_timeout
+from aiocoord.errors import InvalidTypeError
+
+if TYPE_CHECKING:
+    from aiocoord.session import Session
+
+__all__ = ["SessionView"]
+
+
+class SessionView:
+    """The session and state accessors of :class:`~aiocoord.Client` (module docstring)."""
+
+    if TYPE_CHECKING:  # provided by Client
+        _session: Session
+
+    @property
+    def session(self) -> Session:
+        """The session manager behind this client."""
+        return self._session
+
+    @property
+    def state(self) -> State:
+        """The current connection state."""
+        assert self._session.state is not None
+        return self._session.state
+
+    @property
+    def session_id(self) -> int:
+        """The current session id (changes when a new session starts after LOST)."""
+        return self._session.session_id
+
+    @property
+    def generation(self) -> int:
+        """Which session of this client is current: it grows by one each time a new session
+        starts after LOST. Recipes tie what they hold to it (see :meth:`bound`)."""
+        return self._session.generation
+
+    @property
+    def connected(self) -> bool:
+        """True while requests can be sent."""
+        return self.state.is_connected
+
+    async def wait_for(self, state: State, timeout: float | None = None) -> None:
+        """Wait until the state is ``state``; ``CONNECTED`` also matches ``RECONNECTED``."""
+        if not isinstance(state, State):
+            raise InvalidTypeError(
+                "state must be an aiocoord.State (e.g. State.CONNECTED), "
+                f"not {type(state).__name__}"
+            )
+        await self._session.wait_for(state, validate_timeout(timeout))
+
+    def state_changes(self) -> AsyncIterator[StateChange]:
+        """An async iterator of every state transition from now on."""
+        return self._session.changes()
+
+    def add_state_listener(self, callback: Callable[[StateChange], None]) -> Callable[[], None]:
+        """Call ``callback`` on every transition (synchronously); returns a remover."""
+        return self._session.add_listener(callback)
