@@ -14,7 +14,8 @@ watched by *one* persistent watch (recursive unless the cache holds a single nod
 Curator's CuratorCache does; after every reconnect the cache re-reads the whole subtree
 (pipelined) and emits exactly the differences. On older servers (``addWatch`` answers
 UnimplementedError) each node gets its own one-shot watches. The two feeds are in
-:mod:`aiocoord.recipes._cache_feeds`; this module holds the lifecycle, the streams and the
+:mod:`aiocoord.recipes._cache_feeds`, the events and other values in
+:mod:`aiocoord.recipes._cache_types`; this module holds the lifecycle, the streams and the
 three views.
 
 A state that lasts less than a read takes may be skipped (the read made for one change
@@ -44,11 +45,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 import sys
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
@@ -58,13 +57,19 @@ from aiocoord.client import ChildData, Client
 from aiocoord.errors import (
     BadArgumentsError,
     ClientClosedError,
-    CoordinationError,
     InvalidTypeError,
     UnimplementedError,
 )
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._cache_feeds import Feed, OneShotFeed, PersistentFeed, add_persistent_watch
 from aiocoord.recipes._cache_store import Change, Store
+from aiocoord.recipes._cache_types import (
+    CacheError,
+    CacheEventType,
+    ChildrenView,
+    NodeEvent,
+    WatchMode,
+)
 from aiocoord.recipes._stream import EventStream, EventSubscription
 from aiocoord.session import State, StateChange
 
@@ -85,71 +90,9 @@ log = logging.getLogger(__name__)
 DEFAULT_BUFFER_SIZE = 10_000
 
 
-class WatchMode(str, enum.Enum):
-    """How a cache follows the server (``watch_mode=``; the plain strings work too)."""
-
-    #: one persistent watch where the server has them (3.6+), else one-shot watches
-    AUTO = "auto"
-    #: one persistent (for a tree: recursive) watch; CacheError on a server without them
-    PERSISTENT = "persistent"
-    #: one-shot watches, re-armed after every event
-    ONE_SHOT = "one-shot"
-
-
 _UNBOUNDED = sys.maxsize
 
 V = TypeVar("V")
-
-
-class CacheError(CoordinationError, RuntimeError):
-    """A cache was used out of order: started twice, or used after it was closed."""
-
-
-class CacheEventType(enum.Enum):
-    """What a :class:`NodeEvent` reports. Each cache uses its own three node kinds."""
-
-    #: NodeCache: the node appeared / changed / disappeared.
-    CREATED = "created"
-    UPDATED = "updated"
-    DELETED = "deleted"
-    #: ChildrenCache: a child appeared / changed / disappeared.
-    CHILD_ADDED = "child_added"
-    CHILD_UPDATED = "child_updated"
-    CHILD_REMOVED = "child_removed"
-    #: TreeCache: a node of the subtree appeared / changed / disappeared.
-    NODE_ADDED = "node_added"
-    NODE_UPDATED = "node_updated"
-    NODE_REMOVED = "node_removed"
-    #: Every cache: the initial load is done (the events before it describe that state).
-    INITIALIZED = "initialized"
-    #: Every cache: the connection was lost; the cache may be stale until RECONNECTED.
-    SUSPENDED = "suspended"
-    #: Every cache: connected again; the differences found by re-reading follow.
-    RECONNECTED = "reconnected"
-    #: Every cache: the session expired; a new one is made and the cache refreshed on it.
-    LOST = "lost"
-    #: Every cache: this subscriber's buffer overflowed; read the cache's state now.
-    RESYNCED = "resynced"
-
-
-@dataclass(frozen=True, slots=True)
-class NodeEvent:
-    """One change seen by a cache.
-
-    ``data`` is the node's new state (None when it was removed), ``previous`` its state before
-    (None when it was added). For INITIALIZED, connection events and RESYNCED, ``path`` is the
-    cache's path and both are None.
-    """
-
-    type: CacheEventType
-    path: str
-    data: ChildData | None = None
-    previous: ChildData | None = None
-
-    @property
-    def name(self) -> str:
-        """The last segment of ``path`` (a child's name in a ChildrenCache)."""
-        return self.path.rpartition("/")[2]
 
 
 class _Cache(Generic[V]):
@@ -449,32 +392,6 @@ class NodeCache(_Cache[ChildData | None]):
         return self._nodes.get(self.path)
 
 
-class _ChildrenView(Mapping[str, ChildData]):
-    """A live, read-only ``name -> ChildData`` view over a ChildrenCache."""
-
-    __slots__ = ("_nodes", "_prefix")
-
-    def __init__(self, nodes: dict[str, ChildData], prefix: str) -> None:
-        self._nodes = nodes
-        self._prefix = prefix
-
-    def __getitem__(self, name: str) -> ChildData:
-        return self._nodes[self._prefix + name]
-
-    def __iter__(self) -> Iterator[str]:
-        cut = len(self._prefix)
-        return (path[cut:] for path in self._nodes)
-
-    def __len__(self) -> int:
-        return len(self._nodes)
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and (self._prefix + name) in self._nodes
-
-    def __repr__(self) -> str:
-        return f"ChildrenView({dict(self)!r})"
-
-
 class ChildrenCache(_Cache[Mapping[str, ChildData]]):
     """Mirror the children of a node (Curator's PathChildrenCache).
 
@@ -514,7 +431,7 @@ class ChildrenCache(_Cache[Mapping[str, ChildData]]):
             buffer_size=buffer_size,
             watch_mode=watch_mode,
         )
-        self._children = _ChildrenView(self._nodes, "/" if path == "/" else path + "/")
+        self._children = ChildrenView(self._nodes, "/" if path == "/" else path + "/")
 
     @property
     def children(self) -> Mapping[str, ChildData]:

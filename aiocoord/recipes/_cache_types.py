@@ -1,0 +1,105 @@
+"""The values the caches of :mod:`aiocoord.recipes.cache` hand out: how a cache follows the
+server (:class:`WatchMode`), its events (:class:`CacheEventType`, :class:`NodeEvent`), its
+error (:class:`CacheError`) and the live ``name -> ChildData`` view of a ChildrenCache
+(:class:`ChildrenView`). Plain data, no I/O; re-exported from :mod:`aiocoord.recipes.cache`,
+where the API reference shows them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from aiocoord.client import ChildData
+from aiocoord.errors import CoordinationError
+
+__all__ = ["CacheError", "CacheEventType", "ChildrenView", "NodeEvent", "WatchMode"]
+
+
+class WatchMode(str, enum.Enum):
+    """How a cache follows the server (``watch_mode=``; the plain strings work too)."""
+
+    #: one persistent watch where the server has them (3.6+), else one-shot watches
+    AUTO = "auto"
+    #: one persistent (for a tree: recursive) watch; CacheError on a server without them
+    PERSISTENT = "persistent"
+    #: one-shot watches, re-armed after every event
+    ONE_SHOT = "one-shot"
+
+
+class CacheError(CoordinationError, RuntimeError):
+    """A cache was used out of order: started twice, or used after it was closed."""
+
+
+class CacheEventType(enum.Enum):
+    """What a :class:`NodeEvent` reports. Each cache uses its own three node kinds."""
+
+    #: NodeCache: the node appeared / changed / disappeared.
+    CREATED = "created"
+    UPDATED = "updated"
+    DELETED = "deleted"
+    #: ChildrenCache: a child appeared / changed / disappeared.
+    CHILD_ADDED = "child_added"
+    CHILD_UPDATED = "child_updated"
+    CHILD_REMOVED = "child_removed"
+    #: TreeCache: a node of the subtree appeared / changed / disappeared.
+    NODE_ADDED = "node_added"
+    NODE_UPDATED = "node_updated"
+    NODE_REMOVED = "node_removed"
+    #: Every cache: the initial load is done (the events before it describe that state).
+    INITIALIZED = "initialized"
+    #: Every cache: the connection was lost; the cache may be stale until RECONNECTED.
+    SUSPENDED = "suspended"
+    #: Every cache: connected again; the differences found by re-reading follow.
+    RECONNECTED = "reconnected"
+    #: Every cache: the session expired; a new one is made and the cache refreshed on it.
+    LOST = "lost"
+    #: Every cache: this subscriber's buffer overflowed; read the cache's state now.
+    RESYNCED = "resynced"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEvent:
+    """One change seen by a cache.
+
+    ``data`` is the node's new state (None when it was removed), ``previous`` its state before
+    (None when it was added). For INITIALIZED, connection events and RESYNCED, ``path`` is the
+    cache's path and both are None.
+    """
+
+    type: CacheEventType
+    path: str
+    data: ChildData | None = None
+    previous: ChildData | None = None
+
+    @property
+    def name(self) -> str:
+        """The last segment of ``path`` (a child's name in a ChildrenCache)."""
+        return self.path.rpartition("/")[2]
+
+
+class ChildrenView(Mapping[str, ChildData]):
+    """A live, read-only ``name -> ChildData`` view over a ChildrenCache."""
+
+    __slots__ = ("_nodes", "_prefix")
+
+    def __init__(self, nodes: dict[str, ChildData], prefix: str) -> None:
+        self._nodes = nodes
+        self._prefix = prefix
+
+    def __getitem__(self, name: str) -> ChildData:
+        return self._nodes[self._prefix + name]
+
+    def __iter__(self) -> Iterator[str]:
+        cut = len(self._prefix)
+        return (path[cut:] for path in self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (self._prefix + name) in self._nodes
+
+    def __repr__(self) -> str:
+        return f"ChildrenView({dict(self)!r})"
