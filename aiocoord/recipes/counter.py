@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,13 +36,23 @@ from aiocoord.client import ChildData, Client
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
-    CoordinationError,
     InvalidTypeError,
     NodeExistsError,
     NoNodeError,
     TransactionFailedError,
 )
 from aiocoord.recipes._args import check_client
+from aiocoord.recipes._counter_codec import (
+    INT32,
+    INT32_MAX,
+    INT32_MIN,
+    INT64,
+    INT64_MAX,
+    INT64_MIN,
+    CorruptedValueError,
+    check_int,
+    wrap64,
+)
 from aiocoord.recipes._marker import MarkedCommit
 from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import CacheEventType, NodeCache, NodeEvent
@@ -57,37 +66,6 @@ __all__ = [
     "SharedCount",
     "VersionedValue",
 ]
-
-_INT32 = struct.Struct(">i")
-_INT64 = struct.Struct(">q")
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-class CorruptedValueError(CoordinationError, ValueError):
-    """A counter node holds data that is not a value of the expected width."""
-
-    def __init__(self, path: str, data: bytes, width: int) -> None:
-        super().__init__(
-            f"counter node {path} holds {len(data)} bytes ({data[:16]!r}), not a {width}-byte "
-            "big-endian integer; was it written by something else?"
-        )
-        self.path = path
-        self.data = data
-
-
-def _check_int(value: Any, name: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidTypeError(f"{name} must be int, not {type(value).__name__}")
-    if not low <= value <= high:
-        raise BadArgumentsError(f"{name} must be in [{low}, {high}], got {value}")
-    return value
-
-
-def _wrap64(value: int) -> int:
-    """Two's-complement wrap-around, as a Java long overflows."""
-    return (value + 2**63) % 2**64 - 2**63
-
 
 # --- SharedCount -----------------------------------------------------------------------
 
@@ -164,7 +142,7 @@ class SharedCount:
         self.path = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a SharedCount cannot live on the root node")
-        self.seed = _check_int(seed, "seed", _INT32_MIN, _INT32_MAX)
+        self.seed = check_int(seed, "seed", INT32_MIN, INT32_MAX)
         self.acl = check_acl(acl)
         self._cache = NodeCache(client, path)
         self._marked = MarkedCommit(client, path, acl=self.acl)
@@ -178,7 +156,7 @@ class SharedCount:
         with contextlib.suppress(NodeExistsError):
             await self.client.create(
                 self.path,
-                _INT32.pack(self.seed),
+                INT32.pack(self.seed),
                 make_parents=True,
                 parents_as_containers=True,
                 acl=self.acl,
@@ -201,9 +179,9 @@ class SharedCount:
     # --- reading ---------------------------------------------------------------------------
 
     def _decode(self, data: bytes) -> int:
-        if len(data) != _INT32.size:
-            raise CorruptedValueError(self.path, data, _INT32.size)
-        return int(_INT32.unpack(data)[0])
+        if len(data) != INT32.size:
+            raise CorruptedValueError(self.path, data, INT32.size)
+        return int(INT32.unpack(data)[0])
 
     def _latest(self) -> ChildData | None:
         seen = self._cache.current
@@ -284,7 +262,7 @@ class SharedCount:
 
     async def set(self, value: int) -> None:
         """Write ``value`` whatever the current version."""
-        data = _INT32.pack(_check_int(value, "value", _INT32_MIN, _INT32_MAX))
+        data = INT32.pack(check_int(value, "value", INT32_MIN, INT32_MAX))
         stat = await self.client.set(self.path, data)
         self._note(data, stat)
 
@@ -294,8 +272,8 @@ class SharedCount:
         False means someone wrote since that version: read :attr:`versioned` and decide
         again. (Curator's ``trySetCount``.)
         """
-        data = _INT32.pack(_check_int(value, "value", _INT32_MIN, _INT32_MAX))
-        _check_int(expected_version, "expected_version", 0, _INT32_MAX)
+        data = INT32.pack(check_int(value, "value", INT32_MIN, INT32_MAX))
+        check_int(expected_version, "expected_version", 0, INT32_MAX)
         path = self.path
 
         def build(txn: Any) -> None:
@@ -386,9 +364,9 @@ class AtomicCounter:
     def _decode(self, data: bytes) -> int:
         if not data:
             return 0
-        if len(data) != _INT64.size:
-            raise CorruptedValueError(self.path, data, _INT64.size)
-        return int(_INT64.unpack(data)[0])
+        if len(data) != INT64.size:
+            raise CorruptedValueError(self.path, data, INT64.size)
+        return int(INT64.unpack(data)[0])
 
     async def _read(self) -> tuple[int | None, int]:
         """The current value (None if no node) and the node's version (-1 if none)."""
@@ -405,21 +383,21 @@ class AtomicCounter:
 
     async def add(self, delta: int) -> AtomicValue:
         """Add ``delta`` (wrapping around at 64 bits, as a Java long does)."""
-        _check_int(delta, "delta", _INT64_MIN, _INT64_MAX)
-        return await self._change(lambda current: _wrap64(current + delta))
+        check_int(delta, "delta", INT64_MIN, INT64_MAX)
+        return await self._change(lambda current: wrap64(current + delta))
 
     async def increment(self) -> AtomicValue:
         """Add 1."""
-        return await self._change(lambda current: _wrap64(current + 1))
+        return await self._change(lambda current: wrap64(current + 1))
 
     async def decrement(self) -> AtomicValue:
         """Subtract 1."""
-        return await self._change(lambda current: _wrap64(current - 1))
+        return await self._change(lambda current: wrap64(current - 1))
 
     async def subtract(self, delta: int) -> AtomicValue:
         """Subtract ``delta``."""
-        _check_int(delta, "delta", _INT64_MIN, _INT64_MAX)
-        return await self._change(lambda current: _wrap64(current - delta))
+        check_int(delta, "delta", INT64_MIN, INT64_MAX)
+        return await self._change(lambda current: wrap64(current - delta))
 
     async def compare_and_set(self, expected: int, new: int) -> AtomicValue:
         """Write ``new`` only if the value is ``expected`` (a missing node counts as 0).
@@ -427,8 +405,8 @@ class AtomicCounter:
         One attempt: ``succeeded`` is False if the value differs or someone wrote between
         the read and the write.
         """
-        _check_int(expected, "expected", _INT64_MIN, _INT64_MAX)
-        _check_int(new, "new", _INT64_MIN, _INT64_MAX)
+        check_int(expected, "expected", INT64_MIN, INT64_MAX)
+        check_int(new, "new", INT64_MIN, INT64_MAX)
         current, version = await self._read()
         if (0 if current is None else current) != expected:
             return AtomicValue(False, current, new)
@@ -437,7 +415,7 @@ class AtomicCounter:
 
     async def force_set(self, value: int) -> None:
         """Write ``value`` whatever the current one."""
-        data = _INT64.pack(_check_int(value, "value", _INT64_MIN, _INT64_MAX))
+        data = INT64.pack(check_int(value, "value", INT64_MIN, INT64_MAX))
         try:
             await self.client.set(self.path, data)
         except NoNodeError:
@@ -450,7 +428,7 @@ class AtomicCounter:
 
     async def initialize(self, value: int) -> bool:
         """Create the node with ``value`` if it does not exist; True if this call did."""
-        data = _INT64.pack(_check_int(value, "value", _INT64_MIN, _INT64_MAX))
+        data = INT64.pack(check_int(value, "value", INT64_MIN, INT64_MAX))
         try:
             await self.client.create(
                 self.path, data, make_parents=True, parents_as_containers=True, acl=self.acl
@@ -476,7 +454,7 @@ class AtomicCounter:
     async def _try_write(self, new: int, version: int) -> bool:
         """Write ``new`` if the node is still at ``version`` (-1: if it still does not
         exist); exactly once, whatever happens to the reply. False if someone was first."""
-        data = _INT64.pack(new)
+        data = INT64.pack(new)
         path = self.path
         acl = self.acl
         while True:

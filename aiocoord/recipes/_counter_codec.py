@@ -1,0 +1,57 @@
+"""How the counters of :mod:`aiocoord.recipes.counter` keep their value on a node, as Curator
+does: a 4-byte (SharedCount) or 8-byte (AtomicCounter, DistributedAtomicLong) big-endian signed
+integer. The codecs, their ranges, the check of a value given by the caller, Java's long
+wrap-around, and :class:`CorruptedValueError` for a node that holds something else.
+Re-exported from :mod:`aiocoord.recipes.counter`, where the API reference shows the error.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError
+
+__all__ = [
+    "INT32",
+    "INT32_MAX",
+    "INT32_MIN",
+    "INT64",
+    "INT64_MAX",
+    "INT64_MIN",
+    "CorruptedValueError",
+    "check_int",
+    "wrap64",
+]
+
+#: SharedCount's value (Curator's SharedCount), and AtomicCounter's (DistributedAtomicLong).
+INT32 = struct.Struct(">i")
+INT64 = struct.Struct(">q")
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class CorruptedValueError(CoordinationError, ValueError):
+    """A counter node holds data that is not a value of the expected width."""
+
+    def __init__(self, path: str, data: bytes, width: int) -> None:
+        super().__init__(
+            f"counter node {path} holds {len(data)} bytes ({data[:16]!r}), not a {width}-byte "
+            "big-endian integer; was it written by something else?"
+        )
+        self.path = path
+        self.data = data
+
+
+def check_int(value: Any, name: str, low: int, high: int) -> int:
+    """``value`` if it is an int (not a bool) in ``[low, high]``; else the error naming it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTypeError(f"{name} must be int, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise BadArgumentsError(f"{name} must be in [{low}, {high}], got {value}")
+    return value
+
+
+def wrap64(value: int) -> int:
+    """Two's-complement wrap-around, as a Java long overflows."""
+    return (value + 2**63) % 2**64 - 2**63
