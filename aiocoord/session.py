@@ -5,21 +5,9 @@ server from the list, resumes the same session after a connection loss (restorin
 watch from the last seen zxid), declares the session LOST when the server says it expired
 or when no server answered within the session timeout, and, if asked, starts a new one. While
 connected read-only, it asks the other servers now and then whether they serve writes and
-moves to the first that does.
-
-**When the session can be trusted.** The server expires a session only after a whole session
-timeout in which it heard nothing from the client (unless someone expires it by force). Every
-answered request was received by the server at or after the moment it was written, so the
-session is alive at least until *proof* + timeout, where *proof* is the write time of the
-newest request (or ping) that got an answer (:attr:`Session.alive_until`). Two rules follow:
-
-- a client that has no connection declares the session LOST by itself a little before that
-  moment (:data:`EXPIRY_MARGIN`), never after it, so a holder under the *session* policy is
-  told of its loss before the server can give what it held to someone else;
-- the client acts on its session without asking the server (recipes hand a lock over inside
-  one client, say) only while :meth:`Session.trusted`: connected, with a proof younger than
-  the liveness window, the two thirds of the timeout after which a silent connection is
-  declared dead anyway. Otherwise it waits for the server to confirm.
+moves to the first that does. When the session can be trusted (:meth:`Session.trusted`) and
+when a client with no connection gives it up is worked out in :mod:`aiocoord._liveness`;
+what a new connection carries first (SASL, auth, watches) is :mod:`aiocoord._prelude`'s.
 
 Requests from any number of tasks are pipelined on the one socket. A request is written
 only while connected; one made while SUSPENDED waits for the reconnect (or fails with
@@ -38,21 +26,22 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import TypeVar
 
+from aiocoord import _liveness as liveness
 from aiocoord._connection import Connection, Reply
 from aiocoord._connector import Connector, Expired
+from aiocoord._liveness import EXPIRY_MARGIN as EXPIRY_MARGIN
+from aiocoord._liveness import EXPIRY_MARGIN_MAX as EXPIRY_MARGIN_MAX
+from aiocoord._liveness import LIVENESS_WINDOW as LIVENESS_WINDOW
 from aiocoord._paths import Chroot
-from aiocoord._sasl import DigestMD5
+from aiocoord._prelude import authenticate, prime
 from aiocoord._servers import Server
 from aiocoord._states import State, StateBroadcast, StateChange
 from aiocoord._watch_table import WatchTable
 from aiocoord._watches import Watch
-from aiocoord._wire.auth import AuthRequest, SaslRequest
 from aiocoord._wire.framing import EmptyResponse, Request
 from aiocoord._wire.handshake import CloseRequest, ConnectResponse
-from aiocoord._wire.opcodes import OP_NAMES, Op, Xid
-from aiocoord._wire.watches import (
-    WatchNotification,
-)
+from aiocoord._wire.opcodes import OP_NAMES, Op
+from aiocoord._wire.watches import SetWatches2Request, SetWatchesRequest, WatchNotification
 from aiocoord.errors import (
     AuthFailedError,
     ClientClosedError,
@@ -67,15 +56,6 @@ __all__ = ["Session", "State", "StateChange"]
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
-
-#: How much earlier than the server could (see the module docstring) a client with no
-#: connection declares its session LOST: a share of the timeout, to absorb timer and
-#: scheduling delays on both sides, capped so that long timeouts do not give up much.
-EXPIRY_MARGIN = 0.05
-EXPIRY_MARGIN_MAX = 0.25
-#: The share of the session timeout within which an answered request keeps the session
-#: trusted (the connection's own read timeout).
-LIVENESS_WINDOW = 2 / 3
 
 
 class Session:
@@ -222,20 +202,16 @@ class Session:
         proof = self._last_contact
         if conn is not None and conn.proof > proof:
             proof = conn.proof
-        return proof + self.negotiated_timeout
+        return liveness.alive_until(proof, self.negotiated_timeout)
 
     def trusted(self) -> bool:
         """Whether the session may be acted on without asking the server: connected, and the
-        newest answered request was written within the liveness window (see the module
-        docstring)."""
+        newest answered request was written within the liveness window (see
+        :mod:`aiocoord._liveness`)."""
         conn = self._conn
         if conn is None or self.state is None or not self.state.is_connected:
             return False
-        return time.monotonic() - conn.proof < self.negotiated_timeout * LIVENESS_WINDOW
-
-    def _expiry_deadline(self) -> float:
-        timeout = self.negotiated_timeout
-        return self.alive_until - min(timeout * EXPIRY_MARGIN, EXPIRY_MARGIN_MAX)
+        return liveness.trusted(conn.proof, self.negotiated_timeout)
 
     # --- requests -----------------------------------------------------------------------
 
@@ -243,19 +219,22 @@ class Session:
         self._xid = self._xid + 1 if self._xid < 0x7FFFFFFF else 1
         return self._xid
 
+    def _writable(self) -> Connection | None:
+        """The connection if a request may be written on it now (connected, open, and the
+        client not closing), else None."""
+        conn = self._conn
+        if conn is None or conn.closed.done() or self._closing:
+            return None
+        return conn if self.state is not None and self.state.is_connected else None
+
     async def _ready_connection(self, generation: int | None) -> Connection:
         while True:
             if self._closing:
                 raise ClientClosedError("client is closed; open a new one with aiocoord.connect()")
             if generation is not None and generation != self.generation:
                 raise SessionExpiredError("the session this request belonged to expired")
-            conn = self._conn
-            if (
-                conn is not None
-                and not conn.closed.done()
-                and self.state is not None
-                and self.state.is_connected
-            ):
+            conn = self._writable()
+            if conn is not None:
                 return conn
             if self.state is State.LOST and not self.reconnect_after_expiry:
                 raise SessionExpiredError("session expired and reconnect_after_expiry is off")
@@ -278,14 +257,8 @@ class Session:
         """
         try:
             while True:
-                conn = self._conn
-                if (
-                    conn is None
-                    or self.state is None
-                    or not self.state.is_connected
-                    or self._closing
-                    or conn.closed.done()
-                ):
+                conn = self._writable()
+                if conn is None:
                     conn = await self._ready_connection(generation)
                 elif generation is not None and generation != self.generation:
                     raise SessionExpiredError("the session this request belonged to expired")
@@ -350,11 +323,7 @@ class Session:
     async def add_auth(self, scheme: str, credential: bytes) -> None:
         """Authenticate this session; replayed automatically on every reconnect."""
         conn = await self._ready_connection(None)
-        fut = conn.send_special(Xid.AUTH, AuthRequest(type=0, scheme=scheme, auth=credential))
-        self.sent[Op.AUTH] += 1
-        reply = await fut
-        if reply.err:
-            raise AuthFailedError(f"authentication with scheme {scheme!r} failed", op="add_auth")
+        await authenticate(conn, scheme, credential, self.sent)
         self._auth.append((scheme, credential))
 
     # --- the connection loop ------------------------------------------------------------
@@ -444,12 +413,13 @@ class Session:
     async def _establish(self) -> tuple[Connection, ConnectResponse, Server]:
         """Connect to some server, resuming the current session; see the module docstring."""
         first = self._first is not None and not self._first.done()
-        if first:
-            deadline: float | None = time.monotonic() + self.connect_timeout
-        elif self.session_id:
-            deadline = self._expiry_deadline()
-        else:
-            deadline = None  # a fresh session after LOST: keep trying until closed
+        deadline = liveness.connect_deadline(
+            first,
+            bool(self.session_id),
+            self.connect_timeout,
+            self.alive_until,
+            self.negotiated_timeout,
+        )
         return await self._connector.establish(
             self._attempt,
             first=first,
@@ -484,41 +454,31 @@ class Session:
         self.server = server
         self._last_contact = conn.proof
         conn.start_keepalive(self.negotiated_timeout)
-        if self.sasl is not None:
-            try:
-                await self._sasl_exchange(conn, *self.sasl)
-            except ConnectionLossError:
-                return  # the loop notices the closed connection
-            except AuthFailedError as refused:
-                if self._first is not None and not self._first.done():
-                    self._first.set_exception(refused)
-                conn.abort()
-                return
-        # Auth and watch restore go first on the wire, ahead of any waiting request.
-        auth_futs = [
-            conn.send_special(Xid.AUTH, AuthRequest(type=0, scheme=s, auth=c))
-            for s, c in self._auth
-        ]
-        restore_futs = []
-        if not new_session:
-            for restore in self._watches.restore_requests(self.last_zxid):
-                restore_futs.append(conn.send_special(Xid.SET_WATCHES, restore))
-                self.sent[restore.opcode] += 1
-        self._conn = conn
-        # RECONNECTED is announced only once the server has the watches back: a change made
-        # by someone else right after could otherwise slip past a persistent watch, which the
-        # server re-arms without replaying what happened in the gap.
-        for fut in [*auth_futs, *restore_futs]:
-            try:
-                r = await fut
-            except ConnectionLossError:
-                return  # the loop notices the closed connection
-            if r.err and fut in auth_futs:
-                exc = AuthFailedError("authentication failed", op="add_auth")
-                if self._first is not None and not self._first.done():
-                    self._first.set_exception(exc)
-                conn.abort()
-                return
+
+        def restores() -> list[SetWatchesRequest | SetWatches2Request]:
+            # A new session has no watches to restore (the old ones failed with it).
+            return [] if new_session else self._watches.restore_requests(self.last_zxid)
+
+        def attach() -> None:
+            self._conn = conn
+
+        try:
+            await prime(
+                conn,
+                sasl=self.sasl,
+                auth=self._auth,
+                restores=restores,
+                attach=attach,
+                next_xid=self._next_xid,
+                sent=self.sent,
+            )
+        except ConnectionLossError:
+            return  # the loop notices the closed connection
+        except AuthFailedError as refused:
+            if self._first is not None and not self._first.done():
+                self._first.set_exception(refused)
+            conn.abort()
+            return
         if self._first is not None and not self._first.done():
             self._set_state(State.READ_ONLY if reply.read_only else State.CONNECTED)
             self._first.set_result(None)
@@ -526,21 +486,6 @@ class Session:
             self._set_state(State.READ_ONLY, new_session=new_session)
         else:
             self._set_state(State.RECONNECTED, new_session=new_session)
-
-    async def _sasl_exchange(self, conn: Connection, user: str, password: str) -> None:
-        """Authenticate the connection with SASL DIGEST-MD5 before anything else is sent."""
-        mechanism = DigestMD5(user, password)
-        token: bytes | None = b""
-        while token is not None:
-            reply = await conn.send(self._next_xid(), SaslRequest(token=token))
-            self.sent[Op.SASL] += 1
-            if reply.err or reply.body is None:
-                raise AuthFailedError(
-                    f"SASL DIGEST-MD5 authentication as {user!r} refused by the server", op="sasl"
-                )
-            token = mechanism.respond(reply.body.token)
-            if token is None and not mechanism.complete:
-                raise AuthFailedError("SASL exchange ended early", op="sasl")
 
     # --- diagnostics --------------------------------------------------------------------
 
