@@ -40,7 +40,7 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable
 from typing import Any, TextIO
 
 from aiocoord._connect import open_client
@@ -58,14 +58,14 @@ from aiocoord._demo_common import (
     bounded,
 )
 from aiocoord._demo_failover import failover
-from aiocoord._demo_view import Board, LogToBoard, frame, summary, yes
+from aiocoord._demo_view import Board, LogToBoard, frame, summary
+from aiocoord._demo_wrapup import check_caches, cleanup, leave, stop_workers
 from aiocoord.client import Client
 from aiocoord.errors import (
     ConnectionLossError,
     CoordinationError,
     NodeExistsError,
     NoServersError,
-    NotEmptyError,
 )
 from aiocoord.recipes.cache import CacheEventType, ChildrenCache, EventSubscription, NodeEvent
 from aiocoord.recipes.election import LeaderLatch, LeadershipChange
@@ -75,11 +75,6 @@ from aiocoord.session import State, StateChange
 from aiocoord.testing import ZooKeeperEnsemble
 
 __all__ = ["DemoResult", "run"]
-
-
-def _without(name: str) -> Callable[[Mapping[str, Any]], bool]:
-    """A cache predicate: ``name`` is not a member."""
-    return lambda view: name not in view
 
 
 # --- the demo -----------------------------------------------------------------------------------
@@ -345,88 +340,6 @@ class Demo:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.jobs_changed.wait(), left)
 
-    # --- the failover ---------------------------------------------------------------------
-
-    # --- checks and shutdown ------------------------------------------------------------------
-
-    async def _check_caches(self) -> None:
-        """Every cache must come to show what the server has (after a sync)."""
-        assert self.dashboard is not None
-        assert self.cache is not None
-        await self.dashboard.sync(MEMBERS_PATH)
-        truth = set(await self.dashboard.children(MEMBERS_PATH))
-        waits: list[Awaitable[Any]] = [self.cache.wait_for(lambda view: set(view) == truth, 10.0)]
-        members = [w.member for w in self.workers]
-        if self.newcomer is not None:
-            members.append(self.newcomer[1])
-        waits += [m.wait_for(lambda view: set(view) == truth, 10.0) for m in members]
-        outcome = await asyncio.gather(*waits, return_exceptions=True)
-        if self.leader_events is not None:
-            await self.leader_events.aclose()
-        agree = sum(not isinstance(o, BaseException) for o in outcome)
-        self.result.cache_in_sync = agree == len(waits) and len(truth) == len(members)
-        self.board.event(
-            f"caches: {agree} of {len(waits)} agree with the server "
-            f"({len(truth)} members); in sync: {yes(self.result.cache_in_sync)}"
-        )
-
-    async def _stop_workers(self) -> None:
-        self.stopping = True
-        tasks = [w.task for w in self.workers if w.task is not None]
-        if tasks:
-            # Each finishes the job it is on, so that the ledger can be compared.
-            done, pending = await asyncio.wait(tasks, timeout=STEP_TIMEOUT)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            for task in done:
-                if not task.cancelled() and task.exception() is not None:
-                    self.board.event(f"a worker failed: {task.exception()!r}")
-
-    async def _leave(self) -> None:
-        """Workers leave one by one: the dashboard's change stream shows each."""
-        assert self.cache is not None
-        leaving: list[tuple[str, Client, GroupMember, LeaderLatch | None]] = [
-            (w.name, w.client, w.member, w.latch) for w in self.workers
-        ]
-        if self.newcomer is not None:
-            leaving.append(("newcomer", *self.newcomer, None))
-        for name, client, member, latch in leaving:
-            if latch is not None:
-                await latch.close()
-            await member.close()
-            await client.close()
-            with contextlib.suppress(asyncio.TimeoutError, CoordinationError):
-                await self.cache.wait_for(_without(name), 5.0)
-
-    async def _cleanup(self) -> None:
-        if self.newcomer is not None:
-            client, member = self.newcomer
-            with contextlib.suppress(Exception):
-                await member.close()
-            await client.close()
-        # Each close is idempotent: what _leave closed already is skipped.
-        for w in self.workers:
-            with contextlib.suppress(Exception):
-                await w.latch.close()
-            with contextlib.suppress(Exception):
-                await w.member.close()
-            await w.client.close()
-        if self.cache is not None:
-            await self.cache.close()
-        if self.dashboard is not None:
-            await self.dashboard.close()
-        if self.admin is not None:
-            if self.ensemble is None and self.admin.connected:
-                # Leave the user's ZooKeeper as we found it.
-                with contextlib.suppress(CoordinationError):
-                    await self.admin.delete(self.base, recursive=True)
-                with contextlib.suppress(CoordinationError, NotEmptyError):
-                    await self.admin.delete("/aiocoord-demo")
-            await self.admin.close()
-        if self.ensemble is not None:
-            await self.ensemble.__aexit__(None, None, None)
-
     # --- the whole ------------------------------------------------------------------------
 
     async def run(self) -> DemoResult:
@@ -453,16 +366,16 @@ class Demo:
             await failover(self)
             await self._work_for(PHASE_SECONDS, PHASE_JOBS)
             self.phase = "checking the caches"
-            await self._check_caches()
+            await check_caches(self)
             self.phase = "stopping the workers"
-            await self._stop_workers()
+            await stop_workers(self)
             assert self.dashboard is not None
             data, _ = await self.dashboard.get(LEDGER_PATH)
             self.result.ledger = int(data or b"0")
             self.result.jobs = self.total_jobs()
             self.jobs_by_worker = {w.name: w.jobs for w in self.workers}
             self.phase = "workers leave the group"
-            await self._leave()
+            await leave(self)
             if self.restart_task is not None:
                 await bounded(self.restart_task, "restarting the killed member", 60.0)
             self.phase = "done"
@@ -473,7 +386,7 @@ class Demo:
                 for task in others:
                     task.cancel()
                 await asyncio.gather(*others, return_exceptions=True)
-                await self._cleanup()
+                await cleanup(self)
             finally:
                 if self.board.live:
                     self.board.draw(frame(self))
