@@ -15,7 +15,13 @@ from typing import Any
 from benchmarks.report import metric
 from benchmarks.settings import PEERS
 
-COLORS = {"aiocoord": "#1f77b4", "kazoo": "#ff7f0e", "aiozk": "#2ca02c"}
+COLORS = {
+    "aiocoord": "#1f77b4",
+    "aiocoord_uvloop": "#17becf",
+    "curator": "#d62728",
+    "kazoo": "#ff7f0e",
+    "aiozk": "#2ca02c",
+}
 
 
 def _peers(doc: dict[str, Any]) -> list[str]:

@@ -62,13 +62,15 @@ class _Listing:
 class QueueState:
     """What one client knows about one queue path: names seen gone, and a shared listing."""
 
-    __slots__ = ("_last", "_listing", "_sorted", "_waiting", "cleared", "gone", "users")
+    __slots__ = ("_last", "_listing", "_sorted", "_waiting", "cleared", "gone", "mine", "users")
 
     def __init__(self) -> None:
         self.gone: dict[str, None] = {}  # an ordered set: the oldest is forgotten first
         #: gone names that had been granted by an exclusive driver: when such a node was
         #: granted, no node ahead of it was left, and none can enter ahead later
         self.cleared: dict[str, None] = {}
+        #: nodes of this client's waiters (until seen gone): one may be handed over locally
+        self.mine: dict[str, None] = {}
         self.users = 0
         self._listing: _Listing | None = None
         self._last: _Listing | None = None  # the latest completed listing
@@ -118,6 +120,7 @@ class QueueState:
         if cleared:
             _remember(self.cleared, name)
         _remember(self.gone, name)
+        self.mine.pop(name, None)
         for fut in self._waiting.pop(name, ()):
             if not fut.done():
                 fut.set_result(None)

@@ -8,28 +8,31 @@ ahead). If not, it watches the one node the driver names with a getData watch (N
 "gone already": decide again at once) and waits for its deletion. Only that waiter wakes when
 the node goes: there is no herd.
 
-**Its own node, too.** A blocked waiter also keeps an exists watch on its own node (one more
-request in the same round trip as the first watch; within one client it is the same server
-watch as its successor's). A third party may delete the node (a recursive delete of the lock
-path, say); events come in zxid order, so if our node went before the node ahead of it, the
-waiter knows by the time that node's deletion wakes it, and queues again instead of taking a
-grant with no node behind it. Every request made for the node is pinned to its session
-(:meth:`Client.bound`): a read retried on a new session would wait in a queue the node has
-left with the old one.
+**Its own node, too.** A blocked waiter that may be let through with no listing after its
+wake (nothing else ahead of the node it waits for, or that node is this client's own and may
+be handed over locally) also keeps an exists watch on its own node (in the same round trip as
+the first watch; within one client it is the same server watch as its successor's). A third
+party may delete the node (a recursive delete of the lock path, say); events come in zxid
+order, so if our node went before the node ahead of it, the waiter knows by the time that
+node's deletion wakes it, and queues again instead of taking a grant with no node behind it.
+Any other waiter lists after its wake, and a listing that holds its node proves the node as
+well; a waiter through with neither asks about its node before the grant. Every request made
+for the node is pinned to its session (:meth:`Client.bound`): a read retried on a new session
+would wait in a queue the node has left with the old one.
 
 **Waking costs O(1).** Sequence numbers only grow, so nothing can enter the queue ahead of a
 node that already exists: the first listing is a superset of every node that can ever be ahead
 of ours (see :mod:`aiocoord.recipes._drivers`). A woken waiter drops the deleted node and any
 node this client already knows to be gone (its own deletions, and the deletion events and
 NoNode answers of its other waiters on the same path), and is through at once, without a round
-trip, when nothing ahead is left. Otherwise it re-arms its watch on the next node the driver
-names and, in the same round trip, checks the few other nodes it knows of that may have gone
-unseen (pipelined ``exists``); only when more than a couple are unverified is one listing the
-cheaper way to learn the same, and it is sent along with the watch. Every driver decision is
-monotone (a node fewer ahead never blocks), so deciding on a superset of the live nodes is
-always safe. The one exception to "nothing is inserted ahead" is Curator's read-lock downgrade
-node, which reuses its write node's sequence number; the write-lock driver asks for a fresh
-listing whenever a writer ahead of it goes.
+trip, when nothing ahead is left: this holds for every driver, since each decision is monotone
+(a node fewer ahead never blocks), so deciding on a superset of the live nodes is always safe.
+Otherwise the nodes left ahead may have gone unseen, and most likely have: the node it waited
+for was most likely granted, which needed them gone. One listing checks them all (one request;
+a watch on the next node, most likely gone too, would cost one more), and only a waiter still
+blocked then arms a watch on the next node the driver names. The one exception to "nothing is
+inserted ahead" is Curator's read-lock downgrade node, which reuses its write node's sequence
+number; the write-lock driver asks for a fresh listing whenever a writer ahead of it goes.
 
 **O(1) per waiter, whatever the queue length.** A waiter keeps the nearest nodes ahead in
 view (a window of 32, more if its driver needs more), from a listing sorted once per client and
@@ -85,11 +88,6 @@ from aiocoord.recipes._waiting import TimedOut, bounded, retrieve, time_left
 from aiocoord.session import State
 
 __all__ = ["SequentialQueue"]
-
-#: Above this many unverified nodes ahead (besides the one to watch), one listing is cheaper
-#: than checking each of them: one request instead of several, each costing the client and
-#: the server more than a name in a listing does.
-_PROBE_LIMIT = 2
 
 
 class SequentialQueue:
@@ -239,12 +237,17 @@ class SequentialQueue:
         # Requests made for the node run only in its session: a read retried on a new session
         # would keep waiting in a queue that the node, gone with the old session, has left.
         pinned = client.bound(node.generation)
-        # Once blocked, we watch our own node too: a third party may delete it (the whole lock
-        # path, say). Events arrive in zxid order, so if our node went before the node ahead
-        # of it, we know by the time the latter's deletion wakes us.
+        state.mine[node.name] = None
+        # A waiter that may be let through with no listing after its wake (nothing else ahead
+        # of the node it waits for, or that node is this client's and may be handed over
+        # locally) watches its own node too: a third party may delete it (the whole lock path,
+        # say). Events arrive in zxid order, so if our node went before the node ahead of it,
+        # we know by the time the latter's deletion wakes us. Any other waiter lists after its
+        # wake, and a listing that holds our node proves it as well.
         own: Watch | None = None
         stale = False  # whether nodes in `ahead` may have gone unseen
         need_listing = False
+        listed = True  # whether a listing read since the last wake holds our node
         while True:
             if own is not None and own.done():
                 event = own.fired()
@@ -272,24 +275,32 @@ class SequentialQueue:
                 stale = bool(ahead)
                 continue
             if blocker is None and not need_listing:
+                if not listed and (own is None or own.done()):
+                    # Through with no listing since the wake and no watch on our node armed
+                    # before it: only an answer about the node itself proves it is there.
+                    own = await bounded(watch_own(client, pinned, node), deadline)
+                    if own is None:
+                        continue  # a connection loss: asked again once reconnected
                 await confirm_alive(client, pinned, node, deadline)
                 if own is not None and not own.done():
                     return replace(node, own=own)
                 return node
             if not blocking:  # decided on the first, fresh listing
                 return None
-            others = [n for n in ahead if n != blocker] if stale else []
-            # A few unverified nodes are checked one by one; past that, one listing (sent
-            # with the watch, in the same round trip) is the cheaper way to learn the same.
-            relist = need_listing or len(others) > _PROBE_LIMIT
-            arming = (
-                None if own is not None else asyncio.ensure_future(watch_own(client, pinned, node))
+            # Nodes ahead that may have gone unseen (after a wake: the node we waited for was
+            # most likely granted, so they are most likely gone) are checked by one listing,
+            # before any watch: one request, where a watch on a node that is gone would be
+            # two. The listing is sent alone; a watch follows only if we are still blocked.
+            relist = need_listing or stale
+            probe_for = None if stale else blocker
+            arm_own = own is None and (
+                (probe_for is not None and ahead == [probe_for]) or probe_for in state.mine
             )
+            arming = asyncio.ensure_future(watch_own(client, pinned, node)) if arm_own else None
             try:
                 watch, gone, fresh = await self._probe(
                     pinned,
-                    blocker,
-                    [] if relist else others,
+                    probe_for,
                     deadline,
                     node if relist else None,
                     state,
@@ -312,6 +323,7 @@ class SequentialQueue:
                 source = fresh
                 ahead, truncated = state.ahead(source, node.name, node.sequence, driver)
                 need_listing = False
+                listed = True
                 if watch is not None and driver.blocker(ahead) != blocker:
                     watch.cancel()
                     watch = None
@@ -322,8 +334,8 @@ class SequentialQueue:
             if gone and fresh is None:
                 ahead = [n for n in ahead if n not in gone]
             if watch is None:
-                # The node to watch was gone already: the others we know of may be too (our
-                # listing may be an older one), so the next probe checks them as well.
+                # Listed, or the node to watch was gone already: the others we know of may be
+                # too (our listing may be an older one), so the next probe checks them.
                 stale = fresh is None and bool(ahead)
                 continue
             assert blocker is not None  # a watch is only armed on a blocker
@@ -338,6 +350,7 @@ class SequentialQueue:
                 need_listing = need_listing or driver.needs_listing_after(blocker)
                 ahead = [n for n in ahead if n != blocker]
                 stale = bool(ahead)
+                listed = False
             # Any other event (a data change) leaves the node in place: the loop re-arms.
 
     async def _listing(
@@ -363,13 +376,12 @@ class SequentialQueue:
         self,
         pinned: Client,
         blocker: str | None,
-        others: Sequence[str],
         deadline: float | None,
         list_for: QueueNode | None,
         state: QueueState,
     ) -> tuple[Watch | None, set[str], list[str] | None]:
-        """In one round trip: arm a getData watch on ``blocker``, check that ``others``
-        exist, and (with ``list_for``, our node) list the children afresh.
+        """In one round trip: arm a getData watch on ``blocker`` and (with ``list_for``, our
+        node) list the children afresh.
 
         Returns the watch (None if ``blocker`` is gone), the names found gone, and the
         listing (None unless asked for). Raises Restart if our node is gone.
@@ -377,7 +389,7 @@ class SequentialQueue:
         client = self.client
         gone: set[str] = set()
         try:
-            if blocker is not None and not others and list_for is None:
+            if blocker is not None and list_for is None:
                 try:
                     _, _, watch = await bounded(
                         pinned.get(join(self.path, blocker), watch=True), deadline
@@ -393,15 +405,12 @@ class SequentialQueue:
                 if blocker is not None
                 else None
             )
-            exist_tasks = [asyncio.ensure_future(pinned.exists(join(self.path, n))) for n in others]
             list_task = (
                 asyncio.ensure_future(state.children(client, self.path, next_stamp()))
                 if list_for is not None
                 else None
             )
-            tasks: list[asyncio.Future[Any]] = [
-                t for t in (get_task, *exist_tasks, list_task) if t is not None
-            ]
+            tasks: list[asyncio.Future[Any]] = [t for t in (get_task, list_task) if t is not None]
             finished = False
             try:
                 await bounded(asyncio.wait(tasks), deadline)
@@ -423,12 +432,6 @@ class SequentialQueue:
             raise
         first_error: BaseException | None = None
         armed: Watch | None = None
-        for name, t in zip(others, exist_tasks, strict=True):
-            exc = t.exception()
-            if exc is not None:
-                first_error = first_error or exc
-            elif t.result() is None:
-                gone.add(name)
         if get_task is not None:
             assert blocker is not None
             exc = get_task.exception()
@@ -437,7 +440,7 @@ class SequentialQueue:
             elif isinstance(exc, NoNodeError):
                 gone.add(blocker)
             else:
-                first_error = first_error or exc
+                first_error = exc
         names: list[str] | None = None
         if list_task is not None:
             assert list_for is not None

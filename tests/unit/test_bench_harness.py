@@ -276,3 +276,10 @@ def test_ab_compares_a_commit_with_the_working_tree(zookeeper: ServerHandle) -> 
         ["git", "-C", str(REPO), "worktree", "list"], capture_output=True, text=True, check=True
     )
     assert "aiocoord-ab-" not in worktrees.stdout
+
+
+def test_every_peer_has_a_plot_colour() -> None:
+    # A peer without one broke the plots only where matplotlib is installed (`make bench`).
+    from benchmarks.plots import COLORS
+
+    assert set(PEERS) <= set(COLORS)
