@@ -22,12 +22,20 @@ import bisect
 import contextlib
 import itertools
 
-from aiocoord._paths import sequence_of
+from aiocoord._paths import join, sequence_of, sort_by_sequence
 from aiocoord.client import Client
+from aiocoord.errors import NoNodeError
 from aiocoord.recipes._drivers import Driver
 from aiocoord.recipes._waiting import retrieve
 
-__all__ = ["QueueState", "enter_state", "forget_node", "leave_state", "next_stamp"]
+__all__ = [
+    "QueueState",
+    "enter_state",
+    "forget_node",
+    "leave_state",
+    "next_stamp",
+    "queued_nodes",
+]
 
 #: How many gone node names each (client, path) remembers; forgetting one only costs a probe.
 _GONE_LIMIT = 65536
@@ -238,3 +246,29 @@ def forget_node(client: Client, path: str, cleared: bool = False) -> None:
     state = _states(client).get(parent or "/")
     if state is not None:
         state.mark_gone(name, cleared)
+
+
+async def queued_nodes(
+    client: Client, path: str, name_filter: str | None = None
+) -> list[tuple[str, bytes]]:
+    """``(name, data)`` of every node queued under ``path``, in queue order (a fresh listing,
+    not the shared one); ``name_filter`` keeps only names containing it. Nodes that vanish
+    meanwhile are left out."""
+    try:
+        names = await client.children(path)
+    except NoNodeError:
+        return []
+    if name_filter is not None:
+        names = [n for n in names if name_filter in n]
+    ordered = sort_by_sequence(names)
+    replies = await asyncio.gather(
+        *(client.get(join(path, n)) for n in ordered), return_exceptions=True
+    )
+    out: list[tuple[str, bytes]] = []
+    for name, reply in zip(ordered, replies, strict=True):
+        if isinstance(reply, NoNodeError):
+            continue
+        if isinstance(reply, BaseException):
+            raise reply
+        out.append((name, reply[0]))
+    return out

@@ -15,8 +15,8 @@ the first watch; within one client it is the same server watch as its successor'
 party may delete the node (a recursive delete of the lock path, say); events come in zxid
 order, so if our node went before the node ahead of it, the waiter knows by the time that
 node's deletion wakes it, and queues again instead of taking a grant with no node behind it.
-Any other waiter lists after its wake, and a listing that holds its node proves the node as
-well; a waiter through with neither asks about its node before the grant. Every request made
+Other waiters list after their wake (a listing that holds the node proves it); one through
+with neither asks about its node before the grant. Every request made
 for the node is pinned to its session (:meth:`Client.bound`): a read retried on a new session
 would wait in a queue the node has left with the old one.
 
@@ -34,31 +34,26 @@ blocked then arms a watch on the next node the driver names. The one exception t
 inserted ahead" is Curator's read-lock downgrade node, which reuses its write node's sequence
 number; the write-lock driver asks for a fresh listing whenever a writer ahead of it goes.
 
-**O(1) per waiter, whatever the queue length.** A waiter keeps the nearest nodes ahead in
-view (a window of 32, more if its driver needs more), from a listing sorted once per client and
-shared; it looks further ahead only once those are gone. A node granted by an exclusive driver
-(a mutex, a writer) and then released by this client clears everything ahead of it: when it
-was granted, nothing was left ahead, and nothing can enter ahead later. So N waiters in one
-client cost O(N) work, not the O(N^2) of each one sorting the whole listing.
+**O(1) per waiter, whatever the queue length.** A waiter keeps only the nearest nodes ahead
+in view, from a listing sorted once per client (see :mod:`aiocoord.recipes._listing`).
 
 **Round trips.** The create and the first listing are pipelined (ZooKeeper answers one
 session's requests in order, so a listing written after the create sees it): an uncontended
-acquire costs one round trip and a release one more. Listings of the same path by the same
-client are shared when they were sent after the caller's create had been sent (contenders
-entering in one burst share one); a listing that does not contain the caller's node is never
-trusted. A release lets the next waiter *of the same client* in at once, without waiting for
-the server: the node is ours and no longer held, and everyone else still sees it until the
-delete lands, so nobody else can get ahead meanwhile. That hand-over happens only while the
+acquire costs one round trip and a release one more; a contended one 5 requests, as Curator's
+(create, listing, watch, a listing after the wake unless nothing else was ahead, delete).
+Listings of one path by one client are shared when sent after the caller's create was (a
+burst of contenders shares one); a listing without the caller's node is never trusted. A
+release lets the next waiter *of the same client* in at once, without waiting for the server:
+the node is ours and no longer held, and everyone else still sees it until the delete lands,
+so nobody else can get ahead meanwhile. That hand-over happens only while the
 session is *trusted* (connected, and answered within the liveness window; see
 :mod:`aiocoord.session`): then the server cannot expire the session before the client itself
 declares it LOST, so the new holder hears of any loss before another client can be let in.
 While SUSPENDED, or silent for too long, the waiter waits for the server's word instead.
 
-**Connection and session.** A waiter survives a connection loss: its watch is restored by the
-session and its node stays. If the session expires while waiting, the node is gone, so the
-waiter enters the queue again with a new node once the client has a new session. A granted
-node is watched by a :class:`LossWatch`, which reports the session's loss (and, under the
-stricter policy, SUSPENDED) exactly once.
+**Connection and session.** A waiter survives a connection loss (its watch is restored, its
+node stays); after an expiry it queues again with a new node in the new session. A granted
+node is watched by a :class:`LossWatch` (:mod:`aiocoord.recipes._holding`).
 """
 
 from __future__ import annotations
@@ -68,13 +63,19 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from aiocoord._paths import SEQUENCE_DIGITS, join, sort_by_sequence
+from aiocoord._paths import SEQUENCE_DIGITS, join
 from aiocoord._watches import EventType, Watch
 from aiocoord._wire.data import ACL
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError, SessionExpiredError
 from aiocoord.recipes._drivers import Driver
-from aiocoord.recipes._listing import QueueState, enter_state, leave_state, next_stamp
+from aiocoord.recipes._listing import (
+    QueueState,
+    enter_state,
+    leave_state,
+    next_stamp,
+    queued_nodes,
+)
 from aiocoord.recipes._nodes import (
     ProtectedNode,
     QueueNode,
@@ -169,15 +170,14 @@ class SequentialQueue:
         """Create a non-sequential protected ephemeral node that sorts at ``sequence`` and
         is granted at once (Curator 5.4's read-lock downgrade node). Cancelling leaves none."""
         name = f"{self.lock_name}{sequence:0{SEQUENCE_DIGITS}d}"
-        entry = ProtectedNode(self.client, self.path, name, data, sequential=False, acl=self.acl)
         while True:
+            entry = ProtectedNode(
+                self.client, self.path, name, data, sequential=False, acl=self.acl
+            )
             try:
                 return await entry.result(None)
             except Restart:
                 await entry.discard()
-                entry = ProtectedNode(
-                    self.client, self.path, name, data, sequential=False, acl=self.acl
-                )
             except BaseException:
                 await entry.discard()
                 raise
@@ -190,25 +190,7 @@ class SequentialQueue:
     async def participants(self, name_filter: str | None = None) -> list[tuple[str, bytes]]:
         """``(name, data)`` of every queued node, in queue order; ``name_filter`` keeps
         only names containing it. Nodes that vanish meanwhile are left out."""
-        client = self.client
-        try:
-            names = await client.children(self.path)
-        except NoNodeError:
-            return []
-        if name_filter is not None:
-            names = [n for n in names if name_filter in n]
-        ordered = sort_by_sequence(names)
-        replies = await asyncio.gather(
-            *(client.get(join(self.path, n)) for n in ordered), return_exceptions=True
-        )
-        out: list[tuple[str, bytes]] = []
-        for name, reply in zip(ordered, replies, strict=True):
-            if isinstance(reply, NoNodeError):
-                continue
-            if isinstance(reply, BaseException):
-                raise reply
-            out.append((name, reply[0]))
-        return out
+        return await queued_nodes(self.client, self.path, name_filter)
 
     # --- waiting --------------------------------------------------------------------------
 
