@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs bench bench-quick bench-java ab soak ci-local zookeeper venv clean
+.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs bench bench-quick bench-java ab profile soak ci-local zookeeper venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,11 @@ WORKLOAD ?= W2
 ab: venv zookeeper
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) -m benchmarks.ab $(REF) --workload $(WORKLOAD)
+
+# Where aiocoord's time goes on one workload (py-spy samples, top functions): `make profile WORKLOAD=W1`.
+profile: venv zookeeper
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) -m benchmarks.profile $(WORKLOAD)
 
 # The chaos mix for a chosen duration on an ensemble of its own: `make soak MINUTES=30`.
 MINUTES ?= 30
