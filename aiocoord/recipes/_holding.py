@@ -117,7 +117,9 @@ class LossWatch:
         if node.own is not None and not node.own.done():
             node.own.add_done_callback(self._on_node_event)
         else:
-            client.spawn(self._arm(), f"aiocoord-hold:{node.path}")
+            # Armed from the next turn of the loop: a holding released in this turn (a
+            # holder with nothing to await) needs no watch, and costs neither task nor request.
+            asyncio.get_running_loop().call_soon(self._arm_if_held)
 
     def _on_change(self, change: StateChange) -> None:
         if self._remove is None:
@@ -126,6 +128,10 @@ class LossWatch:
             self.close()
             state = State.LOST if change.new_session else change.state
             self._callback(state, state.value)
+
+    def _arm_if_held(self) -> None:
+        if self._remove is not None:
+            self._client.spawn(self._arm(), f"aiocoord-hold:{self._node.path}")
 
     async def _arm(self) -> None:
         node = self._node
