@@ -58,10 +58,9 @@ from aiocoord.recipes._leadership import (
     LATCH_NAME,
     LeadershipChange,
     LeadershipTerm,
-    Participant,
     check_leader_identifier,
-    participants_of,
 )
+from aiocoord.recipes._participants import Participant, queue_participants
 from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.recipes._stream import EventStream, EventSubscription
 
@@ -317,13 +316,13 @@ class LeaderLatch:
     # --- inspection ----------------------------------------------------------------------
 
     async def participants(self) -> list[Participant]:
-        """Every contender, in queue order (the leader first)."""
-        return await participants_of(self._queue)
+        """Every contender, in queue order: the leader first (``holds``, also ``is_leader``
+        as in Curator's ``getParticipants()``), then those waiting."""
+        return await queue_participants(self._queue)
 
     async def leader(self) -> Participant | None:
         """The contender that leads now, or None if there is none."""
-        everyone = await self.participants()
-        return everyone[0] if everyone else None
+        return next((p for p in await self.participants() if p.holds), None)
 
     def __repr__(self) -> str:
         state = "leader" if self.is_leader else ("waiting" if self.started else "idle")
