@@ -40,7 +40,7 @@ async def failover(demo: Demo) -> None:
     demo.phase = f"failover: {leader.name} (leader) takes the lock for maintenance"
     term = leader.latch.term
     assert term is not None
-    demo.leader_events = leader.member.events()
+    demo.leader_events = leader.member.changes()
     demo.spawn(
         demo.follow_cache(
             f"{leader.name}'s cache", demo.leader_events, set(leader.member.members())

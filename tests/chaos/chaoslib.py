@@ -566,7 +566,7 @@ class CacheChecker:
         self.cache = cache
         self.replayed: dict[str, ChildData] = {}
         self.events = 0
-        self._sub = cache.events(buffer_size=1_000_000)
+        self._sub = cache.changes(buffer_size=1_000_000)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
