@@ -206,7 +206,7 @@ class Demo:
         self.cache = ChildrenCache(self.dashboard, MEMBERS_PATH)
         cache = self.cache
         self.spawn(
-            self.follow_cache("membership (dashboard cache)", cache.events(), set()),
+            self.follow_cache("membership (dashboard cache)", cache.changes(), set()),
             "cache",
         )
         await cache.start()

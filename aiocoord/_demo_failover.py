@@ -40,7 +40,7 @@ async def failover(demo: Demo) -> None:
     demo.phase = f"failover: {leader.name} (leader) takes the lock for maintenance"
     term = leader.latch.term
     assert term is not None
-    demo.leader_events = leader.member.events()
+    demo.leader_events = leader.member.changes()
     demo.spawn(
         demo.follow_cache(
             f"{leader.name}'s cache", demo.leader_events, set(leader.member.members())
@@ -96,10 +96,11 @@ async def failover(demo: Demo) -> None:
             and stat is not None
             and stat.ephemeral_owner == leader.client.session_id
             and bool(queue)
-            and queue[0] == leader.name
+            and queue[0].holds
+            and queue[0].identifier == leader.name
         )
         demo.board.event(
-            f"lock after the failover: held by {queue[0] if queue else 'nobody'} "
+            f"lock after the failover: held by {queue[0].identifier if queue else 'nobody'} "
             f"(server), {leader.name} still holds it: {yes(demo.result.lock_held)}; "
             f"{len(queue) - 1} waiting"
         )

@@ -64,7 +64,14 @@ class SessionView:
         await self._session.wait_for(state, validate_timeout(timeout))
 
     def state_changes(self) -> AsyncIterator[StateChange]:
-        """An async iterator of every state transition from now on."""
+        """An async iterator of every state transition from now on.
+
+        Named for what it streams, unlike the recipes' ``changes()``: a client sees more
+        than one kind of change (its own state, and the nodes it watches with ``get(...,
+        watch=True)`` or ``add_watch()``), so ``client.changes()`` would not say which. Nor
+        is it a recipe stream: unbounded (a client goes through few transitions), with no
+        ``buffer_size`` and no RESYNCED item.
+        """
         return self._session.changes()
 
     def add_state_listener(self, callback: Callable[[StateChange], None]) -> Callable[[], None]:

@@ -35,8 +35,12 @@ __all__ = ["OpResult", "Transaction", "create_mode"]
 
 @dataclass(frozen=True, slots=True)
 class OpResult:
-    """The result of one transaction op: ``path`` for creates, ``stat`` where the server
-    returns one (create, set)."""
+    """The result of one transaction op: ``path`` (for a create, the node's actual name) and
+    ``stat`` where the server returns one: always for a set and a container create; for a
+    plain create only from ZooKeeper 3.9 on. Earlier servers answer a create inside a
+    transaction with the path alone however it is sent (ZOOKEEPER-4026), so there ``stat``
+    is None; read it with :meth:`Client.exists` if you need it (a later read, not part of
+    the transaction). None for a delete and a check."""
 
     op: str
     path: str
@@ -133,7 +137,8 @@ class Transaction:
                 case "create", Create2Response(path=created, stat=stat):
                     out.append(OpResult(name, client.session.paths.strip(created), stat))
                 case "create", CreateResponse(path=created):
-                    # how the server (3.8) answers a create2 inside a multi: the path alone
+                    # ZOOKEEPER-4026: before 3.9 the server turns a create2 inside a multi
+                    # into a plain create (MultiOperationRecord), and answers with the path
                     out.append(OpResult(name, client.session.paths.strip(created)))
                 case "set", SetDataResponse(stat=stat):
                     out.append(OpResult(name, path, stat))

@@ -4,7 +4,7 @@ A registrar (its own session) registers three instances of a service as ephemera
 ``/examples/cache_stream/services``, moves one, deregisters one, and then goes away (its
 session ends, and its ephemeral nodes with it). A watcher follows the directory with a
 :class:`aiocoord.ChildrenCache`: the cache holds the current instances
-(``cache.children``), and ``cache.events()`` streams every change as it happens: added,
+(``cache.children``), and ``cache.changes()`` streams every change as it happens: added,
 updated, removed, plus connection events.
 
 Run a ZooKeeper first (``python -m aiocoord server``), then::
@@ -55,7 +55,7 @@ async def main(hosts: str) -> int:
         await client.ensure_path(SERVICES)
         cache = aiocoord.ChildrenCache(client, SERVICES)
         # Subscribe before start() to see the initial load too (then INITIALIZED).
-        events = cache.events()
+        events = cache.changes()
         seen: list[CacheEventType] = []
         follower = asyncio.create_task(follow(events, seen))
         await cache.start()

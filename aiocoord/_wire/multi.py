@@ -57,8 +57,9 @@ _OPS: dict[int, Callable[[bytes, int], tuple[TxnOp, int]]] = {
     Op.SET_DATA: SetDataRequest.decode,
     Op.CHECK: CheckVersionRequest.decode,
 }
-# A create2, createContainer or createTTL is answered as create2; the other two are accepted
-# as well, in case a server labels the result with the request's own opcode.
+# A createContainer or createTTL is answered as create2 (with a stat); a create2 as create2
+# from 3.9 on, as a plain create (the path alone) before (ZOOKEEPER-4026). The other two are
+# accepted as well, in case a server labels the result with the request's own opcode.
 _REPLIES: dict[int, Callable[[bytes, int], tuple[TxnReply, int]]] = {
     Op.CREATE: CreateResponse.decode,
     Op.CREATE2: Create2Response.decode,

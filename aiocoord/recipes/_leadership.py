@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiocoord.errors import CoordinationError, InvalidTypeError
-from aiocoord.recipes._queue import SequentialQueue
 
 __all__ = [
     "ELECTION_NAME",
@@ -17,9 +16,7 @@ __all__ = [
     "LeadershipChange",
     "LeadershipLostError",
     "LeadershipTerm",
-    "Participant",
     "check_leader_identifier",
-    "participants_of",
 ]
 
 #: Curator's LeaderLatch node name (before the sequence number).
@@ -65,15 +62,6 @@ class LeadershipChange:
     resynced: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Participant:
-    """A contender of an election, as its node says."""
-
-    identifier: str
-    is_leader: bool
-    node_name: str
-
-
 def check_leader_identifier(identifier: Any) -> str:
     """``identifier``, or ``host:pid`` for None; InvalidTypeError if it is not a str."""
     if identifier is None:
@@ -81,12 +69,3 @@ def check_leader_identifier(identifier: Any) -> str:
     if not isinstance(identifier, str):
         raise InvalidTypeError(f"identifier must be str, not {type(identifier).__name__}")
     return identifier
-
-
-async def participants_of(queue: SequentialQueue) -> list[Participant]:
-    """The contenders of an election's queue, in queue order (the leader first)."""
-    nodes = await queue.participants(queue.lock_name)
-    return [
-        Participant(data.decode("utf-8", "replace"), i == 0, name)
-        for i, (name, data) in enumerate(nodes)
-    ]

@@ -1,4 +1,5 @@
-"""The change stream shared by the caches: one bounded buffer per subscriber.
+"""The change stream shared by the recipes (caches, group members, counters, leader
+latches): one bounded buffer per subscriber, opened with the recipe's ``changes()``.
 
 A publisher (:class:`EventStream`) hands every event to each subscriber's buffer and never
 waits: a consumer that falls behind must not slow the cache down or make it grow without
@@ -14,15 +15,38 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import warnings
 import weakref
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from aiocoord._deadline import within
+from aiocoord.errors import BadArgumentsError, InvalidTypeError
 
 E = TypeVar("E")
 
-__all__ = ["EventStream", "EventSubscription"]
+__all__ = ["EventStream", "EventSubscription", "check_buffer_size", "warn_events_renamed"]
+
+
+def check_buffer_size(buffer_size: Any) -> int:
+    """``buffer_size`` if it is an int >= 1; else InvalidTypeError or BadArgumentsError."""
+    if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
+        raise InvalidTypeError(f"buffer_size must be int, not {type(buffer_size).__name__}")
+    if buffer_size < 1:
+        raise BadArgumentsError(f"buffer_size must be >= 1, got {buffer_size}")
+    return buffer_size
+
+
+def warn_events_renamed(owner: object) -> None:
+    """The DeprecationWarning of the old ``events()`` (every recipe's stream is ``changes()``;
+    ``events()`` stays for one release), pointing at the caller's line."""
+    name = type(owner).__name__
+    warnings.warn(
+        f"{name}.events() is deprecated and will be removed in the next release; "
+        f"use {name}.changes(), the same stream",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 class _End:

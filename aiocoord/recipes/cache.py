@@ -30,7 +30,7 @@ from the start onto an empty mapping gives the cache's content (a stat is replac
 together with an event, so child-related stat fields such as ``num_children`` are those of the
 last data change, not live).
 
-**Streams.** ``async for event in cache.events():`` reads from a buffer of its own, bounded by
+**Streams.** ``async for event in cache.changes():`` reads from a buffer of its own, bounded by
 ``buffer_size``. A consumer that falls behind is never blocked on and never silently loses
 events: on overflow it receives one RESYNCED event, and reading the cache's state right then
 (before awaiting anything) gives the state with everything it missed; later events apply on
@@ -70,7 +70,12 @@ from aiocoord.recipes._cache_types import (
     NodeEvent,
     WatchMode,
 )
-from aiocoord.recipes._stream import EventStream, EventSubscription
+from aiocoord.recipes._stream import (
+    EventStream,
+    EventSubscription,
+    check_buffer_size,
+    warn_events_renamed,
+)
 from aiocoord.session import State, StateChange
 
 __all__ = [
@@ -125,10 +130,7 @@ class _Cache(Generic[V]):
                     f"max_depth must be >= 0 (0 caches the node alone), got {max_depth}"
                 )
         validate_flag(cache_data, "cache_data")
-        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
-            raise InvalidTypeError(f"buffer_size must be int, not {type(buffer_size).__name__}")
-        if buffer_size < 1:
-            raise BadArgumentsError(f"buffer_size must be >= 1, got {buffer_size}")
+        check_buffer_size(buffer_size)
         try:
             mode = WatchMode(watch_mode)
         except ValueError:
@@ -158,22 +160,21 @@ class _Cache(Generic[V]):
 
     # --- public surface --------------------------------------------------------------------
 
-    def events(self, *, buffer_size: int | None = None) -> EventSubscription[NodeEvent]:
-        """Subscribe to the change stream: ``async for event in cache.events():``.
+    def changes(self, *, buffer_size: int | None = None) -> EventSubscription[NodeEvent]:
+        """Subscribe to the change stream: ``async for event in cache.changes():``.
 
         The subscription receives every event from this call on (subscribe before
         ``start()`` to see the initial load). It buffers up to ``buffer_size`` unread events
         (the cache's default if None); on overflow it yields one RESYNCED event, after which
         the cache's current state includes everything missed. It ends when the cache closes.
         """
-        limit = self._buffer_size
-        if buffer_size is not None:
-            if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
-                raise InvalidTypeError(f"buffer_size must be int, not {type(buffer_size).__name__}")
-            if buffer_size < 1:
-                raise BadArgumentsError(f"buffer_size must be >= 1, got {buffer_size}")
-            limit = buffer_size
+        limit = self._buffer_size if buffer_size is None else check_buffer_size(buffer_size)
         return self._stream.subscribe(limit)
+
+    def events(self, *, buffer_size: int | None = None) -> EventSubscription[NodeEvent]:
+        """Deprecated name of :meth:`changes` (DeprecationWarning; goes in the next release)."""
+        warn_events_renamed(self)
+        return self.changes(buffer_size=buffer_size)
 
     async def wait_for(self, predicate: Callable[[V], bool], timeout: float | None = None) -> V:
         """Wait until ``predicate(state)`` is true and return that state.

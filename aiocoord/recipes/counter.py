@@ -217,7 +217,7 @@ class SharedCount:
         change with the current value instead of those it missed. The stream ends when the
         count is closed.
         """
-        return _CountChanges(self, self._cache.events(buffer_size=buffer_size))
+        return _CountChanges(self, self._cache.changes(buffer_size=buffer_size))
 
     def _change_of(self, event: NodeEvent) -> CountChange | None:
         if event.type in (CacheEventType.CREATED, CacheEventType.UPDATED):

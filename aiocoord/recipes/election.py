@@ -43,11 +43,10 @@ from aiocoord.recipes._leadership import (
     LeadershipChange,
     LeadershipLostError,
     LeadershipTerm,
-    Participant,
     check_leader_identifier,
-    participants_of,
 )
 from aiocoord.recipes._nodes import QueueNode
+from aiocoord.recipes._participants import Participant, queue_participants
 from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.recipes._waiting import deadline_after, left_or_zero
 from aiocoord.recipes.latch import LeaderLatch
@@ -274,13 +273,16 @@ class Election:
         await self.close()
 
     async def contenders(self) -> list[Participant]:
-        """Every contender, in queue order (the leader first)."""
-        return await participants_of(self._queue)
+        """Every contender, in queue order: the leader first (``holds``), then those waiting.
+
+        The same record as every recipe's listing (see :class:`Participant`); kazoo's
+        ``Election.contenders()`` gives the identifiers alone: ``[p.identifier for p in ...]``.
+        """
+        return await queue_participants(self._queue)
 
     async def leader(self) -> Participant | None:
         """The contender that leads now, or None if there is none."""
-        everyone = await self.contenders()
-        return everyone[0] if everyone else None
+        return next((p for p in await self.contenders() if p.holds), None)
 
     def __repr__(self) -> str:
         return f"<Election {self.path} {self.identifier!r} {'leader' if self.is_leader else ''}>"

@@ -58,12 +58,11 @@ from aiocoord.recipes._leadership import (
     LATCH_NAME,
     LeadershipChange,
     LeadershipTerm,
-    Participant,
     check_leader_identifier,
-    participants_of,
 )
+from aiocoord.recipes._participants import Participant, queue_participants
 from aiocoord.recipes._queue import SequentialQueue
-from aiocoord.recipes._stream import EventStream, EventSubscription
+from aiocoord.recipes._stream import EventStream, EventSubscription, check_buffer_size
 
 __all__ = ["LATCH_NAME", "LeaderLatch"]
 
@@ -102,11 +101,7 @@ class LeaderLatch:
             raise BadArgumentsError("a LeaderLatch cannot live on the root node")
         self.identifier = check_leader_identifier(identifier)
         self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
-        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
-            raise InvalidTypeError(f"buffer_size must be int, not {type(buffer_size).__name__}")
-        if buffer_size < 1:
-            raise BadArgumentsError(f"buffer_size must be >= 1, got {buffer_size}")
-        self._buffer_size = buffer_size
+        self._buffer_size = check_buffer_size(buffer_size)
         self.acl = check_acl(acl)
         self._queue = SequentialQueue(client, path, LATCH_NAME, LeaseDriver(1), acl=self.acl)
         self._term: LeadershipTerm | None = None
@@ -305,25 +300,19 @@ class LeaderLatch:
         Holds up to ``buffer_size`` unread changes; a reader that falls further behind gets
         one ``resynced`` change with the state at that moment. Ends when the latch closes.
         """
-        limit = self._buffer_size
-        if buffer_size is not None:
-            if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
-                raise InvalidTypeError(f"buffer_size must be int, not {type(buffer_size).__name__}")
-            if buffer_size < 1:
-                raise BadArgumentsError(f"buffer_size must be >= 1, got {buffer_size}")
-            limit = buffer_size
+        limit = self._buffer_size if buffer_size is None else check_buffer_size(buffer_size)
         return self._stream.subscribe(limit)
 
     # --- inspection ----------------------------------------------------------------------
 
     async def participants(self) -> list[Participant]:
-        """Every contender, in queue order (the leader first)."""
-        return await participants_of(self._queue)
+        """Every contender, in queue order: the leader first (``holds``, also ``is_leader``
+        as in Curator's ``getParticipants()``), then those waiting."""
+        return await queue_participants(self._queue)
 
     async def leader(self) -> Participant | None:
         """The contender that leads now, or None if there is none."""
-        everyone = await self.participants()
-        return everyone[0] if everyone else None
+        return next((p for p in await self.participants() if p.holds), None)
 
     def __repr__(self) -> str:
         state = "leader" if self.is_leader else ("waiting" if self.started else "idle")

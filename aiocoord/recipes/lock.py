@@ -61,6 +61,7 @@ from aiocoord.recipes._args import check_client, check_identifier, current_task,
 from aiocoord.recipes._drivers import Driver, LeaseDriver
 from aiocoord.recipes._holding import Holding, LossEvent
 from aiocoord.recipes._nodes import QueueNode
+from aiocoord.recipes._participants import Participant, queue_participants
 from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.session import State
 
@@ -160,10 +161,15 @@ class _QueueLock:
         replaces a fired one when the lock is next acquired by an object holding nothing."""
         return self._lost
 
-    async def contenders(self) -> list[str]:
-        """The identifiers of every contender (holders first), in queue order."""
-        nodes = await self._queue.participants(self._queue.lock_name)
-        return [data.decode("utf-8", "replace") for _, data in nodes]
+    async def contenders(self) -> list[Participant]:
+        """Every contender, in queue order: the holder first (``holds``), then those waiting.
+
+        The same record as every recipe's listing (see :class:`Participant`); kazoo's
+        ``Lock.contenders()`` gives the identifiers alone: ``[p.identifier for p in ...]``.
+        A read or write lock lists the nodes of its own half; a reader ``holds`` when no
+        writer is ahead of it.
+        """
+        return await queue_participants(self._queue)
 
     # --- acquiring and releasing ------------------------------------------------------------
 

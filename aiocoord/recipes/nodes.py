@@ -51,7 +51,7 @@ from aiocoord.errors import (
 )
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._nodes import delete_node
-from aiocoord.recipes._stream import EventSubscription
+from aiocoord.recipes._stream import EventSubscription, warn_events_renamed
 from aiocoord.recipes.cache import ChildrenCache, NodeEvent
 from aiocoord.session import State
 
@@ -296,7 +296,7 @@ class GroupMember:
 
     ``async with GroupMember(client, "/services/api", "node-1", b"10.0.0.1:80") as me:``
     keeps ``<path>/node-1`` present; ``me.members()`` gives every member's data by id (this
-    member always included), ``me.events()`` streams the cache's CHILD_ADDED /
+    member always included), ``me.changes()`` streams the cache's CHILD_ADDED /
     CHILD_UPDATED / CHILD_REMOVED events, and ``await me.wait_for(predicate, timeout)``
     waits for a membership. ``close()`` leaves the group. ``acl`` is the ACL of the member
     node and of the parents it makes (None: OPEN_ACL_UNSAFE).
@@ -364,9 +364,14 @@ class GroupMember:
         view[self.member_id] = self._node.data
         return view
 
+    def changes(self, *, buffer_size: int | None = None) -> EventSubscription[NodeEvent]:
+        """The membership change stream (the ChildrenCache's; see its ``changes()``)."""
+        return self._cache.changes(buffer_size=buffer_size)
+
     def events(self, *, buffer_size: int | None = None) -> EventSubscription[NodeEvent]:
-        """The membership change stream (the ChildrenCache's; see its ``events()``)."""
-        return self._cache.events(buffer_size=buffer_size)
+        """Deprecated name of :meth:`changes` (DeprecationWarning; goes in the next release)."""
+        warn_events_renamed(self)
+        return self.changes(buffer_size=buffer_size)
 
     async def wait_for(
         self, predicate: Callable[[dict[str, bytes]], bool], timeout: float | None = None

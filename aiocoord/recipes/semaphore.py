@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from types import TracebackType
 
 from aiocoord._deadline import timed_out
-from aiocoord._paths import join, sort_by_sequence
+from aiocoord._paths import join
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._watches import Watch
 from aiocoord._wire.data import ACL
@@ -44,6 +44,7 @@ from aiocoord.recipes._args import check_client, check_identifier, current_task,
 from aiocoord.recipes._drivers import LeaseDriver
 from aiocoord.recipes._holding import Holding, LossEvent
 from aiocoord.recipes._nodes import ProtectedNode, QueueNode, Restart
+from aiocoord.recipes._participants import Participant
 from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.recipes._waiting import TimedOut, bounded, deadline_after, left_or_zero
 from aiocoord.recipes.lock import LOCK_NAME
@@ -190,20 +191,16 @@ class Semaphore:
         validate_timeout(timeout)
         return _LeaseContext(self, timeout)
 
-    async def participants(self) -> list[str]:
-        """The identifiers of the current lease holders, in lease order."""
-        try:
-            names = await self.client.children(self._leases_path)
-        except NoNodeError:
-            return []
-        out: list[str] = []
-        for name in sort_by_sequence(names):
-            try:
-                data, _ = await self.client.get(join(self._leases_path, name))
-            except NoNodeError:
-                continue
-            out.append(data.decode("utf-8", "replace"))
-        return out
+    async def participants(self) -> list[Participant]:
+        """The lease holders, in lease order, each ``holds``: the nodes of Curator's
+        ``getParticipantNodes()``, as the record every recipe's listing uses (see
+        :class:`Participant`; kazoo's ``lease_holders()`` is ``[p.identifier for p in ...]``).
+        Those waiting for a lease are not listed (``python -m aiocoord inspect`` shows them).
+        """
+        leases = await SequentialQueue(
+            self.client, self._leases_path, LEASE_NAME, LeaseDriver()
+        ).participants(LEASE_NAME)
+        return [Participant(data.decode("utf-8", "replace"), True, name) for name, data in leases]
 
     def _data(self) -> bytes:
         ident = self.identifier

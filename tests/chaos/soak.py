@@ -16,17 +16,14 @@ import asyncio
 import logging
 import sys
 import time
+from pathlib import Path
 
-try:  # python -m tests.chaos.soak
-    from tests.chaos.chaoslib import FAULT_KINDS, SEED_ENV, MixConfig, min_faults, run_mix
-except ImportError:  # python tests/chaos/soak.py
-    from chaoslib import (  # type: ignore[no-redef]
-        FAULT_KINDS,
-        SEED_ENV,
-        MixConfig,
-        min_faults,
-        run_mix,
-    )
+# The chaos modules import each other by their own names (as pytest finds them: this folder
+# is on its path), so this folder goes on the path however soak is started (``python -m
+# tests.chaos.soak`` or ``python tests/chaos/soak.py``).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from chaoslib import FAULT_KINDS, SEED_ENV, MixConfig, min_faults, run_mix
 
 from aiocoord.testing import ZooKeeperEnsemble
 

@@ -3,6 +3,9 @@ cannot fail proves nothing), and tolerate only what a forced expiry explains."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 import pytest
 from chaoslib import (
     CacheChecker,
@@ -12,10 +15,11 @@ from chaoslib import (
     QueueLedger,
     RWReferee,
     SemaphoreReferee,
+    client_report,
     watched_paths,
 )
 
-from aiocoord import Client, Stat, TreeCache
+from aiocoord import Client, Stat, State, TreeCache
 from aiocoord._servers import Server
 from aiocoord.client import ChildData
 from aiocoord.recipes.cache import CacheEventType, NodeEvent
@@ -149,3 +153,13 @@ def test_a_force_expired_grant_heard_late_is_tolerated_only_with_an_older_token(
     ref.exit("newer-stale")
     ref.enter("third", 5, session=3)  # not explained by anything
     assert [v.invariant for v in log.violations][1:] == ["m: mutual exclusion", "m: fencing"]
+
+
+def test_client_report_names_a_stalled_clients_state() -> None:
+    # Session.pending_count is a property: the report reads it, never calls it.
+    session = SimpleNamespace(pending_count=3)
+    client: Any = SimpleNamespace(
+        state=State.SUSPENDED, session_id=0xAB, session=session, pending_deletes=lambda: 1
+    )
+    report = client_report("never-tracked", client)  # STATE_HISTORY is process-wide
+    assert report == "never-tracked: suspended 0xab, in flight 3, background 1, transitions []"

@@ -879,7 +879,7 @@ async def test_delete_and_recreate_during_a_disconnect(cluster: Cluster, chaos: 
         NodeCache(client, "/tree/n"),
     ]
     checkers = [CacheChecker(chaos, f"{type(c).__name__}", c) for c in caches]
-    node_events = caches[2].events()
+    node_events = caches[2].changes()
     for checker, cache in zip(checkers, caches, strict=True):
         checker.start()
         await cache.start()

@@ -51,7 +51,7 @@ async def no_more_node_events(sub: EventSubscription[NodeEvent], cache: Any) -> 
 async def test_node_cache_follows_create_update_delete(zk_client: Client, mode: str) -> None:
     async with NodeCache(zk_client, "/n", watch_mode=mode) as cache:
         assert cache.current is None
-        sub = cache.events()
+        sub = cache.changes()
         # Each change waits for the cache to show it: a state shorter than a read may be
         # skipped (the read after the event already sees the next one), as with any watch.
         await zk_client.create("/n", b"v1")
@@ -105,7 +105,7 @@ async def test_children_cache_data_and_child_events_arrive_once(
     await zk_client.create("/p")
     await zk_client.create("/p/old", b"o")
     cache = ChildrenCache(zk_client, "/p", watch_mode=mode)
-    sub = cache.events()
+    sub = cache.changes()
     await cache.start()
     initial = [await sub.get(timeout=5) for _ in range(2)]
     assert [(e.type, e.name) for e in initial] == [(T.CHILD_ADDED, "old"), (T.INITIALIZED, "p")]
@@ -159,7 +159,7 @@ async def test_tree_cache_follows_the_subtree_to_max_depth(zk_client: Client, mo
     await zk_client.create("/t/a/b", b"ab", make_parents=True)
     async with TreeCache(zk_client, "/t", max_depth=2, watch_mode=mode) as cache:
         assert set(cache.nodes) == {"/t", "/t/a", "/t/a/b"}
-        sub = cache.events()
+        sub = cache.changes()
         await zk_client.create("/t/a/b/c")  # depth 3: below max_depth
         await zk_client.create("/t/d", b"d")
         await cache.wait_for(lambda nodes: "/t/d" in nodes, timeout=5)
@@ -199,8 +199,8 @@ async def test_tree_cache_of_root_path(zk_client: Client) -> None:
 async def test_slow_consumer_gets_one_resynced_then_current_state(zk_client: Client) -> None:
     await zk_client.create("/slow")
     async with ChildrenCache(zk_client, "/slow") as cache:
-        sub = cache.events(buffer_size=5)
-        other = cache.events()
+        sub = cache.changes(buffer_size=5)
+        other = cache.changes()
         for i in range(20):
             await zk_client.create(f"/slow/{i:02d}", b"x")
         await cache.wait_for(lambda ch: len(ch) == 20, timeout=10)
@@ -274,7 +274,7 @@ async def test_bad_input_is_refused_before_anything_is_sent(zk_client: Client) -
         NodeCache("not a client", "/t")  # type: ignore[arg-type]
     cache = ChildrenCache(zk_client, "/t")
     with pytest.raises(BadArgumentsError):
-        cache.events(buffer_size=-5)
+        cache.changes(buffer_size=-5)
     assert sum(zk_client.session.sent.values()) == sent
 
     await cache.start()
@@ -290,7 +290,7 @@ async def test_cache_ends_streams_when_its_client_closes(zk_connect: Factory) ->
     client = await zk_connect()
     cache = TreeCache(client, "/gone")
     await cache.start()
-    sub = cache.events()
+    sub = cache.changes()
     await client.close()
     with pytest.raises(Exception, match="closed"):
         async for _ in sub:
@@ -324,3 +324,14 @@ async def test_cancelled_start_closes_the_cache_and_leaves_no_task(
 
 def _is_cache_task(task: asyncio.Task[Any]) -> bool:
     return getattr(task.get_coro(), "__qualname__", "").startswith("_Cache.")
+
+
+async def test_events_is_a_deprecated_alias_of_changes(zk_client: Client) -> None:
+    async with ChildrenCache(zk_client, "/old-name") as cache:
+        with pytest.warns(DeprecationWarning, match=r"ChildrenCache\.events\(\).*changes\(\)"):
+            old = cache.events(buffer_size=10)
+        new = cache.changes()
+        await zk_client.create("/old-name/kid", make_parents=True)
+        for sub in (old, new):
+            (event,) = await next_node_events(sub, 1)
+            assert (event.type, event.name) == (T.CHILD_ADDED, "kid")

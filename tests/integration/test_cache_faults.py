@@ -195,7 +195,7 @@ async def test_cache_converges_under_drops_and_expiry(
         cache = TreeCache(client, "/conv", watch_mode=mode)
         depth = None
     replay = Replay(cache)
-    sub = cache.events()
+    sub = cache.changes()
     consumer = asyncio.ensure_future(replay_all(sub, replay))
     await cache.start()
 
@@ -262,7 +262,7 @@ async def test_node_recreated_while_away_is_removed_then_added(
     await cache.start()
     before = cache.get("/away/x") if kind == "tree" else _find(cache, "/away/x")
     assert before is not None
-    sub = cache.events()
+    sub = cache.changes()
     session = client.session_id
 
     await cut(zk_fault_proxy, client)
@@ -299,7 +299,7 @@ async def test_changes_made_while_disconnected_still_arrive(
     await writer.create("/away/b", b"1")
     cache = ChildrenCache(client, "/away", watch_mode=mode)
     await cache.start()
-    sub = cache.events()
+    sub = cache.changes()
 
     await cut(zk_fault_proxy, client)
     await writer.set("/away/a", b"2")
@@ -336,7 +336,7 @@ async def test_cache_rearms_after_session_expiry(
     await writer.create("/away/y", b"1")
     cache = CACHES[kind](client, mode)
     replay = Replay(cache)
-    sub = cache.events()
+    sub = cache.changes()
     consumer = asyncio.ensure_future(replay_all(sub, replay))
     await cache.start()
     watches_before = client.session.watches.counts()

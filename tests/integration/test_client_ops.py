@@ -22,6 +22,7 @@ from aiocoord.errors import (
     NotEmptyError,
     TransactionFailedError,
 )
+from aiocoord.testing import ServerHandle
 
 
 async def test_create_get_set_delete_roundtrip(zk_client: Client) -> None:
@@ -93,6 +94,37 @@ async def test_transaction_commits_all_or_names_the_failing_op(zk_client: Client
     assert info.value.failed_index == 1
     assert isinstance(info.value.cause, NoNodeError)
     assert await zk_client.exists("/z") is None  # rolled back
+
+
+async def test_transaction_create_results_carry_the_servers_stat(
+    zk_client: Client, zookeeper: ServerHandle
+) -> None:
+    results = await (
+        zk_client.transaction()
+        .create("/plain", b"12")
+        .create("/box", b"345", container=True)
+        .set("/plain", b"6")
+        .commit()
+    )
+    plain, box, written = results
+    assert (plain.path, box.path) == ("/plain", "/box")
+    assert box.stat is not None and written.stat is not None
+    # one transaction, one zxid: the container's creation and the set share it
+    assert box.stat.czxid > 0 and box.stat.czxid == box.stat.mzxid == written.stat.mzxid
+    assert (box.stat.version, box.stat.data_length, box.stat.ephemeral_owner) == (0, 3, 0)
+    if _server_version(zookeeper) >= (3, 9):
+        assert plain.stat is not None and plain.stat.czxid == box.stat.czxid
+        assert (plain.stat.version, plain.stat.data_length) == (0, 2)
+    else:
+        # ZOOKEEPER-4026: a create2 inside a multi is answered with the path alone
+        assert plain.stat is None
+
+
+def _server_version(server: ServerHandle) -> tuple[int, int]:
+    """(major, minor) from ``srvr``'s "Zookeeper version: 3.8.4-<hash>, built on ..."."""
+    line = server.four_letter("srvr").splitlines()[0]
+    major, minor = line.split(":", 1)[1].strip().split(".")[:2]
+    return int(major), int(minor)
 
 
 async def test_new_opcodes_against_the_real_server(zk_client: Client) -> None:

@@ -61,7 +61,8 @@ async def test_latch_elects_one_leader_on_curators_layout(zk_connect: Factory) -
     assert len(names) == 3
     assert all(LATCH_NODE.match(n) for n in names), names
     participants = await latches[0].participants()
-    assert [p.is_leader for p in participants] == [True, False, False]
+    assert [p.holds for p in participants] == [True, False, False]
+    assert [p.is_leader for p in participants] == [True, False, False]  # Curator's name
     assert participants[0].identifier == leader.identifier
     assert sorted(p.identifier for p in participants) == ["node-0", "node-1", "node-2"]
     leader_node = await latches[1].leader()
@@ -223,7 +224,7 @@ async def test_election_runs_the_body_only_while_leader(zk_connect: Factory) -> 
         waiting = asyncio.ensure_future(second.leadership().__aenter__())
         await eventually(lambda: _count(a, "/elect", 2))
         contenders = await first.contenders()
-        assert [(c.identifier, c.is_leader) for c in contenders] == [
+        assert [(c.identifier, c.holds) for c in contenders] == [
             ("first", True),
             ("second", False),
         ]

@@ -272,7 +272,7 @@ async def _caches(client: Client, bounce: Callable[[], Awaitable[None]]) -> None
     caches.append(NodeCache(client, "/tree/a"))
     for cache in caches:
         await cache.start()
-    events = caches[0].events()
+    events = caches[0].changes()
     await bounce()
     await client.set("/tree/a", b"2")
     await caches[2].wait_for(lambda d: d is not None and d.data == b"2", 10)

@@ -12,7 +12,7 @@ import pytest
 from support import eventually
 
 import aiocoord
-from aiocoord import Client
+from aiocoord import Client, Participant
 from aiocoord.errors import (
     BadArgumentsError,
     InvalidPathError,
@@ -85,7 +85,7 @@ async def test_layout_is_curators_and_data_is_the_identifier(zk_client: Client) 
         assert data == b"svc-1"
         assert stat.ephemeral_owner == zk_client.session_id
         assert lock.fencing_token == stat.czxid
-        assert await lock.contenders() == ["svc-1"]
+        assert [p.identifier for p in await lock.contenders()] == ["svc-1"]
     # The node is gone at once; the parent is a container, which the server removes on its
     # own schedule once it is empty (so it may be gone too).
     try:
@@ -101,17 +101,18 @@ async def test_contenders_in_queue_order_with_default_identifiers(zk_connect: Fa
     await holder.acquire()
     waiter = Lock(b, "/order", identifier="second")
 
-    async def wait_turn() -> list[str]:
+    async def wait_turn() -> list[Participant]:
         async with waiter:
             return await waiter.contenders()
 
     task = asyncio.create_task(wait_turn())
     await eventually(lambda: _count(a, "/order", 2))
-    who = await holder.contenders()
-    assert who[1] == "second"
-    assert who[0].endswith(f":{asyncio.current_task().get_name()}")  # type: ignore[union-attr]
+    first, second = await holder.contenders()
+    assert (second.identifier, second.holds, first.holds) == ("second", False, True)
+    assert first.identifier.endswith(f":{asyncio.current_task().get_name()}")  # type: ignore[union-attr]
+    assert sorted([first.node_name, second.node_name]) == sorted(await a.children("/order"))
     await holder.release()
-    assert await asyncio.wait_for(task, 10) == ["second"]
+    assert [(p.identifier, p.holds) for p in await asyncio.wait_for(task, 10)] == [("second", True)]
 
 
 async def _count(client: Client, path: str, n: int) -> bool:
@@ -262,4 +263,4 @@ async def test_client_lock_takes_the_options(zk_client: Client) -> None:
     assert lock.cancel_on_loss
     assert lock.suspended_is_loss
     async with lock:
-        assert await lock.contenders() == ["me"]
+        assert [p.identifier for p in await lock.contenders()] == ["me"]

@@ -137,7 +137,7 @@ async def test_group_membership_converges_after_a_members_session_expires(
         assert await member.wait_for(lambda m: m == everyone, timeout=5) == everyone
         assert member.members() == everyone
 
-    events = members[0].events()
+    events = members[0].changes()
     expired = clients[1]
     old_session = expired.session_id
     await expire_session(expired.session_id, expired.session.password, zookeeper.connect_string)
@@ -162,3 +162,15 @@ async def test_group_membership_converges_after_a_members_session_expires(
     for member in members[:2]:
         await member.close()
     assert await children(clients[0], "/group") == []
+
+
+async def test_group_member_events_is_a_deprecated_alias_of_changes(zk_client: Client) -> None:
+    async with GroupMember(zk_client, "/old-group", "me", b"x") as member:
+        with pytest.warns(DeprecationWarning, match=r"GroupMember\.events\(\)"):
+            old = member.events()
+        await member.wait_for(lambda m: m == {"me": b"x"}, timeout=5)
+        other = GroupMember(zk_client, "/old-group", "you", b"y")
+        async with other:
+            while (event := await old.get(10)).name != "you":
+                pass
+            assert event.type is CacheEventType.CHILD_ADDED

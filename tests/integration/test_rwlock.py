@@ -158,7 +158,8 @@ async def test_layout_and_contenders(zk_connect: Factory) -> None:
     assert len(reads) == 1
     assert len(writes) == 1
     assert int(reads[0][-10:]) < int(writes[0][-10:])
-    assert await reader.contenders() == ["r"]
-    assert await writer.contenders() == ["w"]
+    # each half lists its own nodes; the writer queued behind the reader does not hold
+    assert [(p.identifier, p.holds) for p in await reader.contenders()] == [("r", True)]
+    assert [(p.identifier, p.holds) for p in await writer.contenders()] == [("w", False)]
     await reader.release()
     assert await asyncio.wait_for(task, 10)

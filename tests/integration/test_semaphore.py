@@ -65,7 +65,9 @@ async def test_several_leases_at_once_and_the_layout(zk_connect: Factory) -> Non
     assert all(LEASE_NODE.match(n) for n in names)
     assert sorted(lease.path.rsplit("/", 1)[1] for lease in leases) == names
     assert await nodes(a, "/sem-n/locks") == []  # the lock is only held while acquiring
-    assert await sem.participants() == ["a", "a"]
+    holders = await sem.participants()
+    assert [(p.identifier, p.holds) for p in holders] == [("a", True), ("a", True)]
+    assert sorted(p.node_name for p in holders) == names
     other = Semaphore(b, "/sem-n", 3)
     # One lease left: asking for two waits (and times out), asking for one works.
     with pytest.raises(aiocoord.TimeoutError):

@@ -69,7 +69,7 @@ def test_cache_stream_and_watches_on_uvloop(zookeeper: Any) -> None:
             await writer.ensure_path("/members")
             seen: list[tuple[CacheEventType, str]] = []
             async with ChildrenCache(reader, "/members") as cache:
-                events = cache.events()
+                events = cache.changes()
 
                 async def next_change() -> tuple[CacheEventType, str]:
                     event = await anext(events)

@@ -356,7 +356,7 @@ def test_recipe_constructors_refuse_bad_arguments_without_sending(
         lambda: AtomicCounter(client, "/c", retry=a),
         lambda: DoubleBarrier(client, "/d", a),
         lambda: Lock(a, "/l"),
-        lambda: TreeCache(client, "/t").events(buffer_size=a),
+        lambda: TreeCache(client, "/t").changes(buffer_size=a),
         lambda: Semaphore(client, "/s", 2).lease(timeout=a),
     ]
     attempt(env, makers[which])

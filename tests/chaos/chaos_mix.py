@@ -1,0 +1,305 @@
+"""The mix the CI test and the soak run share: :class:`MixConfig`, the fault lanes and
+:func:`run_mix`, which runs workers under seeded faults and reports in the summary table."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from chaos_cluster import Cluster
+from chaos_log import SEED_ENV, Chaos
+from chaos_referees import (
+    CacheChecker,
+    CounterLedger,
+    LeaderReferee,
+    MutexReferee,
+    QueueLedger,
+    RWReferee,
+    SemaphoreReferee,
+    server_shape,
+)
+from chaos_workers import (
+    STATE_HISTORY,
+    Worker,
+    consumer_worker,
+    counter_worker,
+    drain,
+    mutex_worker,
+    producer_worker,
+    rwlock_worker,
+    semaphore_worker,
+    start_worker,
+    stop_workers,
+    track_states,
+    tree_writer,
+)
+
+from aiocoord import (
+    AtomicCounter,
+    ChildrenCache,
+    Client,
+    LeaderLatch,
+    NodeCache,
+    TreeCache,
+)
+from aiocoord.errors import (
+    CoordinationError,
+)
+from aiocoord.testing import ZooKeeperEnsemble
+
+
+@dataclass
+class MixConfig:
+    """How big the mix is. The defaults fit a 2-core machine with a 3-member ensemble."""
+
+    seconds: float = 120.0
+    clients: int = 5
+    session_timeout: float = 2.0
+    settle_seconds: float = 6.0
+    #: minimum faults of each kind per 120 s of run (checked by the CI test)
+    min_faults_per_kind_per_120s: int = 20
+
+
+async def _fault_lanes(
+    cluster: Cluster,
+    chaos: Chaos,
+    clients: list[Client],
+    stop: asyncio.Event,
+    rng: random.Random,
+    timeout: float,
+) -> list[asyncio.Task[None]]:
+    """Start the fault injectors; each is a loop that ends when ``stop`` is set."""
+
+    async def pause(low: float, high: float) -> bool:
+        """Sleep a random while; True if the run is over."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), rng.uniform(low, high))
+        return stop.is_set()
+
+    async def kills() -> None:
+        while not await pause(0.1, 0.6):
+            if rng.random() < 0.4:
+                victim = await cluster.leader()
+                chaos.fault("kill")
+                chaos.events["kill: leader"] += 1
+            else:
+                victim = rng.randrange(len(cluster.ensemble.members))
+                chaos.fault("kill")
+            await cluster.kill(victim)
+            await pause(0.2, 1.0)
+            await cluster.restart(victim)
+
+    async def partitions(lane: int) -> None:
+        while not await pause(0.3, 1.0):
+            client = rng.choice(clients)
+            links = cluster.links_of(client)
+            chaos.fault("partition")
+            chaos.note(f"partition {cluster.name_of(client)}")
+            links.blackhole()
+            # Longer than the session timeout (and a server tick): the session expires.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.Event().wait(), timeout + rng.uniform(0.8, 1.4))
+            links.heal()
+            chaos.note(f"heal {cluster.name_of(client)}")
+
+    async def drops() -> None:
+        while not await pause(0.5, 2.0):
+            client = rng.choice(clients)
+            chaos.fault("drop")
+            chaos.note(f"drop {cluster.name_of(client)}")
+            cluster.links_of(client).drop()
+
+    async def latencies() -> None:
+        while not await pause(0.3, 1.5):
+            client = rng.choice(clients)
+            links = cluster.links_of(client)
+            chaos.fault("latency")
+            delay = rng.uniform(0.02, 0.25)
+            chaos.note(f"latency {delay:.2f} s {cluster.name_of(client)}")
+            links.latency(delay)
+            await pause(0.5, 2.0)
+            links.latency(0)
+            chaos.note(f"latency off {cluster.name_of(client)}")
+
+    async def expiries() -> None:
+        while not await pause(1.0, 2.5):
+            client = rng.choice(clients)
+            if not client.connected:
+                continue
+            chaos.fault("expire")
+            try:
+                await cluster.expire(client)
+            except (asyncio.TimeoutError, CoordinationError, OSError) as exc:
+                chaos.events[f"expire failed: {type(exc).__name__}"] += 1
+
+    lanes = [kills(), partitions(0), partitions(1), drops(), latencies(), expiries()]
+    return [asyncio.ensure_future(lane) for lane in lanes]
+
+
+def client_report(name: str, client: Client) -> str:
+    """What a violation says of the client tracked as ``name``: its state and session, its
+    requests in flight and background deletes, and its last transitions."""
+    return (
+        f"{name}: {client.state.value} 0x{client.session_id:x}, in flight "
+        f"{client.session.pending_count}, background {client.pending_deletes()}, "
+        f"transitions {list(STATE_HISTORY.get(name, ()))}"
+    )
+
+
+async def run_mix(
+    ensemble: ZooKeeperEnsemble,
+    config: MixConfig,
+    *,
+    seed: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Chaos:
+    """Run the mix on ``ensemble`` for ``config.seconds`` and return the log.
+
+    Several clients (each behind its own links) drive a lock, a read-write lock, a semaphore,
+    a leader latch, a counter, a queue and caches over a randomly written tree, while faults
+    of every kind are injected. Then the faults stop, everything must make progress again and
+    settle (caches equal to the server), the recipes and clients close, and the end checks
+    run. Violations are in the returned log (``chaos.assert_clean()``).
+    """
+    chaos = Chaos(seed, name="mix")
+    say = progress or (lambda _line: None)
+    say(f"chaos mix: seed={chaos.seed} ({SEED_ENV}={chaos.seed} replays it)")
+    rng = chaos.rng
+    cluster = await Cluster(ensemble, chaos).start()
+    workers: list[Worker] = []
+    latches: list[LeaderLatch] = []
+    caches: list[TreeCache | ChildrenCache | NodeCache] = []
+    checkers: list[CacheChecker] = []
+    lanes: list[asyncio.Task[None]] = []
+    try:
+        timeout = config.session_timeout
+        clients = [await cluster.client(session_timeout=timeout) for _ in range(config.clients)]
+        for i, c in enumerate(clients):
+            track_states(chaos, c, f"c{i}")
+        mutex = MutexReferee(chaos, "lock")
+        rw = RWReferee(chaos, "rwlock")
+        sem = SemaphoreReferee(chaos, "semaphore", 2)
+        leaders = LeaderReferee(chaos, "latch")
+        counter = CounterLedger()
+        queue = QueueLedger()
+        await cluster.observer.ensure_path("/tree")  # type: ignore[union-attr]
+
+        def spawn(name: str, make: Callable[[Worker], Awaitable[None]]) -> None:
+            w = Worker(name)
+            workers.append(start_worker(w, make(w)))
+
+        for i, c in enumerate(clients):
+            r = random.Random(rng.random())
+            spawn(f"mutex-{i}", lambda w, c=c, r=r: mutex_worker(chaos, w, c, "/lock", mutex, r))
+            spawn(f"rw-{i}", lambda w, c=c, r=r: rwlock_worker(chaos, w, c, "/rw", rw, r))
+            spawn(f"sem-{i}", lambda w, c=c, r=r: semaphore_worker(chaos, w, c, "/sem", sem, r))
+            spawn(
+                f"count-{i}", lambda w, c=c, r=r: counter_worker(chaos, w, c, "/count", counter, r)
+            )
+            if i % 2 == 0:
+                spawn(f"put-{i}", lambda w, c=c, r=r: producer_worker(chaos, w, c, "/q", queue, r))
+            else:
+                spawn(f"take-{i}", lambda w, c=c, r=r: consumer_worker(chaos, w, c, "/q", queue, r))
+            latch = LeaderLatch(c, "/leader", identifier=f"latch-{i}", suspended_is_loss=True)
+            leaders.attach(latch)
+            latches.append(latch)
+            await latch.start()
+        writer_client = clients[0]
+        spawn(
+            "tree-writer",
+            lambda w: tree_writer(chaos, w, writer_client, "/tree", random.Random(rng.random())),
+        )
+        for i, c in enumerate(clients[1:4]):
+            kind = (TreeCache, ChildrenCache, TreeCache)[i]
+            cache: TreeCache | ChildrenCache | NodeCache = kind(c, "/tree")
+            caches.append(cache)
+        caches.append(NodeCache(clients[-1], "/tree/a"))
+        for j, cache in enumerate(caches):
+            checker = CacheChecker(chaos, f"{type(cache).__name__}-{j}", cache)
+            checker.start()
+            checkers.append(checker)
+            await cache.start()
+
+        stop_faults = asyncio.Event()
+        lanes = await _fault_lanes(cluster, chaos, clients, stop_faults, rng, timeout)
+        report_every = 30.0
+        next_report = report_every
+        while chaos.elapsed() < config.seconds:
+            await asyncio.sleep(min(1.0, config.seconds - chaos.elapsed() + 0.01))
+            if chaos.elapsed() >= next_report:
+                next_report += report_every
+                say(
+                    f"  {chaos.elapsed():6.0f} s: faults {dict(chaos.faults)} "
+                    f"ops {sum(chaos.ops.values())} violations {len(chaos.violations)}"
+                )
+        stop_faults.set()
+        await asyncio.gather(*lanes, return_exceptions=True)
+        for t in lanes:
+            if not t.cancelled() and t.exception() is not None:
+                chaos.unexpected("fault lane", t.exception())  # type: ignore[arg-type]
+        for links in cluster.links.values():
+            links.heal()
+        for i in sorted(cluster.killed):
+            await cluster.restart(i)
+        say(f"  faults stopped at {chaos.elapsed():.0f} s; settling")
+
+        # Progress after the faults: every worker must get work done again.
+        before = {w.name: w.ops for w in workers}
+        await asyncio.sleep(config.settle_seconds)
+        for w in workers:
+            if w.name == "tree-writer" or w.name.startswith("take-"):
+                continue  # consumers may find the queue empty
+            if w.ops > before[w.name]:
+                continue
+            i = int(w.name.rsplit("-", 1)[1])
+            chaos.violate(
+                "progress after faults",
+                f"{w.name} did nothing in the {config.settle_seconds:.0f} s after the faults; "
+                + client_report(f"c{i}", clients[i]),
+            )
+        await leaders.wait_leader(timeout=30)
+        await stop_workers(chaos, workers)
+
+        # Caches equal the server once the writer has stopped.
+        assert cluster.observer is not None
+        await cluster.observer.sync("/tree")
+        server = {p: v for p, v in (await server_shape(cluster.observer, "/tree")).items()}
+        for checker in checkers:
+            await checker.settle(server)
+        for cache in caches:
+            await cache.close()
+        for checker in checkers:
+            await checker.close()
+        for latch in latches:
+            await latch.close()
+        counter.check(chaos, await AtomicCounter(cluster.observer, "/count").get())
+        await drain(cluster.observer, "/q", queue)
+        queue.check(chaos)
+        for c in clients:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(c.wait_background(), 15)
+        await cluster.finish(allowed=["/tree", "/count", "/q"], clients=clients)
+    finally:
+        for t in lanes:
+            t.cancel()
+        await asyncio.gather(*lanes, return_exceptions=True)
+        for w in workers:
+            if w.task is not None:
+                w.task.cancel()
+        await asyncio.gather(*(w.task for w in workers if w.task), return_exceptions=True)
+        for cache in caches:
+            with contextlib.suppress(Exception):
+                await cache.close()
+        for latch in latches:
+            with contextlib.suppress(Exception):
+                await latch.close()
+        await cluster.aclose()
+    return chaos
+
+
+def min_faults(config: MixConfig) -> int:
+    """The least number of faults of each kind a run of ``config.seconds`` must inject."""
+    return max(1, int(config.min_faults_per_kind_per_120s * config.seconds / 120))

@@ -1,0 +1,453 @@
+"""The referees: each checks its recipe's invariant at the very step a holder enters or leaves,
+and at the end (:class:`MutexReferee`, :class:`RWReferee`, :class:`SemaphoreReferee`,
+:class:`LeaderReferee`, :class:`CounterLedger`, :class:`QueueLedger`, :class:`CacheChecker`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+
+from chaos_log import Chaos
+
+from aiocoord import (
+    ChildrenCache,
+    Client,
+    LeaderLatch,
+    LeadershipChange,
+    NodeCache,
+    TreeCache,
+)
+from aiocoord.client import ChildData
+from aiocoord.errors import (
+    CoordinationError,
+    NoNodeError,
+)
+from aiocoord.recipes.cache import CacheEventType, NodeEvent
+
+
+class MutexReferee:
+    """Mutual exclusion: one holder at a time, and fencing tokens strictly increasing."""
+
+    def __init__(self, chaos: Chaos, name: str) -> None:
+        self.chaos = chaos
+        self.name = name
+        #: who is inside -> the session it holds with
+        self.inside: dict[str, int] = {}
+        #: who is inside -> its fencing token
+        self.tokens: dict[str, int] = {}
+        self.last_token = 0
+        self.entries = 0
+
+    @property
+    def holder(self) -> str | None:
+        """Who is inside (one of them, if the rule is broken)."""
+        return next(iter(self.inside), None)
+
+    def enter(self, who: str, token: int | None, session: int = 0) -> None:
+        """``who`` starts its critical section with fencing ``token``, on ``session``."""
+        self.entries += 1
+        if token is None:
+            self.chaos.violate(f"{self.name}: fencing", f"{who} holds with no fencing token")
+            token = self.last_token + 1
+        others = {w: s for w, s in self.inside.items() if w != who}
+        stale = session in self.chaos.force_expired or self.chaos.revoked(token)
+        if others:
+            self.chaos.overlap(
+                f"{self.name}: mutual exclusion",
+                f"{who} (0x{session:x}) entered while {others} is inside",
+                others.values(),
+                entering=session,
+                other_tokens=[self.tokens.get(w) for w in others],
+                entering_token=token,
+            )
+        elif stale and token <= self.last_token:
+            # A force-expired holder's grant heard of after a newer one (see Chaos.overlap):
+            # its older token is what makes a fenced resource refuse it.
+            self.chaos.tolerate(
+                "forced-expiry overlaps (fenced)",
+                f"{self.name}: fencing",
+                f"{who} token {token} after {self.last_token}",
+            )
+        if not stale:
+            self.chaos.check(
+                token > self.last_token,
+                f"{self.name}: fencing",
+                f"{who} holds with token {token} after token {self.last_token}",
+            )
+        self.inside[who] = session
+        self.tokens[who] = token
+        self.last_token = max(self.last_token, token)
+        self.chaos.note(f"{self.name}: {who} in (token {token})")
+
+    def exit(self, who: str) -> None:
+        """``who`` leaves its critical section."""
+        self.chaos.check(
+            who in self.inside,
+            f"{self.name}: mutual exclusion",
+            f"{who} left; {sorted(self.inside)} inside",
+        )
+        self.inside.pop(who, None)
+        self.tokens.pop(who, None)
+        self.chaos.note(f"{self.name}: {who} out")
+
+
+class RWReferee:
+    """A writer excludes everyone; readers exclude writers; write tokens strictly increase."""
+
+    def __init__(self, chaos: Chaos, name: str) -> None:
+        self.chaos = chaos
+        self.name = name
+        #: who reads / writes -> its session
+        self.readers: dict[str, int] = {}
+        self.writers: dict[str, int] = {}
+        self.last_write_token = 0
+        self.max_readers = 0
+
+    def enter(self, who: str, write: bool, token: int | None, session: int = 0) -> None:
+        """``who`` starts reading or writing, on ``session``."""
+        if write:
+            others = {**self.readers, **self.writers}
+            others.pop(who, None)
+            if others:
+                self.chaos.overlap(
+                    f"{self.name}: write exclusion",
+                    f"writer {who} entered with writers={self.writers} readers={self.readers}",
+                    others.values(),
+                    entering=session,
+                )
+            if session not in self.chaos.force_expired:
+                self.chaos.check(
+                    token is not None and token > self.last_write_token,
+                    f"{self.name}: fencing",
+                    f"writer {who} token {token} after {self.last_write_token}",
+                )
+            self.writers[who] = session
+            self.last_write_token = max(self.last_write_token, token or 0)
+        else:
+            others = {w: s for w, s in self.writers.items() if w != who}
+            if others:
+                self.chaos.overlap(
+                    f"{self.name}: read exclusion",
+                    f"reader {who} entered while {others} writes",
+                    others.values(),
+                    entering=session,
+                )
+            self.readers[who] = session
+            self.max_readers = max(self.max_readers, len(self.readers))
+        self.chaos.note(f"{self.name}: {who} in ({'write' if write else 'read'})")
+
+    def exit(self, who: str, write: bool) -> None:
+        """``who`` stops reading or writing."""
+        inside = self.writers if write else self.readers
+        self.chaos.check(who in inside, self.name, f"{who} left, unseen")
+        inside.pop(who, None)
+        self.chaos.note(f"{self.name}: {who} out")
+
+
+class SemaphoreReferee:
+    """At most ``max_leases`` holders at a time."""
+
+    def __init__(self, chaos: Chaos, name: str, max_leases: int) -> None:
+        self.chaos = chaos
+        self.name = name
+        self.max_leases = max_leases
+        #: who holds -> its session
+        self.holders: dict[str, int] = {}
+        self.peak = 0
+
+    def enter(self, who: str, session: int = 0) -> None:
+        """``who`` starts holding a lease, on ``session``."""
+        self.holders[who] = session
+        held = len(self.holders)
+        self.peak = max(self.peak, held)
+        if held > self.max_leases:
+            # Over the bound: fine only if the excess is made of forcibly expired holders.
+            live = [w for w, s in self.holders.items() if s not in self.chaos.force_expired]
+            excess = [s for w, s in self.holders.items() if w != who]
+            detail = f"{held} leases held (max {self.max_leases}): {self.holders}"
+            if len(live) <= self.max_leases:
+                self.chaos.overlap(f"{self.name}: lease bound", detail, excess, entering=session)
+            else:
+                self.chaos.violate(f"{self.name}: lease bound", detail)
+        self.chaos.note(f"{self.name}: {who} in")
+
+    def exit(self, who: str) -> None:
+        """``who`` stops holding a lease."""
+        self.holders.pop(who, None)
+        self.chaos.note(f"{self.name}: {who} out")
+
+
+class LeaderReferee:
+    """One leader at a time (checked in the very step a term starts), tokens increasing."""
+
+    def __init__(self, chaos: Chaos, name: str) -> None:
+        self.chaos = chaos
+        self.name = name
+        self.latches: list[LeaderLatch] = []
+        self.last_token = 0
+        self.terms = 0
+        self.changed = asyncio.Event()
+
+    def attach(self, latch: LeaderLatch) -> None:
+        """Referee ``latch`` (before it starts)."""
+        self.latches.append(latch)
+        latch.add_listener(lambda change: self._on_change(latch, change))
+
+    def _on_change(self, latch: LeaderLatch, change: LeadershipChange) -> None:
+        if change.is_leader:
+            self.terms += 1
+            self.chaos.events[f"{self.name}: terms"] += 1
+            others = [x for x in self.latches if x is not latch and x.is_leader]
+            if others:
+                self.chaos.overlap(
+                    f"{self.name}: single leader",
+                    f"{latch.identifier} leads while {[x.identifier for x in others]} lead",
+                    [x.term.session_id for x in others if x.term is not None],
+                    entering=change.term.session_id if change.term is not None else 0,
+                    other_tokens=[x.fencing_token for x in others],
+                    entering_token=change.term.fencing_token if change.term is not None else None,
+                )
+            token = change.term.fencing_token if change.term is not None else 0
+            stale = (
+                change.term is not None and change.term.session_id in self.chaos.force_expired
+            ) or self.chaos.revoked(token)
+            self.chaos.check(
+                stale or token > self.last_token,
+                f"{self.name}: fencing",
+                f"{latch.identifier} leads with token {token} after {self.last_token}",
+            )
+            self.last_token = max(self.last_token, token)
+            self.chaos.note(f"{self.name}: {latch.identifier} leads (token {token})")
+        else:
+            self.chaos.note(f"{self.name}: {latch.identifier} stops ({change.reason})")
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    def leader(self) -> LeaderLatch | None:
+        """The latch that leads now, if any."""
+        leaders = [x for x in self.latches if x.is_leader]
+        return leaders[0] if leaders else None
+
+    async def wait_leader(self, after_token: int = 0, timeout: float = 30.0) -> LeaderLatch:
+        """Wait for a leader whose term's token is larger than ``after_token``."""
+
+        async def until() -> LeaderLatch:
+            while True:
+                leader = self.leader()
+                if leader is not None and (leader.fencing_token or 0) > after_token:
+                    return leader
+                await self.changed.wait()
+
+        return await asyncio.wait_for(until(), timeout)
+
+
+class CounterLedger:
+    """What a counter must hold: every acknowledged increment, plus at most the uncertain ones
+    (a ConnectionLossError is "may or may not have been applied")."""
+
+    def __init__(self) -> None:
+        self.certain = 0
+        self.uncertain = 0
+
+    def check(self, chaos: Chaos, value: int, name: str = "counter") -> None:
+        """Compare the final ``value`` with the ledger."""
+        chaos.check(
+            self.certain <= value <= self.certain + self.uncertain,
+            f"{name}: exact",
+            f"value {value}, acknowledged {self.certain}, uncertain {self.uncertain}",
+        )
+        chaos.events[f"{name}: uncertain increments"] += self.uncertain
+        chaos.events[f"{name}: of which applied"] += max(0, value - self.certain)
+
+
+class QueueLedger:
+    """Every item put is taken exactly once: never twice, never lost (except items whose put
+    or claim ended in the documented "may or may not" ConnectionLossError)."""
+
+    def __init__(self) -> None:
+        self.put_ok: set[bytes] = set()
+        self.put_uncertain: set[bytes] = set()
+        self.taken: Counter[bytes] = Counter()
+        self.uncertain_claims = 0
+
+    def check(self, chaos: Chaos, name: str = "queue") -> None:
+        """Compare what was taken (the final drain included) with what was put."""
+        dups = {item: n for item, n in self.taken.items() if n > 1}
+        chaos.check(not dups, f"{name}: no duplicates", f"taken more than once: {dups}")
+        invented = set(self.taken) - self.put_ok - self.put_uncertain
+        chaos.check(not invented, f"{name}: no phantoms", f"taken, never put: {invented}")
+        lost = self.put_ok - set(self.taken)
+        chaos.check(
+            len(lost) <= self.uncertain_claims,
+            f"{name}: no loss",
+            f"{len(lost)} acknowledged items never taken ({sorted(lost)[:10]}); "
+            f"uncertain claims: {self.uncertain_claims}",
+        )
+        chaos.events[f"{name}: uncertain puts"] += len(self.put_uncertain)
+        chaos.events[f"{name}: uncertain claims"] += self.uncertain_claims
+        chaos.events[f"{name}: of which lost"] += len(lost)
+
+
+Shape = dict[str, tuple[bytes, int, int]]
+
+
+def shape(nodes: dict[str, ChildData]) -> Shape:
+    """What must match between a cache and the server: data, czxid and mzxid per path."""
+    return {p: (d.data, d.stat.czxid, d.stat.mzxid) for p, d in nodes.items()}
+
+
+class CacheChecker:
+    """Follows one cache's event stream and checks it while it flows:
+
+    * replaying the events onto an empty mapping gives the cache's content;
+    * a node is added only when absent, updated or removed only when present, and an update
+      keeps its czxid and moves its mzxid forward;
+
+    and, at the end, that the cache equals the server.
+    """
+
+    def __init__(
+        self, chaos: Chaos, name: str, cache: TreeCache | ChildrenCache | NodeCache
+    ) -> None:
+        self.chaos = chaos
+        self.name = name
+        self.cache = cache
+        self.replayed: dict[str, ChildData] = {}
+        self.events = 0
+        self._sub = cache.changes(buffer_size=1_000_000)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start following (call before the cache starts, to see the initial load)."""
+        self._task = asyncio.ensure_future(self._follow())
+
+    async def _follow(self) -> None:
+        added = {CacheEventType.NODE_ADDED, CacheEventType.CHILD_ADDED, CacheEventType.CREATED}
+        updated = {
+            CacheEventType.NODE_UPDATED,
+            CacheEventType.CHILD_UPDATED,
+            CacheEventType.UPDATED,
+        }
+        removed = {
+            CacheEventType.NODE_REMOVED,
+            CacheEventType.CHILD_REMOVED,
+            CacheEventType.DELETED,
+        }
+        try:
+            async for event in self._sub:
+                self.events += 1
+                self._apply(event, added, updated, removed)
+        except CoordinationError as exc:
+            self.chaos.unexpected(f"{self.name} event stream", exc)
+
+    def _apply(
+        self,
+        event: NodeEvent,
+        added: set[CacheEventType],
+        updated: set[CacheEventType],
+        removed: set[CacheEventType],
+    ) -> None:
+        name = f"{self.name}: events"
+        if event.type is CacheEventType.RESYNCED:
+            self.replayed = dict(self._content())
+            return
+        if event.type in added:
+            assert event.data is not None
+            self.chaos.check(
+                event.path not in self.replayed, name, f"added {event.path}, already present"
+            )
+            self.replayed[event.path] = event.data
+        elif event.type in updated:
+            assert event.data is not None
+            before = self.replayed.get(event.path)
+            if before is None:
+                self.chaos.violate(name, f"updated {event.path}, which was absent")
+            else:
+                self.chaos.check(
+                    before.stat.czxid == event.data.stat.czxid
+                    and event.data.stat.mzxid > before.stat.mzxid,
+                    name,
+                    f"update of {event.path} from {before.stat} to {event.data.stat}",
+                )
+            self.replayed[event.path] = event.data
+        elif event.type in removed:
+            self.chaos.check(
+                event.path in self.replayed, name, f"removed {event.path}, which was absent"
+            )
+            self.replayed.pop(event.path, None)
+
+    def _content(self) -> dict[str, ChildData]:
+        cache = self.cache
+        if isinstance(cache, NodeCache):
+            current = cache.current
+            return {} if current is None else {cache.path: current}
+        if isinstance(cache, ChildrenCache):
+            prefix = "/" if cache.path == "/" else cache.path + "/"
+            return {prefix + n: d for n, d in cache.children.items()}
+        return dict(cache.nodes)
+
+    async def settle(self, server: Shape, timeout: float = 20.0) -> None:
+        """Wait until the cache equals ``server`` (restricted to what it mirrors); then check
+        the replayed events agree."""
+        expected = self._expected(server)
+
+        def equal(_: object) -> bool:
+            return shape(self._content()) == expected
+
+        try:
+            await self.cache.wait_for(equal, timeout)
+        except (asyncio.TimeoutError, CoordinationError) as exc:
+            self.chaos.violate(
+                f"{self.name}: equals the server",
+                f"{exc!r}: cache {sorted(shape(self._content()).items())[:8]} "
+                f"server {sorted(expected.items())[:8]}",
+            )
+            return
+        # The events already delivered must describe the same state.
+        await asyncio.sleep(0)
+        self.chaos.check(
+            shape(self.replayed) == expected,
+            f"{self.name}: events replay to the cache",
+            f"replayed {sorted(shape(self.replayed))} vs {sorted(expected)}",
+        )
+
+    def _expected(self, server: Shape) -> Shape:
+        cache = self.cache
+        if isinstance(cache, NodeCache):
+            return {p: v for p, v in server.items() if p == cache.path}
+        root = cache.path
+        prefix = "/" if root == "/" else root + "/"
+        if isinstance(cache, ChildrenCache):
+            return {
+                p: v
+                for p, v in server.items()
+                if p.startswith(prefix) and "/" not in p[len(prefix) :]
+            }
+        return {p: v for p, v in server.items() if p == root or p.startswith(prefix)}
+
+    async def close(self) -> None:
+        """Stop following (the cache must be closed first, or be closing)."""
+        if self._task is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._task), 5)
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+async def server_shape(client: Client, root: str) -> Shape:
+    """Data, czxid and mzxid of ``root`` and every node below it, read from the server."""
+    out: Shape = {}
+
+    async def walk(path: str) -> None:
+        try:
+            data, stat = await client.get(path)
+            names = await client.children(path)
+        except NoNodeError:
+            return
+        out[path] = (data, stat.czxid, stat.mzxid)
+        prefix = "/" if path == "/" else path + "/"
+        await asyncio.gather(*(walk(prefix + n) for n in names))
+
+    await walk(root)
+    return out
