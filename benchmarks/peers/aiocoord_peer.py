@@ -236,7 +236,7 @@ async def _w4(connect: str, p: dict[str, Any]) -> dict[str, Any]:
         try:
             if len(cache.children) != n:
                 raise RuntimeError(f"cache holds {len(cache.children)} children, not {n}")
-            subscription = cache.events()
+            subscription = cache.changes()
             waiting: dict[str, Any] = {}
 
             async def consume() -> None:
