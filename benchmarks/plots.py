@@ -159,6 +159,8 @@ def _scaling(plt: Any, doc: dict[str, Any], path: Path) -> bool:
                 if slot is None:
                     continue
                 if slot.get("status") == "ok":
+                    if name not in slot["metrics"]:
+                        continue  # a peer that does not measure it (Curator: no peak RSS)
                     xs.append(n)
                     ys.append(slot["metrics"][name])
                 elif slot.get("status") == "timeout" and name == "wall_s":
