@@ -27,10 +27,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from aiocoord._connection import Reply
 from aiocoord._pathops import find_protected, protected_matches
 from aiocoord._paths import join, protected_prefix, sequence_of
 from aiocoord._watches import Watch
 from aiocoord._wire.data import ACL, Stat
+from aiocoord._wire.framing import EmptyResponse
+from aiocoord._wire.writes import DeleteRequest
 from aiocoord.client import Client
 from aiocoord.errors import (
     ClientClosedError,
@@ -38,6 +41,7 @@ from aiocoord.errors import (
     CoordinationError,
     NoNodeError,
     SessionExpiredError,
+    error_for_code,
 )
 from aiocoord.recipes._listing import forget_node, next_stamp
 from aiocoord.recipes._waiting import bounded, result_by, retrieve
@@ -100,14 +104,49 @@ async def delete_node(client: Client, path: str, *, cleared: bool = False) -> No
     ``cleared``: the node was granted by an exclusive driver, so no node ahead of it was left
     (see :meth:`_PathState.mark_gone`).
     """
-    if client.session.trusted():
+    session = client.session
+    if session.trusted():
         forget_node(client, path, cleared)
     # Else the waiters' own watches on the node tell them once the server has deleted it.
-    task = client.spawn(_delete_for_sure(client, path), f"aiocoord-release:{path}")
-    # The caller's holding is over: it waits for the server only briefly, so that a release
-    # on a dead link (not yet detected) returns at once, and the delete goes on in the
-    # background (Client.wait_background waits for it; the session's end removes the node).
-    await asyncio.wait((task,), timeout=RELEASE_WAIT)
+    # Written now, from this task (no task of its own to start and to finish on the way):
+    # the common release costs the caller no more than the delete's round trip.
+    reply = session.send_now(DeleteRequest(path=session.paths.add(path), version=-1))
+    if reply is None:  # no connection: the guaranteed delete waits for the next one
+        client.spawn(_delete_for_sure(client, path), f"aiocoord-release:{path}")
+        return
+    try:
+        # The caller's holding is over: it waits for the server only briefly, so that a
+        # release on a dead link (not yet detected) returns at once; whatever happens to
+        # the delete later is settled in the background (a lost reply: deleted again).
+        await asyncio.wait((reply,), timeout=RELEASE_WAIT)
+    finally:
+        if reply.done():
+            _settle_delete(client, path, reply)
+        else:  # a task of the client's, so that Client.wait_background waits for it
+            client.spawn(_finish_delete(client, path, reply), f"aiocoord-release:{path}")
+
+
+async def _finish_delete(
+    client: Client, path: str, reply: asyncio.Future[Reply[EmptyResponse]]
+) -> None:
+    await asyncio.wait((reply,))
+    _settle_delete(client, path, reply)
+
+
+def _settle_delete(client: Client, path: str, reply: asyncio.Future[Reply[EmptyResponse]]) -> None:
+    """What a release's delete came to: retried for sure if its answer was lost with the
+    connection (it may not have been applied), else done (deleted, or gone already)."""
+    if reply.cancelled():
+        return
+    exc = reply.exception()
+    if isinstance(exc, ConnectionLossError):
+        client.spawn(_delete_for_sure(client, path), f"aiocoord-release:{path}")
+    elif exc is not None:
+        log.warning("could not delete %s: %r", path, exc)
+    else:
+        err = reply.result().err
+        if err and err != NoNodeError.code:
+            log.warning("could not delete %s: %r", path, error_for_code(err, path=path))
 
 
 async def _delete_for_sure(client: Client, path: str) -> None:
