@@ -146,10 +146,16 @@ async def test_woken_waiter_in_another_session_lists_once(zk_connect: Factory, a
         assert await asyncio.wait_for(tasks[i - 1], 10)
         await locks[i].release()
     assert await asyncio.wait_for(tasks[-1], 10)
+    # The holder arms its exists watch on its node (op 3) from the loop's next turn.
+    await eventually(lambda: _sent_since(last, before, 3), what="the holder's exists")
     sent = {op: n - before.get(op, 0) for op, n in last.session.sent.items()}
-    # One getChildren (op 8), then the holder's exists watch on its node (op 3).
+    # One getChildren (op 8) after the wake, then that exists, and nothing else.
     assert {op: n for op, n in sent.items() if n} == {8: 1, 3: 1}
     await locks[-1].release()
+
+
+async def _sent_since(client: Client, before: dict[int, int], op: int) -> bool:
+    return client.session.pending_count == 0 and client.session.sent[op] > before.get(op, 0)
 
 
 async def test_500_waiters_that_give_up_leave_no_node_and_the_next_one_gets_it(
