@@ -9,8 +9,9 @@ deletes the node when its reply comes; and if the reply was lost to a connection
 is found by its protected prefix after a ``sync`` and deleted. :meth:`Client.wait_background`
 waits for those background deletions.
 
-**Release.** A release deletes the node in a task the client owns and waits at most
-:data:`RELEASE_WAIT` for the server, so that it returns at once on a dead link. While the
+**Release.** A release writes the node's delete from the caller's task and waits at most
+:data:`RELEASE_WAIT` for the server, so that it returns at once on a dead link; a task the
+client owns settles a late answer (and deletes again if the answer was lost). While the
 session is trusted it lets the client's own waiter right behind the node in at once (the local
 hand-over, see :func:`delete_node`).
 
