@@ -449,7 +449,14 @@ class Client(SessionView, AdminOps, PathOps):
     async def wait_background(self) -> None:
         """Wait until background work (guaranteed deletes) has finished."""
         while self._background:
-            await asyncio.gather(*list(self._background), return_exceptions=True)
+            pending = [task for task in self._background if not task.done()]
+            if pending:
+                await asyncio.wait(pending)
+            else:
+                # Done, but their done-callbacks (which drop them from the set) are still to
+                # run: let them. Not gather(): on Python 3.12 it completes at once on done
+                # tasks without yielding, and this loop would never let the callbacks run.
+                await asyncio.sleep(0)
 
     # --- transactions ----------------------------------------------------------------------
 

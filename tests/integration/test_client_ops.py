@@ -304,3 +304,23 @@ async def test_a_chroot_that_does_not_exist_is_created_on_connect(
             assert (await client.get("/config"))[0] == b"v1"
             await client.delete("/config")
     assert await zk_client.exists("/new/app") is not None
+
+
+async def test_wait_background_returns_when_a_task_finished_in_this_turn(
+    zk_client: Client,
+) -> None:
+    # A task of the client's that ends just before wait_background() is called is done, but
+    # its done-callback (which drops it from the client's set) has not run yet. Python 3.12's
+    # gather() completes at once on done tasks without yielding to the loop, so a loop of
+    # gathers never let that callback run: wait_background spun forever (seen as a hang of
+    # an election test on 3.12).
+    client = zk_client
+
+    async def quick() -> None:
+        return None
+
+    client.spawn(quick(), "quick")
+    await asyncio.sleep(0)  # the task runs and ends in this turn; its callback comes next
+    assert client.pending_deletes() == 1
+    await client.wait_background()
+    assert client.pending_deletes() == 0
