@@ -128,10 +128,14 @@ class Feed:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _guard(self, coro: Coroutine[Any, Any, None]) -> None:
-        """Run ``coro``; an error other than cancellation stops the cache."""
+    async def _guard(self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
+        """Run ``func(*args)``; an error other than cancellation stops the cache.
+
+        The coroutine is made here, not by the caller: a task cancelled before its first
+        step (a cache closed at once) then leaves no coroutine that was never awaited.
+        """
         try:
-            await coro
+            await func(*args)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
@@ -166,7 +170,7 @@ class PersistentFeed(Feed):
 
     async def start(self) -> None:
         assert self._watch is not None
-        self._spawn(self._guard(self._pump(self._watch)), "pump")
+        self._spawn(self._guard(self._pump, self._watch), "pump")
         self._request_resync()
         assert self._resync_task is not None
         await asyncio.shield(self._resync_task)
@@ -275,7 +279,7 @@ class PersistentFeed(Feed):
         if task is not None and not task.done():
             self._resync_again = True
             return
-        self._resync_task = self._spawn(self._guard(self._resync_loop()), "resync")
+        self._resync_task = self._spawn(self._guard(self._resync_loop), "resync")
 
     async def _resync_loop(self) -> None:
         while True:
@@ -381,13 +385,13 @@ class OneShotFeed(Feed):
     def _watch_node(self, path: str, depth: int) -> None:
         if path not in self._watchers:
             self._loading += 1
-            coro = self._guard(self._node_loop(path, depth))
+            coro = self._guard(self._node_loop, path, depth)
             self._watchers[path] = self._spawn(coro, "node")
 
     def _watch_children(self, path: str, depth: int) -> None:
         if path not in self._listers:
             self._loading += 1
-            coro = self._guard(self._list_loop(path, depth))
+            coro = self._guard(self._list_loop, path, depth)
             self._listers[path] = self._spawn(coro, "children")
 
     def _loaded_one(self, first: bool) -> bool:
