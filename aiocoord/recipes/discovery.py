@@ -43,8 +43,10 @@ from aiocoord.client import Client
 from aiocoord.errors import (
     BadArgumentsError,
     ClientClosedError,
+    ConnectionLossError,
     CoordinationError,
     InvalidTypeError,
+    NodeExistsError,
     NoNodeError,
     SessionExpiredError,
 )
@@ -179,12 +181,24 @@ class ServiceDiscovery:
         if reg is not None:
             await self.update(instance)
             return
-        node = PersistentNode(
-            self.client, path, data, mode=_MODES[instance.service_type], acl=self.acl
-        )
+        mode = _MODES[instance.service_type]
+        node = PersistentNode(self.client, path, data, mode=mode, acl=self.acl)
         reg = self._registrations[instance.id] = _Registration(instance, node)
         try:
             async with reg.lock:
+                if not mode.sequential:
+                    # The first create is ours, so that what the server refuses (no auth, a
+                    # bad ACL) reaches the caller instead of being retried in the background.
+                    # The node then adopts the node made (or waits out another's).
+                    with contextlib.suppress(NodeExistsError, ConnectionLossError):
+                        await self.client.create(
+                            path,
+                            data,
+                            ephemeral=mode.ephemeral,
+                            make_parents=True,
+                            parents_as_containers=True,
+                            acl=self.acl,
+                        )
                 await node.start()
                 await node.wait_for_initial_create(timeout)
                 if (
