@@ -55,18 +55,9 @@ __all__ = [
 
 _JAVA_INT = (-(2**31), 2**31 - 1)
 _JAVA_LONG = (-(2**63), 2**63 - 1)
-_KNOWN = (
-    "name",
-    "id",
-    "address",
-    "port",
-    "sslPort",
-    "payload",
-    "registrationTimeUTC",
-    "serviceType",
-    "uriSpec",
-    "enabled",
-)
+#: The keys Curator writes, in its order; any other key is kept as read (``_extra``).
+_KNOWN = "name id address port sslPort payload registrationTimeUTC serviceType uriSpec enabled"
+_KNOWN_KEYS = frozenset(_KNOWN.split())
 
 
 class InstanceFormatError(CoordinationError, ValueError):
@@ -308,7 +299,7 @@ class ServiceInstance:
         object.__setattr__(
             self,
             "_extra",
-            MappingProxyType({k: v for k, v in self._extra.items() if k not in _KNOWN}),
+            MappingProxyType({k: v for k, v in self._extra.items() if k not in _KNOWN_KEYS}),
         )
 
     @classmethod
@@ -345,6 +336,15 @@ class ServiceInstance:
             uri_spec=UriSpec(uri_spec) if isinstance(uri_spec, str) else uri_spec,
             enabled=enabled,
         )
+
+    def to_json(self) -> bytes:
+        """The node data Curator writes for this instance (see the module docstring)."""
+        return encode_instance(self)
+
+    @classmethod
+    def from_json(cls, data: bytes) -> ServiceInstance:
+        """The instance in a node's data; InstanceFormatError if it is not one."""
+        return decode_instance(data)
 
     def build_uri_spec(self, variables: Mapping[str, Any] | None = None) -> str:
         """This instance's URI from its ``uri_spec`` (``""`` if it has none)."""
@@ -441,7 +441,8 @@ def _uri_spec(raw: Any) -> UriSpec | None:
         return None
     if not isinstance(raw, dict):
         raise InstanceFormatError(f'"uriSpec" must be an object or null, got {raw!r:.60}')
-    parts = raw.get("parts") or []
+    parts = raw.get("parts")
+    parts = [] if parts is None else parts
     if not isinstance(parts, list):
         raise InstanceFormatError(f'"uriSpec.parts" must be a list, got {parts!r:.60}')
     out = []
@@ -486,7 +487,7 @@ def decode_instance(data: bytes, path: str | None = None) -> ServiceInstance:
             service_type=ServiceType[kind],
             uri_spec=_uri_spec(doc.get("uriSpec")),
             enabled=bool(enabled),
-            _extra={k: v for k, v in doc.items() if k not in _KNOWN},
+            _extra={k: v for k, v in doc.items() if k not in _KNOWN_KEYS},
         )
     except InstanceFormatError as exc:
         raise InstanceFormatError(f"{exc}{where}") from None

@@ -128,7 +128,7 @@ async def test_registration_comes_back_on_a_new_session(
         path = f"/svc/api/{instance.id}"
         # Someone else disables the instance: with watch_instances that is kept.
         disabled = dataclasses.replace(instance, enabled=False)
-        await admin.set(path, _encode(disabled))
+        await admin.set(path, disabled.to_json())
         await eventually(lambda: _true(discovery.registered() == [disabled]))
 
         old = client.session_id
@@ -144,12 +144,6 @@ async def test_registration_comes_back_on_a_new_session(
         assert json.loads(data)["enabled"] is False  # re-created with what was seen last
     await client.wait_background()
     assert await node_names(admin, "/svc/api") == []
-
-
-def _encode(instance: ServiceInstance) -> bytes:
-    from aiocoord.recipes.discovery import encode_instance
-
-    return encode_instance(instance)
 
 
 async def _true(value: bool) -> bool:
@@ -307,7 +301,7 @@ async def test_unknown_fields_survive_an_update(zk_connect: Factory) -> None:
         instance = ServiceInstance.build("api", id="one", port=1)
         await discovery.register(instance, timeout=10)
         # A newer writer adds fields this version does not know.
-        doc = json.loads(_encode(instance))
+        doc = json.loads(instance.to_json())
         doc["zone"] = {"region": "eu", "rack": 7}
         doc["weight"] = 5
         await admin.set("/services/api/one", json.dumps(doc).encode())
