@@ -370,10 +370,11 @@ class ServiceDiscovery:
         """Stop keeping ``reg`` and delete its node; with ``sweep``, also a node whose create
         was on its way when the registration stopped."""
         follower = reg.follower
-        if follower is not None and not follower.done():
+        if follower is not None:
             follower.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await follower
+            await asyncio.wait((follower,))
+            if not follower.cancelled() and follower.exception() is not None:
+                log.warning("following %s failed: %r", reg.node.path, follower.exception())
         data = reg.node.data
         await reg.node.close()
         if sweep and not self.client.closed:
@@ -427,6 +428,10 @@ class ServiceDiscovery:
                     reg.instance = seen
                     await reg.node.set_data(child.data, write=False)
         except ClientClosedError:
-            pass
+            pass  # the registration ends with the client
+        except CoordinationError as exc:
+            # Only the following stops: the node itself is still kept (with the data last
+            # given or seen), so the error is worth a warning, not the registration.
+            log.warning("watch_instances: stopped following %s: %r", path, exc)
         finally:
             await cache.close()
