@@ -12,8 +12,11 @@ lost is not made twice), STATIC and PERMANENT persistent nodes.
 **Registrations are kept.** Each registration is a :class:`~aiocoord.PersistentNode`: when the
 session expires and the client makes a new one, the ephemeral node is made again with the
 instance's latest data (Curator re-registers on reconnection); a node deleted by someone else
-comes back as well. A node of the same name that another live session owns is waited out,
-never taken over (Curator deletes it). ``register(timeout=)`` waits for the first creation.
+comes back as well. A node of the same name that another live session owns (or, for a
+DYNAMIC instance, a persistent one) is waited out, never taken over (Curator deletes it).
+``register(timeout=)`` waits for the first creation; what the server refuses (no auth, a bad
+ACL) is raised to the caller. ``update()`` keeps the new data for re-creations before it
+writes it: after a ConnectionLossError, call it again (it is idempotent).
 
 **Cancellation.** A cancelled or timed-out :meth:`ServiceDiscovery.register` leaves no node:
 the registration is dropped and its node deleted (a create still on its way is looked for
@@ -21,8 +24,10 @@ after it). :meth:`~ServiceDiscovery.unregister` and :meth:`~ServiceDiscovery.clo
 nodes as Curator's ``unregisterService`` and ``close`` do, whatever the type; the delete is
 guaranteed (finished in the background if the connection is down).
 
-**watch_instances** (Curator's option): a registration follows its node, so that data written
-by someone else (an operator disabling the instance, say) is what the node is re-created with.
+**watch_instances** (Curator's option): a registration follows its node with a
+:class:`~aiocoord.NodeCache`, so that data written by someone else (an operator disabling the
+instance, say) is what the node is re-created with (not for DYNAMIC_SEQUENTIAL instances,
+whose node changes its name).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -111,10 +112,12 @@ async def test_register_find_update_unregister(zk_connect: Factory) -> None:
 
         assert await discovery.unregister(moved)
         assert not await discovery.unregister(moved)  # not registered any more: nothing done
+        await client.wait_background()  # the delete may end after unregister() returns
         assert await reader.instances("api") == []
         with pytest.raises(DiscoveryError, match="register"):
             await discovery.update(moved)
     # Closing unregisters the rest, persistent ones included, as Curator's close() does.
+    await client.wait_background()
     assert await node_names(other, "/services/db") == []
 
 
@@ -410,3 +413,27 @@ async def test_cancelled_or_timed_out_registration_leaves_no_node(zk_connect: Fa
         await refused.register(ServiceInstance.build("api"), timeout=10)
     assert refused.registered() == []
     assert await client.exists("/refused") is None
+
+
+async def test_sequential_instances_and_registering_an_id_again(zk_connect: Factory) -> None:
+    client, admin = await zk_connect(), await zk_connect()
+    async with ServiceDiscovery(client, "/services") as discovery:
+        worker = ServiceInstance.build(
+            "jobs", id="w", service_type=ServiceType.DYNAMIC_SEQUENTIAL, port=1
+        )
+        await discovery.register(worker, timeout=10)
+        [name] = await node_names(admin, "/services/jobs")
+        assert re.fullmatch(r"_c_[0-9a-f-]{36}-w\d{10}", name)  # protected, as our sequentials
+        _, stat = await admin.get(f"/services/jobs/{name}")
+        assert stat.ephemeral_owner == client.session_id
+        assert await discovery.instances("jobs") == [worker]
+        # Registering the same id again updates it, in place.
+        again = dataclasses.replace(worker, port=2)
+        await asyncio.gather(discovery.register(again), discovery.register(again))
+        assert await node_names(admin, "/services/jobs") == [name]
+        assert await discovery.instances("jobs") == [again]
+        with pytest.raises(BadArgumentsError, match="unregister"):
+            await discovery.update(dataclasses.replace(again, name="other"))
+        assert await discovery.unregister(again)
+        await client.wait_background()
+        assert await node_names(admin, "/services/jobs") == []
