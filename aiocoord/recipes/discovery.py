@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiocoord._deadline import within
 from aiocoord._paths import join
 from aiocoord._validation import validate_data, validate_flag, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
@@ -186,33 +187,12 @@ class ServiceDiscovery:
         if reg is not None:
             await self.update(instance)
             return
-        mode = _MODES[instance.service_type]
-        node = PersistentNode(self.client, path, data, mode=mode, acl=self.acl)
+        node = PersistentNode(
+            self.client, path, data, mode=_MODES[instance.service_type], acl=self.acl
+        )
         reg = self._registrations[instance.id] = _Registration(instance, node)
         try:
-            async with reg.lock:
-                if not mode.sequential:
-                    # The first create is ours, so that what the server refuses (no auth, a
-                    # bad ACL) reaches the caller instead of being retried in the background.
-                    # The node then adopts the node made (or waits out another's).
-                    with contextlib.suppress(NodeExistsError, ConnectionLossError):
-                        await self.client.create(
-                            path,
-                            data,
-                            ephemeral=mode.ephemeral,
-                            make_parents=True,
-                            parents_as_containers=True,
-                            acl=self.acl,
-                        )
-                await node.start()
-                await node.wait_for_initial_create(timeout)
-                if (
-                    self.watch_instances
-                    and instance.service_type is not ServiceType.DYNAMIC_SEQUENTIAL
-                ):
-                    reg.follower = asyncio.get_running_loop().create_task(
-                        self._follow(reg, path), name=f"aiocoord-discovery-follow:{path}"
-                    )
+            await within(self._start(reg, path, data), timeout, f"{path} not registered")
         except BaseException:
             if self._registrations.get(instance.id) is reg:
                 del self._registrations[instance.id]
@@ -220,8 +200,34 @@ class ServiceDiscovery:
             removal = self.client.spawn(
                 self._remove(reg, sweep=True), f"aiocoord-discovery-remove:{path}"
             )
-            await asyncio.shield(removal)
+            try:
+                await asyncio.shield(removal)
+            except Exception as exc:  # the caller gets the error that stopped the registration
+                log.warning("could not remove the registration of %s: %r", path, exc)
             raise
+
+    async def _start(self, reg: _Registration, path: str, data: bytes) -> None:
+        node = reg.node
+        async with reg.lock:
+            if not node.mode.sequential:
+                # The first create is ours, so that what the server refuses (no auth, a bad
+                # ACL) reaches the caller instead of being retried in the background. The
+                # node then adopts the node made (or waits out another's).
+                with contextlib.suppress(NodeExistsError, ConnectionLossError):
+                    await self.client.create(
+                        path,
+                        data,
+                        ephemeral=node.mode.ephemeral,
+                        make_parents=True,
+                        parents_as_containers=True,
+                        acl=self.acl,
+                    )
+            await node.start()
+            await node.wait_for_initial_create()
+            if self.watch_instances and not node.mode.sequential:
+                reg.follower = asyncio.get_running_loop().create_task(
+                    self._follow(reg, path), name=f"aiocoord-discovery-follow:{path}"
+                )
 
     async def update(self, instance: ServiceInstance) -> None:
         """Write ``instance``'s new fields to its node (and keep them for re-creations).
