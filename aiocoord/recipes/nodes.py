@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aiocoord._deadline import within
-from aiocoord._validation import validate_data, validate_path, validate_timeout
+from aiocoord._validation import validate_data, validate_flag, validate_path, validate_timeout
 from aiocoord._watches import EventType
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -140,12 +140,15 @@ class PersistentNode:
         await within(self._created.wait(), timeout, f"{self.path} not created")
         return True
 
-    async def set_data(self, data: bytes) -> None:
-        """Change the node's data now (if it exists) and for every re-creation."""
+    async def set_data(self, data: bytes, *, write: bool = True) -> None:
+        """Change the node's data now (if it exists) and for every re-creation.
+        ``write=False`` only keeps it for the re-creations: the node holds it already
+        (someone else wrote it), and writing it again could undo a newer change."""
         payload = validate_data(data, self.path)
+        validate_flag(write, "write")
         self._data = payload
         actual = self._actual
-        if actual is not None:
+        if actual is not None and write:
             with contextlib.suppress(NoNodeError):
                 await self.client.set(actual, payload)  # if gone, the task makes it anew
 
