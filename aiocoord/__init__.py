@@ -5,6 +5,7 @@ recipes (locks, caches, election, ...) take that client. Everything public is re
 """
 
 from aiocoord._connect import Connecting, connect, open_client
+from aiocoord._stats import ClientStats, OpStats, RecipeStats, WatchStats
 from aiocoord._watches import EventType, PersistentWatch, Watch, WatchEvent
 from aiocoord._wire.data import ACL, Stat
 from aiocoord.acl import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, ACLProvider
@@ -132,6 +133,7 @@ __all__ = [
     "ACLProvider",
     "CREATOR_ALL_ACL",
     "ChildData",
+    "ClientStats",
     "Client",
     "Connecting",
     "EventType",
@@ -139,6 +141,8 @@ __all__ = [
     "NoRetry",
     "OPEN_ACL_UNSAFE",
     "OpResult",
+    "OpStats",
+    "RecipeStats",
     "PersistentWatch",
     "READ_ACL_UNSAFE",
     "RetryNTimes",
@@ -150,6 +154,7 @@ __all__ = [
     "Transaction",
     "Watch",
     "WatchEvent",
+    "WatchStats",
     "__version__",
     "connect",
     "open_client",

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
+from aiocoord._stats import Recorder
 from aiocoord._wire.framing import (
     EMPTY,
     REPLY_HEADER_SIZE,
@@ -69,8 +70,11 @@ class Connection(asyncio.Protocol):
         on_watch: Callable[[WatchNotification], None],
         on_zxid: Callable[[int], None],
         on_lost: Callable[[Connection], None] | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.host = host
+        #: where answered requests, their latency and the bytes are counted (see _stats)
+        self.recorder = recorder if recorder is not None else Recorder()
         self._on_lost = on_lost
         self.port = port
         self._on_watch = on_watch
@@ -117,6 +121,7 @@ class Connection(asyncio.Protocol):
         on_zxid: Callable[[int], None],
         on_lost: Callable[[Connection], None] | None = None,
         ssl: _ssl.SSLContext | None = None,
+        recorder: Recorder | None = None,
     ) -> tuple[Connection, ConnectResponse]:
         """Connect and run the session handshake within ``timeout`` seconds.
 
@@ -124,7 +129,7 @@ class Connection(asyncio.Protocol):
         request is failed: whoever owns the connection can update its state first.
         """
         loop = asyncio.get_running_loop()
-        conn = cls(host, port, on_watch, on_zxid, on_lost)
+        conn = cls(host, port, on_watch, on_zxid, on_lost, recorder)
 
         async def handshake() -> ConnectResponse:
             transport, _ = await loop.create_connection(lambda: conn, host, port, ssl=ssl)
@@ -145,6 +150,8 @@ class Connection(asyncio.Protocol):
             )
             reply = await conn._handshake
             conn.proof = sent
+            if reply.timeout_ms > 0:  # else the session expired: no connection served it
+                conn.recorder.connections += 1
             return reply
 
         try:
@@ -168,6 +175,7 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_recv = time.monotonic()
+        self.recorder.bytes_in += len(data)
         buf = self._buffer
         buf += data
         pos = 0
@@ -233,6 +241,7 @@ class Connection(asyncio.Protocol):
             raise ProtocolError(f"reply to xid {xid}, never sent, from {self.host}:{self.port}")
         self._note(zxid)
         self._prove(pending.sent)
+        self.recorder.reply(pending.request.opcode, err, self.last_recv - pending.sent)
         body = None
         # A failed transaction still lists each op's result, the failing op's error among them.
         if err == 0 or (pending.request.opcode == Op.MULTI and len(frame) > REPLY_HEADER_SIZE):
@@ -303,6 +312,7 @@ class Connection(asyncio.Protocol):
     def _write(self, data: bytes) -> None:
         assert self._transport is not None
         self._transport.write(data)
+        self.recorder.bytes_out += len(data)
         self.requests_sent += 1
         self.last_send = time.monotonic()
 
@@ -359,6 +369,7 @@ class Connection(asyncio.Protocol):
             self._on_lost(self)
         pending, self._pending = self._pending, {}
         for p in pending.values():
+            self.recorder.lost(p.request.opcode)
             if not p.future.done():
                 p.future.set_exception(ConnectionLossError(str(exc)))
         for queue in self._special.values():

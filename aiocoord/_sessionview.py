@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from aiocoord._states import State, StateChange
+from aiocoord._stats import ClientStats
 from aiocoord._validation import validate_timeout
 from aiocoord.errors import InvalidTypeError
 
@@ -26,6 +27,8 @@ class SessionView:
 
     if TYPE_CHECKING:  # provided by Client
         _session: Session
+
+        def pending_deletes(self) -> int: ...
 
     @property
     def session(self) -> Session:
@@ -77,3 +80,32 @@ class SessionView:
     def add_state_listener(self, callback: Callable[[StateChange], None]) -> Callable[[], None]:
         """Call ``callback`` on every transition (synchronously); returns a remover."""
         return self._session.add_listener(callback)
+
+    def stats(self) -> ClientStats:
+        """A snapshot of what this client did since it opened: requests by operation (count,
+        errors by type, latency p50/p99/max), requests in flight, bytes in and out, the
+        server watches held by kind, reconnects, session expiries, the server, the session
+        and its negotiated timeout, background deletes pending, and per recipe kind
+        (``"lock"``, ``"lease"``, ``"leadership"``, ``"latch"``) the grants, waits, wait
+        time and losses.
+
+        Counting is always on and costs a few integer operations per reply (the latency
+        histogram is fixed in size, see :mod:`aiocoord._stats`); a snapshot costs more, so
+        take one when it is wanted (a metrics scrape), not per request.
+        """
+        session = self._session
+        recorder = session.recorder
+        return ClientStats(
+            requests=recorder.requests(),
+            in_flight=session.pending_count,
+            bytes_in=recorder.bytes_in,
+            bytes_out=recorder.bytes_out,
+            watches=session.watches.stats(),
+            reconnects=max(recorder.connections - 1, 0),
+            session_expiries=recorder.expiries,
+            server=None if session.server is None else str(session.server),
+            session_id=session.session_id,
+            negotiated_timeout=session.negotiated_timeout,
+            pending_deletes=self.pending_deletes(),
+            recipes=recorder.recipes(),
+        )

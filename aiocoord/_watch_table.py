@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from aiocoord._connection import Reply
+from aiocoord._stats import WatchStats
 from aiocoord._watches import TRIGGERS, EventType, PersistentWatch, Watch, WatchEvent, WatchKind
 from aiocoord._wire.framing import EmptyResponse, Request
 from aiocoord._wire.opcodes import AddWatchMode, Op, WatcherType
@@ -409,6 +410,20 @@ class WatchTable:
         return any((kind, server_path) in self._one_shot for kind in WatchKind) or any(
             (rec, server_path) in self._persistent for rec in (False, True)
         )
+
+    def stats(self) -> WatchStats:
+        """The server watches held now, by kind (for :meth:`Client.stats`)."""
+        data = exist = child = 0
+        for (kind, _), entry in self._one_shot.items():
+            if kind is WatchKind.CHILD:
+                child += 1
+            elif entry.exists:
+                data += 1
+            else:
+                exist += 1
+        recursive = sum(1 for (rec, _), held in self._persistent.items() if rec and held)
+        plain = sum(1 for (rec, _), held in self._persistent.items() if not rec and held)
+        return WatchStats(data, exist, child, plain, recursive)
 
     def counts(self) -> dict[str, int]:
         """Number of server watches and of waiters, for tests and diagnostics."""

@@ -36,6 +36,7 @@ from aiocoord._paths import Chroot
 from aiocoord._prelude import authenticate, prime
 from aiocoord._servers import Server
 from aiocoord._states import State, StateBroadcast, StateChange
+from aiocoord._stats import Recorder
 from aiocoord._watch_table import WatchTable
 from aiocoord._watches import Watch
 from aiocoord._wire.framing import EmptyResponse, Request
@@ -74,15 +75,11 @@ class Session:
         chroot: str = "",
         sasl: tuple[str, str] | None = None,
     ) -> None:
-        self._connector = Connector(
-            servers,
-            connect_timeout=connect_timeout if connect_timeout is not None else session_timeout,
-            ssl=ssl,
-        )
+        self.connect_timeout = connect_timeout if connect_timeout is not None else session_timeout
+        self._connector = Connector(servers, connect_timeout=self.connect_timeout, ssl=ssl)
         #: (user, password) for SASL DIGEST-MD5, exchanged on every new connection
         self.sasl = sasl
         self.requested_timeout = session_timeout
-        self.connect_timeout = connect_timeout if connect_timeout is not None else session_timeout
         self._auth = list(auth or [])
         self.read_only = read_only
         self.reconnect_after_expiry = reconnect_after_expiry
@@ -101,6 +98,7 @@ class Session:
         self.server: Server | None = None
         #: count of requests written, by opcode (tests use it to show nothing was sent)
         self.sent: Counter[int] = Counter()
+        self.recorder = Recorder()  #: what Client.stats() reports (see aiocoord._stats)
 
         self._conn: Connection | None = None
         self._xid = 0
@@ -404,6 +402,7 @@ class Session:
     def _expire(self) -> None:
         """The session is gone: fail its watches, forget its id, announce LOST."""
         self.generation += 1
+        self.recorder.expiries += 1
         self._watches.fail_all(SessionExpiredError("session expired; its watches are gone"))
         self._set_state(State.LOST)
         self.session_id = 0
@@ -444,6 +443,7 @@ class Session:
             on_zxid=self._note_zxid,
             on_lost=self._on_connection_lost,
             ssl=self.ssl,
+            recorder=self.recorder,
         )
 
     async def _connected_to(self, conn: Connection, reply: ConnectResponse, server: Server) -> None:

@@ -230,6 +230,16 @@ class Holding:
         self._log = logger
         self._on_loss = on_loss
         self._watch = LossWatch(client, node, suspended_is_loss, self._lose)
+        waited = None
+        if node.waited and node.entered is not None:
+            waited = asyncio.get_running_loop().time() - node.entered
+        client.session.recorder.granted(self.kind, waited)
+
+    @property
+    def kind(self) -> str:
+        """The recipe kind :meth:`Client.stats` counts the holding under: the first word of
+        :attr:`what` (``"lock"``, ``"lease"``, ``"leadership"``, ``"latch"``)."""
+        return self.what.split(" ", 1)[0]
 
     @property
     def fencing_token(self) -> int:
@@ -245,6 +255,7 @@ class Holding:
         if self.released or self.lost.is_set():
             return
         self.lost._fire(state, reason)
+        self.client.session.recorder.holding_lost(self.kind)
         level = logging.INFO if state is State.CLOSED else logging.WARNING
         self._log.log(level, "%s lost (%s)", self.what, reason)
         client = self.client

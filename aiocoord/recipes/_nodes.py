@@ -80,6 +80,10 @@ class QueueNode:
     #: a watch on the node itself that a waiter armed while it waited, handed to the holding
     #: (:class:`LossWatch`) so that a contended grant costs no request to watch the node
     own: Watch | None = field(default=None, compare=False)
+    #: loop time the contender entered the queue, and whether it had to wait for a holder
+    #: before its grant (counted by :meth:`Client.stats`)
+    entered: float | None = field(default=None, compare=False)
+    waited: bool = field(default=False, compare=False)
 
     def alive_in(self, client: Client) -> bool:
         """False once the session that owns the node has ended."""
@@ -197,6 +201,8 @@ class ProtectedNode:
         self.sent_stamp: int | None = None
         self._abandoned = False
         self._maybe_exists = True
+        #: loop time the node was asked for (see QueueNode.entered)
+        self.entered = asyncio.get_running_loop().time()
         self._reply: asyncio.Future[tuple[str, Stat]]
         self._start()
 
@@ -269,7 +275,13 @@ class ProtectedNode:
             seq = sequence_of(name)
             assert seq is not None, name
             self.node = QueueNode(
-                path, name, seq, stat.czxid, stat.ephemeral_owner, client.generation
+                path,
+                name,
+                seq,
+                stat.czxid,
+                stat.ephemeral_owner,
+                client.generation,
+                entered=self.entered,
             )
         return self.node
 

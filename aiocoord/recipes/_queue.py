@@ -230,6 +230,7 @@ class SequentialQueue:
         stale = False  # whether nodes in `ahead` may have gone unseen
         need_listing = False
         listed = True  # whether a listing read since the last wake holds our node
+        waited = False  # whether we waited for a node ahead (Client.stats counts it)
         while True:
             if own is not None and own.done():
                 event = own.fired()
@@ -264,9 +265,8 @@ class SequentialQueue:
                     if own is None:
                         continue  # a connection loss: asked again once reconnected
                 await confirm_alive(client, pinned, node, deadline)
-                if own is not None and not own.done():
-                    return replace(node, own=own)
-                return node
+                live = own if own is not None and not own.done() else None
+                return replace(node, own=live, waited=waited) if live or waited else node
             if not blocking:  # decided on the first, fresh listing
                 return None
             # Nodes ahead that may have gone unseen (after a wake: the node we waited for was
@@ -316,11 +316,11 @@ class SequentialQueue:
             if gone and fresh is None:
                 ahead = [n for n in ahead if n not in gone]
             if watch is None:
-                # Listed, or the node to watch was gone already: the others we know of may be
-                # too (our listing may be an older one), so the next probe checks them.
+                # Listed, or the node to watch was gone: others we know of may be too (next probe).
                 stale = fresh is None and bool(ahead)
                 continue
             assert blocker is not None  # a watch is only armed on a blocker
+            waited = True
             try:
                 deleted = await self._wait_gone(watch, blocker, state, deadline, own)
             except SessionExpiredError:
