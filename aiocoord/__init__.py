@@ -41,6 +41,12 @@ from aiocoord.recipes.election import (
     LeadershipTerm,
     Participant,
 )
+from aiocoord.recipes.lease import (
+    LeaseDataError,
+    LeaseHolder,
+    MultiNonBlockingLease,
+    NonBlockingLease,
+)
 from aiocoord.recipes.lock import Lock, LossEvent, Mutex
 from aiocoord.recipes.locking_queue import LockedItem, LockingQueue
 from aiocoord.recipes.multilock import MultiLock
@@ -94,6 +100,10 @@ __all__ = [
     "WatchMode",
     "VersionedValue",
     "WriteLock",
+    "LeaseDataError",
+    "LeaseHolder",
+    "MultiNonBlockingLease",
+    "NonBlockingLease",
     "ACL",
     "ACLProvider",
     "CREATOR_ALL_ACL",
