@@ -51,6 +51,12 @@ from aiocoord.recipes.lock import Lock, LossEvent, Mutex
 from aiocoord.recipes.locking_queue import LockedItem, LockingQueue
 from aiocoord.recipes.multilock import MultiLock
 from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
+from aiocoord.recipes.partitioner import (
+    PartitionChange,
+    PartitionFailedError,
+    PartitionState,
+    SetPartitioner,
+)
 from aiocoord.recipes.queue import PriorityQueue, Queue
 from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
 from aiocoord.recipes.semaphore import Lease, Semaphore
@@ -104,6 +110,10 @@ __all__ = [
     "LeaseHolder",
     "MultiNonBlockingLease",
     "NonBlockingLease",
+    "PartitionChange",
+    "PartitionFailedError",
+    "PartitionState",
+    "SetPartitioner",
     "ACL",
     "ACLProvider",
     "CREATOR_ALL_ACL",
