@@ -22,10 +22,12 @@ from aiocoord.errors import (
     NoNodeError,
 )
 from aiocoord.recipes.lease import LeaseDataError, MultiNonBlockingLease, NonBlockingLease
+from aiocoord.testing.faults import FaultProxy
 
 Factory = Callable[..., Awaitable[Client]]
 T0 = datetime.datetime(2026, 11, 25, 22, 0, 0)
 MINUTE = datetime.timedelta(minutes=1)
+SET_DATA = 5  # ZooKeeper's opcode
 
 
 class Clock:
@@ -240,3 +242,22 @@ async def test_bad_timeout_and_clock_answer(zk_client: Client) -> None:
     with pytest.raises(InvalidTypeError, match="must return a datetime"):
         await lease.obtain()
     await zk_client.wait_background()
+
+
+async def test_renewal_whose_reply_is_lost_is_found_applied(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    admin = await zk_connect()
+    clock = Clock()
+    lease = NonBlockingLease(client, "/leases/lost", MINUTE, identifier="a", utcnow=clock)
+    assert await lease.obtain()
+    clock.advance(datetime.timedelta(seconds=30))
+    # The versioned set reaches the server; its reply does not reach the client.
+    zk_fault_proxy.drop_after_request(lambda xid, opcode: opcode == SET_DATA)
+    assert await lease.obtain(timeout=20)
+    assert (await record(admin, "/leases/lost"))["end"] == "2026-11-25T22:01:30"
+    _, stat = await admin.get("/leases/lost/lease_holder")
+    assert stat.version == 1  # applied once
+    await client.wait_background()
+    assert await lock_nodes(admin, "/leases/lost") == []

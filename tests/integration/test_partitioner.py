@@ -29,6 +29,7 @@ from aiocoord.recipes.partitioner import (
     SetPartitioner,
 )
 from aiocoord.testing import expire_session
+from aiocoord.testing.faults import FaultProxy
 
 Factory = Callable[..., Awaitable[Client]]
 ITEMS = [f"q{i}" for i in range(10)]
@@ -336,3 +337,23 @@ async def test_misuse_is_reported(zk_client: Client) -> None:
         part.changes(buffer_size=0)
     with pytest.raises(BadArgumentsError):
         await part.wait_for_acquire(timeout=-1)
+
+
+async def test_a_lost_connection_asks_for_release_and_the_share_comes_back(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    admin = await zk_connect()
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    async with make(client, "solo", time_boundary=0) as part:
+        assert await part.wait_for_acquire(timeout=20) is PartitionState.ACQUIRED
+        changes = part.changes()
+        session = client.session_id
+        zk_fault_proxy.drop()  # SUSPENDED: the session may be expiring unseen
+        change = await changes.get(timeout=10)
+        assert change.state is PartitionState.RELEASE
+        assert change.partition == tuple(ITEMS)  # still held until released
+        await part.release_set()
+        assert part.allocating and list(part) == []
+        assert await part.wait_for_acquire(timeout=20) is PartitionState.ACQUIRED
+        assert client.session_id == session
+        await check_split(admin, "/work", [part])
