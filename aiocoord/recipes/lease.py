@@ -17,7 +17,8 @@ has version 0 again, so a version check alone cannot see a kazoo process slip in
 and our write. Inside the lock the write is still a compare-and-set (a create, or a set at the
 version read; on a conflict the node is read again and the decision made anew), so no writer
 that skips the lock can be overwritten unseen either. The lock's requests are pinned to the
-session that holds it: if that session ends, the write is not sent.
+session that holds it: if that session ends, the write is not sent, and the decision is made
+again under a lock of the new session.
 
 **Clocks.** Times come from the ``utcnow`` callable (a naive datetime is taken as UTC), so the
 lease is only as good as the agreement of the clocks of its holders, as kazoo's is; tests pass a
@@ -54,6 +55,7 @@ from aiocoord.errors import (
     InvalidTypeError,
     NodeExistsError,
     NoNodeError,
+    SessionExpiredError,
 )
 from aiocoord.recipes._args import check_client, check_identifier
 from aiocoord.recipes._drivers import LeaseDriver
@@ -245,13 +247,16 @@ class NonBlockingLease:
         return decode_holder(self.holder_path, data)
 
     async def _obtain(self) -> datetime.datetime | None:
-        node = await self._queue.acquire(self.identifier.encode())
-        assert node is not None  # a blocking acquire with no timeout returns a node
-        try:
-            # Pinned: a write made for a lock that went with its session is never sent.
-            return await self._decide(self.client.bound(node.generation))
-        finally:
-            await delete_node(self.client, node.path, cleared=True)
+        while True:
+            node = await self._queue.acquire(self.identifier.encode())
+            assert node is not None  # a blocking acquire with no timeout returns a node
+            try:
+                # Pinned: a write made for a lock that went with its session is never sent.
+                return await self._decide(self.client.bound(node.generation))
+            except SessionExpiredError:
+                continue  # the lock went with its session: decide again under a new one
+            finally:
+                await delete_node(self.client, node.path, cleared=True)
 
     async def _decide(self, pinned: Client) -> datetime.datetime | None:
         path = self.holder_path
