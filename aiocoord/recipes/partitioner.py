@@ -27,11 +27,12 @@ items, and the others wait for them, until it calls ``release_set()`` (or ``clos
 
 **Failure.** The end of the session (LOST, or the client closed), the loss of an item's lock
 (someone deleted its node), or an error of ``partition_func`` or of the server turns it FAILURE
-for good: its locks and its member node are gone or deleted, the error is logged (WARNING) and
-kept in :attr:`SetPartitioner.failure` (a :class:`PartitionFailedError` whose ``__cause__`` says
-why), published on the change stream, and raised by :meth:`~SetPartitioner.wait_for_acquire`
-and :meth:`~SetPartitioner.release_set`. Make a new partitioner to take part again. ``close()``
-also ends in FAILURE (kazoo's ``finish()``), without the warning.
+for good: its locks and its member node are gone or deleted, the error is logged (WARNING; INFO
+for a closed client) and kept in :attr:`SetPartitioner.failure` (a :class:`PartitionFailedError`
+whose ``__cause__`` says why), published on the change stream, and raised by
+:meth:`~SetPartitioner.wait_for_acquire` and :meth:`~SetPartitioner.release_set`. Make a new
+partitioner to take part again. ``close()`` also ends in FAILURE (kazoo's ``finish()``),
+without a log.
 
 **Tasks and cancellation.** One task of the object's runs the cycle; ``close()`` cancels and
 awaits it, deletes the lock nodes and the member node, and ends the change streams. Cancelling
@@ -321,7 +322,9 @@ class SetPartitioner:
 
     def _on_state(self, change: StateChange) -> None:
         if change.state in (State.LOST, State.CLOSED) or change.new_session:
-            self._fail(f"the session ended ({change.state.value})", None)
+            # A closed client is the user's own doing: said at INFO, as Holding does.
+            level = logging.INFO if change.state is State.CLOSED else logging.WARNING
+            self._fail(f"the session ended ({change.state.value})", None, level)
         elif change.state is State.SUSPENDED and self._state is PartitionState.ACQUIRED:
             # The session may be expiring unseen: the others may soon be given our items.
             self._set_state(PartitionState.RELEASE)
@@ -330,7 +333,7 @@ class SetPartitioner:
         if self._holdings.get(item) is not None:
             self._fail(f"the lock of item {item!r} was lost ({reason})", None)
 
-    def _fail(self, why: str, cause: BaseException | None) -> None:
+    def _fail(self, why: str, cause: BaseException | None, level: int = logging.WARNING) -> None:
         if self.failure is not None or self._closing:
             return
         error = PartitionFailedError(
@@ -339,7 +342,7 @@ class SetPartitioner:
         )
         error.__cause__ = cause
         self.failure = error
-        log.warning("%s", error)
+        log.log(level, "%s", error)
         self._partition = ()
         self._set_state(PartitionState.FAILURE)
         self._stream.close()
