@@ -60,10 +60,22 @@ from aiocoord.recipes.election import (
     LeadershipTerm,
     Participant,
 )
+from aiocoord.recipes.lease import (
+    LeaseDataError,
+    LeaseHolder,
+    MultiNonBlockingLease,
+    NonBlockingLease,
+)
 from aiocoord.recipes.lock import Lock, LossEvent, Mutex
 from aiocoord.recipes.locking_queue import LockedItem, LockingQueue
 from aiocoord.recipes.multilock import MultiLock
 from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
+from aiocoord.recipes.partitioner import (
+    PartitionChange,
+    PartitionFailedError,
+    PartitionState,
+    SetPartitioner,
+)
 from aiocoord.recipes.queue import PriorityQueue, Queue
 from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
 from aiocoord.recipes.semaphore import Lease, Semaphore
@@ -129,6 +141,14 @@ __all__ = [
     "Sticky",
     "UriPart",
     "UriSpec",
+    "LeaseDataError",
+    "LeaseHolder",
+    "MultiNonBlockingLease",
+    "NonBlockingLease",
+    "PartitionChange",
+    "PartitionFailedError",
+    "PartitionState",
+    "SetPartitioner",
     "ACL",
     "ACLProvider",
     "CREATOR_ALL_ACL",

@@ -319,12 +319,35 @@ async def _nodes(client: Client, bounce: Callable[[], Awaitable[None]]) -> None:
         await member.wait_for(lambda members: "me" in members, 10)
 
 
+async def _partitioning(client: Client, bounce: Callable[[], Awaitable[None]]) -> None:
+    assert await aiocoord.NonBlockingLease(client, "/lease", 60, identifier="me").obtain(10)
+    assert await aiocoord.MultiNonBlockingLease(client, "/leases", 2, 60, identifier="me").obtain(
+        10
+    )
+    part = aiocoord.SetPartitioner(client, "/part", ["a", "b"], identifier="me", time_boundary=0)
+    async with part:
+        assert await part.wait_for_acquire(10) is aiocoord.PartitionState.ACQUIRED
+        await bounce()  # SUSPENDED: RELEASE, then the share again
+        while await part.wait_for_acquire(10) is not aiocoord.PartitionState.ACQUIRED:
+            await part.release_set()
+    # One closed while it waits for an item's lock (a foreign node holds it) leaves nothing.
+    held = await client.create(
+        "/part/locks/a/x__lock__", ephemeral=True, sequential=True, make_parents=True
+    )
+    waiting = aiocoord.SetPartitioner(client, "/part", ["a"], identifier="w", time_boundary=0)
+    async with waiting:
+        with pytest.raises(aiocoord.TimeoutError):
+            await waiting.wait_for_acquire(0.2)
+    await client.delete(held)
+
+
 WORKLOADS: dict[str, Callable[[Client, Callable[[], Awaitable[None]]], Awaitable[None]]] = {
     "locks": _locks,
     "election": _election,
     "caches": _caches,
     "queues": _queues,
     "nodes": _nodes,
+    "partitioning": _partitioning,
 }
 
 
@@ -361,14 +384,19 @@ async def test_closing_the_client_under_running_recipes_ends_their_tasks(
     await cache.start()
     node = PersistentNode(client, "/node", b"")
     await node.start()
+    part = aiocoord.SetPartitioner(client, "/part", ["a"], identifier="me", time_boundary=0)
+    await part.start()
+    await part.wait_for_acquire(10)
     waiter = asyncio.ensure_future(Lock(client, "/lock").acquire())
     await eventually(lambda: _waiting(client), what="the lock waiter queued")
     await client.close()
     with pytest.raises(ClientClosedError):
         await asyncio.wait_for(waiter, 5)
+    assert part.failed
     await latch.close()
     await cache.close()
     await node.close()
+    await part.close()
     await owner.close()
     await baseline.assert_clean()
 
