@@ -1,0 +1,184 @@
+"""Dynamic reconfiguration against real servers: the configuration a client reads, reconfig
+adding and removing members (and what the server refuses), the test ensemble's
+``add_member``/``remove_member``, and the ensemble tracker that lets a client started with one
+member's address carry on when that member stops.
+
+The ensemble tests share the session's ``zookeeper_ensemble`` and leave it as they found it
+(three members, all running)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from aiocoord import (
+    BadArgumentsError,
+    BadVersionError,
+    Client,
+    EnsembleConfig,
+    EventType,
+    NewConfigNoQuorumError,
+    NoAuthError,
+    ReconfigDisabledError,
+    open_client,
+)
+from aiocoord._wire.opcodes import Op
+from aiocoord.testing import ZooKeeperEnsemble
+from aiocoord.testing._client_fixtures import ClientFactory, async_fixture
+from aiocoord.testing._process import free_ports
+from aiocoord.testing.server import SUPER_AUTH
+
+HOST = "127.0.0.1"
+
+
+@async_fixture
+async def admin(zookeeper_ensemble: ZooKeeperEnsemble) -> AsyncIterator[Client]:
+    """A super-user client of the whole ensemble (the one allowed to reconfig)."""
+    client = await open_client(zookeeper_ensemble.connect_string, auth=[SUPER_AUTH])
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+def absent_member(member_id: int, role: str = "observer") -> str:
+    """A member spec on ports nothing listens on (an observer need not run to be added)."""
+    quorum, election, client = free_ports(3, HOST)
+    return f"server.{member_id}={HOST}:{quorum}:{election}:{role};{HOST}:{client}"
+
+
+async def committed(client: Client) -> EnsembleConfig:
+    """The leader's latest configuration (a sync first: the connected server may lag)."""
+    await client.sync("/")
+    return await client.get_config()
+
+
+# --- reading the configuration ---------------------------------------------------------------
+
+
+@pytest.mark.ensemble
+async def test_get_config_lists_every_member_with_its_client_address(
+    zookeeper_ensemble: ZooKeeperEnsemble,
+) -> None:
+    ensemble = zookeeper_ensemble
+    # Chrooted and without any credentials: the config node lies outside every chroot and
+    # anyone may read it.
+    async with await open_client(ensemble.member_connect_string(1) + "/some/chroot") as client:
+        config = await committed(client)
+    assert config.ids == (1, 2, 3)
+    assert config.participants == config.members and config.observers == ()
+    assert config.client_addresses == tuple(ensemble.member_connect_string(i) for i in range(3))
+    assert config.version > 0
+    assert f"version={config.version:x}" in config.raw
+    # The ensemble wrote these lines into each member's dynamic config file.
+    workdir = ensemble.members[0].workdir
+    assert workdir is not None
+    assert any(p.name.startswith("zoo.cfg.dynamic") for p in workdir.iterdir())
+    for member in config.members:
+        assert member.host == HOST
+        assert member.quorum_port != member.election_port != member.client_port
+        assert member.spec in config.raw
+
+
+async def test_standalone_server_publishes_no_config_and_refuses_reconfig(
+    zk_connect: ClientFactory,
+) -> None:
+    client = await zk_connect(auth=[SUPER_AUTH])
+    assert await client.get_config() == EnsembleConfig((), -1, "")
+    with pytest.raises(ReconfigDisabledError) as raised:
+        await client.reconfig(leaving=[2])
+    assert raised.value.op == "reconfig"
+
+
+async def test_bad_reconfig_arguments_send_nothing(zk_connect: ClientFactory) -> None:
+    client = await zk_connect()
+    spec = absent_member(9)
+    with pytest.raises(BadArgumentsError, match="cannot be combined"):
+        await client.reconfig(joining=[spec], new_members=[spec])
+    with pytest.raises(BadArgumentsError, match="needs joining"):
+        await client.reconfig()
+    assert client.session.sent[Op.RECONFIG] == 0
+
+
+# --- reconfig ----------------------------------------------------------------------------------
+
+
+@pytest.mark.ensemble
+async def test_reconfig_adds_and_removes_an_observer_and_the_config_watch_fires(
+    admin: Client,
+) -> None:
+    before, watch = await admin.get_config(watch=True)
+    spec = absent_member(100)
+    added = await admin.reconfig(joining=[spec])
+    event = await asyncio.wait_for(watch, 10)
+    assert event.type is EventType.DATA_CHANGED and event.path == "/zookeeper/config"
+    assert added.ids == (1, 2, 3, 100)
+    assert added.member(100).role == "observer"
+    assert added.member(100).spec == spec
+    assert added.version > before.version
+    assert await committed(admin) == added
+    # Conditional on the version just read, by member object rather than id.
+    removed = await admin.reconfig(leaving=added.member(100), from_config=added.version)
+    assert removed.ids == (1, 2, 3)
+    assert removed.members == before.members
+    assert (await committed(admin)).ids == (1, 2, 3)
+
+
+@pytest.mark.ensemble
+async def test_reconfig_from_a_stale_version_is_refused(admin: Client) -> None:
+    config = await committed(admin)
+    with pytest.raises(BadVersionError):
+        await admin.reconfig(joining=absent_member(101), from_config=config.version - 1)
+    assert await committed(admin) == config
+
+
+@pytest.mark.ensemble
+async def test_new_members_no_quorum_can_serve_is_refused(admin: Client) -> None:
+    config = await committed(admin)
+    nobody = [absent_member(i, "participant") for i in (201, 202, 203)]
+    with pytest.raises(NewConfigNoQuorumError):
+        await admin.reconfig(new_members=nobody)
+    assert await committed(admin) == config
+
+
+@pytest.mark.ensemble
+async def test_reconfig_needs_the_super_user(zookeeper_ensemble: ZooKeeperEnsemble) -> None:
+    async with await open_client(zookeeper_ensemble.connect_string) as client:
+        config = await committed(client)
+        with pytest.raises(NoAuthError):
+            await client.reconfig(joining=absent_member(102))
+        assert await committed(client) == config
+
+
+# --- the test ensemble's add_member / remove_member ---------------------------------------------
+
+
+@pytest.mark.ensemble
+async def test_ensemble_adds_a_member_that_serves_and_removes_it(
+    zookeeper_ensemble: ZooKeeperEnsemble, admin: Client
+) -> None:
+    ensemble = zookeeper_ensemble
+    path = f"/reconfig-{uuid.uuid4().hex}"
+    await admin.create(path, b"before")
+    added_id = await asyncio.to_thread(ensemble.add_member)
+    try:
+        index = ensemble.index_of_id(added_id)
+        assert added_id == 4 and index == 3
+        assert ensemble.modes()[index] == "follower"
+        config = await committed(admin)
+        assert config.ids == (1, 2, 3, 4)
+        member = config.member(4)
+        assert member.role == "participant"
+        assert member.client_address == ensemble.member_connect_string(index)
+        # The new member serves the ensemble's data, written before it joined.
+        async with await open_client(ensemble.member_connect_string(index)) as client:
+            assert (await client.get(path))[0] == b"before"
+    finally:
+        await asyncio.to_thread(ensemble.remove_member, added_id)
+    assert len(ensemble.members) == 3
+    assert [ensemble.member_id(i) for i in range(3)] == [1, 2, 3]
+    assert (await committed(admin)).ids == (1, 2, 3)
+    await admin.delete(path)
