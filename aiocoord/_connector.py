@@ -51,6 +51,13 @@ class Connector:
         # A server found serving writes while we were read-only: the next connect tries it first.
         self._preferred: Server | None = None
 
+    def replace_servers(self, servers: list[Server]) -> None:
+        """Use ``servers`` from the next connect on (the ensemble tracker's update); the
+        connection of the moment is left alone."""
+        if not servers:
+            raise ValueError("a client needs at least one server")
+        self.servers = list(servers)
+
     async def establish(
         self,
         attempt: Attempt,

@@ -20,13 +20,17 @@ from aiocoord import (
     Client,
     EnsembleConfig,
     EventType,
+    InvalidTypeError,
     NewConfigNoQuorumError,
     NoAuthError,
     ReconfigDisabledError,
+    State,
+    StateChange,
     open_client,
 )
+from aiocoord import TimeoutError as CoordTimeoutError
 from aiocoord._wire.opcodes import Op
-from aiocoord.testing import ZooKeeperEnsemble
+from aiocoord.testing import ZooKeeperEnsemble, expire_client
 from aiocoord.testing._client_fixtures import ClientFactory, async_fixture
 from aiocoord.testing._process import free_ports
 from aiocoord.testing.server import SUPER_AUTH
@@ -182,3 +186,107 @@ async def test_ensemble_adds_a_member_that_serves_and_removes_it(
     assert [ensemble.member_id(i) for i in range(3)] == [1, 2, 3]
     assert (await committed(admin)).ids == (1, 2, 3)
     await admin.delete(path)
+
+
+# --- the ensemble tracker --------------------------------------------------------------------
+
+
+@pytest.mark.ensemble
+async def test_tracker_learns_the_members_and_the_session_outlives_the_first_one(
+    zookeeper_ensemble: ZooKeeperEnsemble,
+) -> None:
+    ensemble = zookeeper_ensemble
+    everyone = {ensemble.member_connect_string(i) for i in range(3)}
+    first = ensemble.member_connect_string(0)
+    client = await open_client(first, track_ensemble=True, session_timeout=10)
+    path = f"/tracked-{uuid.uuid4().hex}"
+    try:
+        tracker = client.ensemble_tracker
+        assert tracker is not None and tracker.config is not None
+        # Learned before connect returned.
+        assert set(tracker.servers) == everyone
+        assert {str(s) for s in client.session.servers} == everyone
+        assert str(client.session.server) == first
+        await client.create(path, b"kept")
+        session_id = client.session_id
+        # A listener, not state_changes(): that stream starts listening only when first
+        # iterated, which would be after the stop.
+        seen: list[StateChange] = []
+        reconnected: asyncio.Future[StateChange] = asyncio.get_running_loop().create_future()
+
+        def on_change(change: StateChange) -> None:
+            seen.append(change)
+            if change.state is State.RECONNECTED and not reconnected.done():
+                reconnected.set_result(change)
+
+        client.add_state_listener(on_change)
+        await asyncio.to_thread(ensemble.stop, 0)
+        change = await asyncio.wait_for(reconnected, 30)
+        assert [c.state for c in seen] == [State.SUSPENDED, State.RECONNECTED]
+        assert not change.new_session
+        assert client.session_id == session_id
+        assert str(client.session.server) in everyone - {first}
+        assert (await client.get(path))[0] == b"kept"
+    finally:
+        await asyncio.to_thread(ensemble.start, 0)
+        try:
+            await client.delete(path)
+        finally:
+            await client.close()
+
+
+@pytest.mark.ensemble
+async def test_tracker_follows_members_added_and_removed(
+    zookeeper_ensemble: ZooKeeperEnsemble,
+) -> None:
+    ensemble = zookeeper_ensemble
+    async with await open_client(ensemble.member_connect_string(0), track_ensemble=True) as client:
+        tracker = client.ensemble_tracker
+        assert tracker is not None and tracker.config is not None
+        before = tracker.config
+        added_id = await asyncio.to_thread(ensemble.add_member)
+        try:
+            grown = await tracker.wait_newer(before.version, timeout=30)
+            assert grown.ids == (1, 2, 3, added_id)
+            new_address = ensemble.member_connect_string(ensemble.index_of_id(added_id))
+            assert new_address in tracker.servers and len(tracker.servers) == 4
+        finally:
+            await asyncio.to_thread(ensemble.remove_member, added_id)
+        shrunk = await tracker.wait_newer(grown.version, timeout=30)
+        assert shrunk.ids == (1, 2, 3)
+        assert set(tracker.servers) == {ensemble.member_connect_string(i) for i in range(3)}
+
+
+@pytest.mark.ensemble
+async def test_tracker_follows_on_in_a_new_session_after_expiry(
+    zookeeper_ensemble: ZooKeeperEnsemble, admin: Client
+) -> None:
+    ensemble = zookeeper_ensemble
+    async with await open_client(ensemble.member_connect_string(2), track_ensemble=True) as client:
+        tracker = client.ensemble_tracker
+        assert tracker is not None and tracker.config is not None
+        before = tracker.config
+        # The session's watches die with it; the tracker must set its watch again.
+        await expire_client(client, ensemble.connect_string)
+        spec = absent_member(103)
+        added = await admin.reconfig(joining=spec)
+        assert (await tracker.wait_newer(before.version, timeout=30)).ids == added.ids
+        assert added.member(103).client_address in tracker.servers
+        removed = await admin.reconfig(leaving=103)
+        assert (await tracker.wait_newer(added.version, timeout=30)).ids == removed.ids
+        assert set(tracker.servers) == {ensemble.member_connect_string(i) for i in range(3)}
+
+
+async def test_tracker_keeps_the_connect_string_of_a_standalone_server(
+    zk_connect: ClientFactory,
+) -> None:
+    with pytest.raises(InvalidTypeError, match="track_ensemble"):
+        await zk_connect(track_ensemble="yes")
+    client = await zk_connect(track_ensemble=True)
+    tracker = client.ensemble_tracker
+    assert tracker is not None and tracker.config == EnsembleConfig((), -1, "")
+    assert tracker.servers == [str(s) for s in client.session.servers]
+    assert len(tracker.servers) == 1
+    assert await tracker.wait_newer(-2) is tracker.config
+    with pytest.raises(CoordTimeoutError):
+        await tracker.wait_newer(-1, timeout=0.05)
