@@ -9,8 +9,12 @@ The ensemble tests share the session's ``zookeeper_ensemble`` and leave it as th
 from __future__ import annotations
 
 import asyncio
+import re
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -290,3 +294,53 @@ async def test_tracker_keeps_the_connect_string_of_a_standalone_server(
     assert await tracker.wait_newer(-2) is tracker.config
     with pytest.raises(CoordTimeoutError):
         await tracker.wait_newer(-1, timeout=0.05)
+
+
+# --- the reconfiguration guide's blocks that need an ensemble ----------------------------------
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "reconfig.md"
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
+ADDRESS = "127.0.0.1:2181"
+
+
+def ensemble_blocks() -> list[tuple[str, str, str]]:
+    """(where, code, expected output) of every Python block of the guide that the doc-block
+    test leaves to this module (its ``not run`` note names this file)."""
+    text = GUIDE.read_text()
+    blocks = list(FENCE.finditer(text))
+    out: list[tuple[str, str, str]] = []
+    for i, match in enumerate(blocks):
+        before = text[: match.start()].rstrip().splitlines()
+        if match.group(1) != "python" or "test_reconfig.py runs it" not in before[-1]:
+            continue
+        following = blocks[i + 1]
+        assert following.group(1) == "text", "each block shows what it prints"
+        line = text[: match.start()].count("\n") + 1
+        out.append((f"docs/reconfig.md:{line}", match.group(2), following.group(2)))
+    return out
+
+
+def _shape(line: str) -> str:
+    return re.sub(r"\d+", "N", line.strip())
+
+
+@pytest.mark.ensemble
+@pytest.mark.parametrize(
+    ("where", "code", "expected"), [pytest.param(*b, id=b[0]) for b in ensemble_blocks()]
+)
+def test_guide_block_runs_against_an_ensemble(
+    zookeeper_ensemble: ZooKeeperEnsemble, where: str, code: str, expected: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "block.py"
+    # Pointed at one member: the tracker's block shows it learning the other two.
+    script.write_text(code.replace(ADDRESS, zookeeper_ensemble.member_connect_string(0)))
+    # Run twice where it uses the shared ensemble (a re-run must work too); a block that
+    # starts an ensemble of its own runs once.
+    for _ in range(2 if ADDRESS in code else 1):
+        done = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, f"{where} failed:\n{done.stdout}\n{done.stderr}"
+        assert [_shape(x) for x in done.stdout.splitlines()] == [
+            _shape(x) for x in expected.splitlines()
+        ], f"{where} printed:\n{done.stdout}"
