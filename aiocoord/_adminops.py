@@ -128,8 +128,9 @@ class AdminOps(PathOps):
         """The ensemble's configuration as the connected server knows it (``/zookeeper/config``,
         read whatever the client's chroot). ``watch=True`` adds a Watch that fires when a
         reconfig changes it. A standalone server publishes an empty configuration (no members,
-        version -1). Retried on connection loss; call :meth:`sync` with ``"/"`` first to read
-        the leader's latest rather than the connected server's."""
+        version -1); a server older than 3.5 has no such node (NoNodeError). Retried on
+        connection loss; call :meth:`sync` with ``"/"`` first to read the leader's latest
+        rather than the connected server's."""
         validate_flag(watch, "watch")
         watches = self._session.watches
 

@@ -136,6 +136,16 @@ async def test_reconfig_adds_and_removes_an_observer_and_the_config_watch_fires(
 
 
 @pytest.mark.ensemble
+async def test_new_members_replaces_the_whole_membership(admin: Client) -> None:
+    config = await committed(admin)
+    grown = await admin.reconfig(new_members=[*config.members, absent_member(104)])
+    assert grown.ids == (1, 2, 3, 104)
+    back = await admin.reconfig(new_members=list(config.members), from_config=grown.version)
+    assert back.members == config.members
+    assert (await committed(admin)).ids == (1, 2, 3)
+
+
+@pytest.mark.ensemble
 async def test_reconfig_from_a_stale_version_is_refused(admin: Client) -> None:
     config = await committed(admin)
     with pytest.raises(BadVersionError):
@@ -190,6 +200,22 @@ async def test_ensemble_adds_a_member_that_serves_and_removes_it(
     assert [ensemble.member_id(i) for i in range(3)] == [1, 2, 3]
     assert (await committed(admin)).ids == (1, 2, 3)
     await admin.delete(path)
+
+
+@pytest.mark.ensemble
+async def test_ensemble_adds_an_observer(
+    zookeeper_ensemble: ZooKeeperEnsemble, admin: Client
+) -> None:
+    ensemble = zookeeper_ensemble
+    added_id = await asyncio.to_thread(ensemble.add_member, observer=True)
+    try:
+        assert ensemble.modes()[ensemble.index_of_id(added_id)] == "observer"
+        config = await committed(admin)
+        assert config.observers == (config.member(added_id),)
+        assert len(config.participants) == 3
+    finally:
+        await asyncio.to_thread(ensemble.remove_member, added_id)
+    assert (await committed(admin)).observers == ()
 
 
 # --- the ensemble tracker --------------------------------------------------------------------
