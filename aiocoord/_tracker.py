@@ -4,8 +4,11 @@ addresses, so that a client started with one member's address learns the others 
 fail over to them, and follows members added and removed by reconfig (Curator's
 EnsembleTracker does the same for its connect string).
 
-It only changes where the *next* connection goes: the current one stays where it is (no
-rebalancing), and a member removed by reconfig closes its clients' connections itself.
+It changes where the *next* connection goes; the current one stays where it is (no
+rebalancing), unless its server was a member and a reconfig removed it: a removed server may
+go on serving for a while, outside the ensemble, so the client then drops that connection and
+moves to a member, keeping its session (SUSPENDED, then RECONNECTED), as the Java client's
+HostProvider does.
 """
 
 from __future__ import annotations

@@ -118,7 +118,8 @@ class Session:
 
     @servers.setter
     def servers(self, servers: list[Server]) -> None:
-        self._connector.replace_servers(servers)  # from the next connect on
+        if self._connector.replace_servers(servers, self.server) and self._conn is not None:
+            self._conn.abort()  # its server left the ensemble: move, keeping the session
 
     # --- lifecycle ------------------------------------------------------------------------
 

@@ -243,9 +243,10 @@ class ZooKeeperEnsemble:
             return spec.id
 
     def remove_member(self, member_id: int) -> None:
-        """Remove the member with server id ``member_id`` from the ensemble by reconfig, then
-        stop it and delete its directory; return when the remaining members serve with a
-        leader. Needs ``reconfig_enabled`` and a quorum of the remaining members running."""
+        """Remove the member with server id ``member_id`` from the ensemble by reconfig
+        (unless a reconfig of the test's own removed it already), then stop it and delete its
+        directory; return when the remaining members serve with a leader. Needs
+        ``reconfig_enabled`` and a quorum of the remaining members running."""
         with self._lock:
             self._need_reconfig("remove_member")
             index = self.index_of_id(member_id)
@@ -253,7 +254,8 @@ class ZooKeeperEnsemble:
             if not others:
                 raise ServerSetupError(f"no other member runs to remove member {member_id} by")
             connect = ",".join(m.connect_string for m in others)
-            reconfigure(connect, self.startup_timeout, leaving=[member_id])
+            if member_id in read_config(connect, self.startup_timeout).ids:
+                reconfigure(connect, self.startup_timeout, leaving=[member_id])
             member = self._members.pop(index)
             member.stop()
             member.close()

@@ -288,6 +288,38 @@ async def test_tracker_follows_members_added_and_removed(
 
 
 @pytest.mark.ensemble
+async def test_tracker_moves_off_a_member_removed_by_reconfig(
+    zookeeper_ensemble: ZooKeeperEnsemble, admin: Client
+) -> None:
+    ensemble = zookeeper_ensemble
+    added_id = await asyncio.to_thread(ensemble.add_member)
+    try:
+        added = ensemble.member_connect_string(ensemble.index_of_id(added_id))
+        async with await open_client(added, track_ensemble=True) as client:
+            assert str(client.session.server) == added
+            session_id = client.session_id
+            reconnected: asyncio.Future[StateChange] = asyncio.get_running_loop().create_future()
+
+            def on_change(change: StateChange) -> None:
+                if change.state is State.RECONNECTED and not reconnected.done():
+                    reconnected.set_result(change)
+
+            client.add_state_listener(on_change)
+            # The removed server goes on serving outside the ensemble; the client leaves it.
+            await admin.reconfig(leaving=added_id)
+            change = await asyncio.wait_for(reconnected, 30)
+            assert not change.new_session and client.session_id == session_id
+            remaining = {ensemble.member_connect_string(i) for i in range(3)}
+            assert str(client.session.server) in remaining
+            tracker = client.ensemble_tracker
+            assert tracker is not None and set(tracker.servers) == remaining
+    finally:
+        # Out of the configuration already: this only stops the server.
+        await asyncio.to_thread(ensemble.remove_member, added_id)
+    assert len(ensemble.members) == 3
+
+
+@pytest.mark.ensemble
 async def test_tracker_follows_on_in_a_new_session_after_expiry(
     zookeeper_ensemble: ZooKeeperEnsemble, admin: Client
 ) -> None:
