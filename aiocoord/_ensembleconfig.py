@@ -305,7 +305,8 @@ def _members(value: object, name: str) -> list[EnsembleMember] | None:
     out: list[EnsembleMember] = []
     for item in items:
         if isinstance(item, EnsembleMember):
-            out.append(item)
+            # Built by hand, so unchecked: read back from its line like any string.
+            out.append(parse_member(item.spec))
         elif isinstance(item, str):
             out.extend(parse_member(part) for part in item.split(",") if part.strip())
         else:

@@ -129,6 +129,16 @@ def test_reconfig_arguments_take_members_strings_and_ids() -> None:
         ((42, None, None, -1), InvalidTypeError, "joining"),
         (([42], None, None, -1), InvalidTypeError, "joining"),
         ((None, None, {JOINER}, -1), InvalidTypeError, "new_members"),
+        (
+            (EnsembleMember(4, "h", 1, 99999, "participant", "h", 3), None, None, -1),
+            BadArgumentsError,
+            "1..65535",
+        ),
+        (
+            (EnsembleMember(-4, "h", 1, 2, "observer", "h", 3), None, None, -1),
+            BadArgumentsError,
+            "id",
+        ),
     ],
 )
 def test_bad_reconfig_arguments_are_refused(
