@@ -213,30 +213,46 @@ class ZooKeeperEnsemble:
     def add_member(self, *, observer: bool = False) -> int:
         """Start a new server and add it to the ensemble by reconfig; return its server id.
 
-        The new member starts with the committed configuration plus itself, follows the
-        leader without a vote, and joins as a participant (or an ``observer``) once the
-        reconfig commits; this returns when every running member serves again. It is the
-        last member (index ``len(members) - 1``). Needs ``reconfig_enabled`` and a quorum
-        running. On failure the new server is stopped and removed again.
+        A participant is added as the ZooKeeper manual says: its server starts first, with
+        the committed configuration plus itself, follows the leader without a vote, and the
+        reconfig then makes it a voter. An ``observer`` needs no vote to be added, so the
+        reconfig comes first and its server starts with the new configuration: started the
+        other way, it would restart once the reconfig reaches it. This returns when every
+        running member serves; the new one is the last (index ``len(members) - 1``). Needs
+        ``reconfig_enabled`` and a quorum running. On failure nothing of it is left: its
+        server is stopped and removed, and it is reconfigured out again.
         """
         with self._lock:
             self._need_reconfig("add_member")
             deadline = time.monotonic() + self.startup_timeout
-            current = read_config(self._running_connect_string(), self.startup_timeout)
+            connect = self._running_connect_string()
+            current = read_config(connect, self.startup_timeout)
             taken = set(current.ids) | {self.member_id(i) for i in range(len(self._members))}
             client, peer, election = free_ports(3, self.host)
             role: MemberRole = "observer" if observer else "participant"
             spec = EnsembleMember(
                 max(taken) + 1, self.host, peer, election, role, self.host, client
             )
-            member = self._new_member(spec, client, joiner_config(current, spec))
+            joined = False
             try:
-                member.spawn()
-                member.wait_ready(deadline)
-                reconfigure(self._running_connect_string(), self.startup_timeout, joining=[spec])
+                if observer:
+                    new = reconfigure(connect, self.startup_timeout, joining=[spec])
+                    joined = True
+                    member = self._new_member(spec, client, joiner_config(new, spec))
+                else:
+                    member = self._new_member(spec, client, joiner_config(current, spec))
+                try:
+                    member.spawn()
+                    member.wait_ready(deadline)
+                    if not observer:
+                        reconfigure(connect, self.startup_timeout, joining=[spec])
+                except BaseException:
+                    member.kill()
+                    member.close()
+                    raise
             except BaseException:
-                member.kill()
-                member.close()
+                if joined:
+                    reconfigure(connect, self.startup_timeout, leaving=[spec.id])
                 raise
             self._members.append(member)
             self.wait_for_quorum(max(0.0, deadline - time.monotonic()))

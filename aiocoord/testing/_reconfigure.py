@@ -26,10 +26,11 @@ _T = TypeVar("_T")
 
 
 def joiner_config(current: EnsembleConfig, joiner: EnsembleMember) -> str:
-    """The dynamic config a joining server starts with: the committed members and itself
-    listed as an observer. The ZooKeeper manual's procedure: listed so, the joiner cannot
-    form a quorum of its own, finds the leader among the members, adopts the committed
-    configuration and follows without a vote until a reconfig adds it."""
+    """The dynamic config a joining server starts with: the members of ``current`` and
+    itself listed as an observer. The ZooKeeper manual's procedure for a joiner not yet in
+    the configuration: listed so, it cannot form a quorum of its own, finds the leader among
+    the members, adopts the committed configuration and follows without a vote until a
+    reconfig adds it. (An observer added by reconfig already is in ``current`` as one.)"""
     observer = EnsembleMember(
         joiner.id,
         joiner.host,
