@@ -5,7 +5,9 @@ recipes (locks, caches, election, ...) take that client. Everything public is re
 """
 
 from aiocoord._connect import Connecting, connect, open_client
+from aiocoord._ensembleconfig import EnsembleConfig, EnsembleMember, MemberRole
 from aiocoord._stats import ClientStats, OpStats, RecipeStats, WatchStats
+from aiocoord._tracker import EnsembleTracker
 from aiocoord._watches import EventType, PersistentWatch, Watch, WatchEvent
 from aiocoord._wire.data import ACL, Stat
 from aiocoord.acl import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, ACLProvider
@@ -178,4 +180,8 @@ __all__ = [
     "__version__",
     "connect",
     "open_client",
+    "EnsembleConfig",
+    "EnsembleMember",
+    "EnsembleTracker",
+    "MemberRole",
 ]

@@ -9,6 +9,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from aiocoord._servers import parse_connect_string
+from aiocoord._tracker import EnsembleTracker
 from aiocoord._validation import (
     MAX_SESSION_TIMEOUT_MS,
     validate_auth,
@@ -64,6 +65,7 @@ def connect(
     ssl: _ssl.SSLContext | bool | None = None,
     acl_provider: ACLProvider | None = None,
     sasl: tuple[str, str] | None = None,
+    track_ensemble: bool = False,
 ) -> Connecting:
     """Connect to ZooKeeper: ``async with connect(hosts) as client:`` (the session is closed
     on exit), or ``client = await connect(hosts)`` for a long-lived client (then
@@ -79,9 +81,15 @@ def connect(
     every connection with SASL DIGEST-MD5 first (the server's JAAS ``Server`` section must know
     the user; ACLs then name ``sasl:user``). ``read_only=True`` accepts a read-only server
     when no quorum is reachable (state READ_ONLY); the client then asks the other servers now
-    and then whether they serve writes and moves to the first that does. Raises
-    NoServersError if no server answers in ``connect_timeout``, AuthFailedError if the server
-    refuses the credentials.
+    and then whether they serve writes and moves to the first that does.
+    ``track_ensemble=True`` (ZooKeeper 3.5+) reads the ensemble's configuration before
+    returning and keeps following it (:class:`~aiocoord.EnsembleTracker`, as
+    ``client.ensemble_tracker``): the client's server list becomes the members' client
+    addresses, so that one member's address is enough to fail over to the others. Off by
+    default: the addresses the servers publish must then be the ones this client can reach
+    (not so behind NAT, port mapping or a proxy, and TLS must accept them as host names).
+    Raises NoServersError if no server answers in ``connect_timeout``, AuthFailedError if
+    the server refuses the credentials.
     """
     return Connecting(
         hosts,
@@ -95,6 +103,7 @@ def connect(
             "ssl": ssl,
             "acl_provider": acl_provider,
             "sasl": sasl,
+            "track_ensemble": track_ensemble,
         },
     )
 
@@ -111,6 +120,7 @@ async def open_client(
     ssl: _ssl.SSLContext | bool | None = None,
     acl_provider: ACLProvider | None = None,
     sasl: tuple[str, str] | None = None,
+    track_ensemble: bool = False,
 ) -> Client:
     """A connected :class:`Client` (the same as ``await connect(...)``); call
     ``await client.close()`` when done. See :func:`connect` for the options."""
@@ -118,6 +128,7 @@ async def open_client(
     timeout_ms = validate_duration_ms(session_timeout, "session_timeout", MAX_SESSION_TIMEOUT_MS)
     validate_flag(read_only, "read_only")
     validate_flag(reconnect_after_expiry, "reconnect_after_expiry")
+    validate_flag(track_ensemble, "track_ensemble")
     sasl = validate_sasl(sasl)
     if acl_provider is not None and not callable(acl_provider):
         raise InvalidTypeError(
@@ -151,12 +162,16 @@ async def open_client(
     )
     await session.start()
     client = Client(session, retry=retry, acl_provider=acl_provider)
-    if chroot:
-        try:
+    try:
+        if chroot:
             await _ensure_chroot(client, chroot)
-        except BaseException:
-            await client.close()
-            raise
+        if track_ensemble:
+            tracker = EnsembleTracker(client)
+            await tracker.start()
+            client.ensemble_tracker = tracker
+    except BaseException:
+        await client.close()
+        raise
     return client
 
 

@@ -51,6 +51,17 @@ class Connector:
         # A server found serving writes while we were read-only: the next connect tries it first.
         self._preferred: Server | None = None
 
+    def replace_servers(self, servers: list[Server], current: Server | None) -> bool:
+        """Use ``servers`` from the next connect on (the ensemble tracker's update). Returns
+        whether ``current``, the server connected to, was listed and no longer is (a member
+        removed by reconfig): then the session should move (as the Java client's
+        HostProvider does); otherwise the connection stays where it is."""
+        if not servers:
+            raise ValueError("a client needs at least one server")
+        dropped = current in self.servers and current not in servers
+        self.servers = list(servers)
+        return dropped
+
     async def establish(
         self,
         attempt: Attempt,

@@ -54,6 +54,7 @@ from aiocoord.session import Session
 from aiocoord.transaction import Transaction, create_mode
 
 if TYPE_CHECKING:
+    from aiocoord._tracker import EnsembleTracker
     from aiocoord.recipes.lock import Lock
 
 T = TypeVar("T")
@@ -100,6 +101,8 @@ class Client(SessionView, AdminOps, PathOps):
         self._generation: int | None = None
         # Per-client state of extensions (see extension_state); bound views share it.
         self._extensions: dict[object, Any] = {}
+        #: the :class:`~aiocoord.EnsembleTracker` of ``connect(..., track_ensemble=True)``
+        self.ensemble_tracker: EnsembleTracker | None = None
 
     def extension_state(self, key: object, factory: Callable[[], T]) -> T:
         """State an extension keeps per client: the object ``factory()`` made on the first

@@ -111,8 +111,13 @@ class Session:
 
     @property
     def servers(self) -> list[Server]:
-        """The servers of the connect string."""
+        """The servers connects go to: the connect string's, or the ensemble tracker's."""
         return self._connector.servers
+
+    @servers.setter
+    def servers(self, servers: list[Server]) -> None:
+        if self._connector.replace_servers(servers, self.server) and self._conn is not None:
+            self._conn.abort()  # its server left the ensemble: move, keeping the session
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -179,11 +184,9 @@ class Session:
         self._states.publish(StateChange(state, previous, self.session_id, new_session, server))
 
     async def wait_for(self, state: State, timeout: float | None = None) -> None:
-        """Wait until the state is ``state`` (CONNECTED also matches RECONNECTED).
-
-        Returns at once if it already is; otherwise the first transition into ``state``
-        counts, even if the state has moved on again by the time the caller runs.
-        """
+        """Wait until the state is ``state`` (CONNECTED also matches RECONNECTED). Returns at
+        once if it already is; otherwise the first transition into ``state`` counts, even if
+        the state has moved on again by the time the caller runs."""
         await self._states.wait_for(self.state, state, timeout)
 
     def changes(self) -> AsyncIterator[StateChange]:
@@ -204,8 +207,7 @@ class Session:
 
     def trusted(self) -> bool:
         """Whether the session may be acted on without asking the server: connected, and the
-        newest answered request was written within the liveness window (see
-        :mod:`aiocoord._liveness`)."""
+        newest answered request written within the liveness window (:mod:`aiocoord._liveness`)."""
         conn = self._conn
         if conn is None or self.state is None or not self.state.is_connected:
             return False
@@ -218,8 +220,7 @@ class Session:
         return self._xid
 
     def _writable(self) -> Connection | None:
-        """The connection if a request may be written on it now (connected, open, and the
-        client not closing), else None."""
+        """The connection if a request may be written on it now (connected, open), else None."""
         conn = self._conn
         if conn is None or conn.closed.done() or self._closing:
             return None
@@ -246,8 +247,7 @@ class Session:
         watch: Watch | None = None,
         generation: int | None = None,
     ) -> R:
-        """Send one request and return its reply's body; raise the server's error as an
-        exception.
+        """Send one request and return its reply's body; the server's error is raised.
 
         ``watch`` must already be registered in the watch table; it is withdrawn when the
         request fails before setting a server watch. ``generation`` pins the request to a

@@ -24,6 +24,7 @@ class Op(IntEnum):
     CHECK = 13
     MULTI = 14
     CREATE2 = 15
+    RECONFIG = 16
     REMOVE_WATCHES = 18
     CREATE_CONTAINER = 19
     CREATE_TTL = 21
@@ -92,6 +93,7 @@ OP_NAMES: dict[int, str] = {
     Op.CHECK: "check",
     Op.MULTI: "transaction",
     Op.CREATE2: "create",
+    Op.RECONFIG: "reconfig",
     Op.REMOVE_WATCHES: "remove_watches",
     Op.CREATE_CONTAINER: "create",
     Op.CREATE_TTL: "create",

@@ -68,7 +68,7 @@ _STANDALONE_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 _QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 _SERVING_STANDALONE = frozenset({"standalone"})
 #: The modes of an ensemble member that serves (the ensemble waits for them).
-SERVING_QUORUM = frozenset({"leader", "follower"})
+SERVING_QUORUM = frozenset({"leader", "follower", "observer"})
 _LOG_TAIL_LINES = 40
 _T = TypeVar("_T")
 
@@ -125,6 +125,8 @@ class ZooKeeperServer:
         self.die_with_parent = die_with_parent
         self._distribution = distribution
         self._myid: int | None = None  # set on ensemble members: run as a quorum peer
+        # Set on members of a reconfigurable ensemble: the first dynamic config file's text.
+        self._dynamic_config: str | None = None
         self._workdir: Path | None = None
         self._process: JvmProcess | None = None
         self._lock = threading.RLock()
@@ -226,7 +228,14 @@ class ZooKeeperServer:
             if self._myid is not None:
                 (data_dir / "myid").write_text(f"{self._myid}\n")
             config_path = workdir / "zoo.cfg"
-            config_path.write_text(self._render_config(data_dir))
+            if self._dynamic_config is None:
+                config_path.write_text(self._render_config(data_dir))
+            elif not config_path.exists():
+                # Written once: ZooKeeper itself keeps zoo.cfg pointing at the dynamic file of
+                # the latest reconfig, which a restart must find as the server left it.
+                dynamic = workdir / "zoo.cfg.dynamic"
+                dynamic.write_text(self._dynamic_config)
+                config_path.write_text(self._render_config(data_dir, dynamic))
             main = _STANDALONE_MAIN if self._myid is None else _QUORUM_MAIN
             command = [
                 distribution.java,
@@ -347,13 +356,14 @@ class ZooKeeperServer:
             self._workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
         return self._workdir
 
-    def _render_config(self, data_dir: Path) -> str:
-        config: dict[str, object] = {
-            "dataDir": data_dir,
-            "clientPort": self.port,
-            "clientPortAddress": self.host,
-            **self._config,
-        }
+    def _render_config(self, data_dir: Path, dynamic: Path | None = None) -> str:
+        # With a dynamic config the client address is in the member's server.N line there.
+        config: dict[str, object] = (
+            {"dataDir": data_dir, "clientPort": self.port, "clientPortAddress": self.host}
+            if dynamic is None
+            else {"dataDir": data_dir, "dynamicConfigFile": dynamic}
+        )
+        config.update(self._config)
         return "".join(f"{key}={value}\n" for key, value in config.items())
 
 

@@ -46,8 +46,9 @@ def zookeeper() -> Iterator[ServerHandle]:
 
 @pytest.fixture(scope="session")
 def zookeeper_ensemble() -> Iterator[ZooKeeperEnsemble]:
-    """A 3-member ensemble shared by the session. Tests that kill or stop members must start
-    them again (``restart(i)``) before they end."""
+    """A 3-member ensemble shared by the session, reconfigurable (``add_member()``,
+    ``remove_member(id)``). Tests that kill or stop members must start them again
+    (``restart(i)``), and remove the members they add, before they end."""
     try:
         backend = select_backend()
     except ServerSetupError as exc:

@@ -6,7 +6,8 @@ directory of its own (``zoo.cfg``, data, ``zookeeper.log``) that :meth:`~ZooKeep
 removes; :meth:`~ZooKeeperServer.restart` keeps it, so data survives restarts.
 
 The launchers live in private modules, one each: :mod:`aiocoord.testing._zkserver` (one
-server, and the settings every test server gets) and :mod:`aiocoord.testing._ensemble`.
+server, and the settings every test server gets) and :mod:`aiocoord.testing._ensemble`
+(with :mod:`aiocoord.testing._reconfigure` for its membership changes).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from aiocoord._wire.reads import (
     GetEphemeralsRequest,
     SyncRequest,
 )
+from aiocoord._wire.reconfig import ReconfigRequest
 from aiocoord._wire.watches import (
     AddWatchRequest,
     RemoveWatchesRequest,
@@ -62,6 +63,7 @@ SAMPLES: dict[int, Request[Any]] = {
         ]
     ),
     Op.CREATE2: Create2Request("/a", b"x", OPEN, CreateMode.PERSISTENT),
+    Op.RECONFIG: ReconfigRequest("server.4=h:1:2;3", None, None, 7),
     Op.REMOVE_WATCHES: RemoveWatchesRequest("/a", WatcherType.ANY),
     Op.CREATE_CONTAINER: CreateContainerRequest("/c", b"", OPEN, CreateMode.CONTAINER),
     Op.CREATE_TTL: CreateTTLRequest("/t", b"", OPEN, CreateMode.PERSISTENT_WITH_TTL, 5000),
