@@ -17,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from aiocoord._connection import Connection
+from aiocoord._logs import HasSession, SessionLogger
 from aiocoord._servers import Server
 from aiocoord._wire.handshake import ConnectResponse
 from aiocoord.errors import CoordinationError, NoServersError
@@ -43,8 +44,17 @@ class Connector:
     """Finds a server for the session; see the module docstring."""
 
     def __init__(
-        self, servers: list[Server], *, connect_timeout: float, ssl: _ssl.SSLContext | None
+        self,
+        servers: list[Server],
+        connect_timeout: float,
+        *,
+        ssl: _ssl.SSLContext | None,
+        owner: HasSession | None = None,
     ) -> None:
+        #: this module's logger; with ``owner`` (the session), records carry its id and server
+        self.log: logging.Logger | SessionLogger = (
+            log if owner is None else SessionLogger(log, owner)
+        )
         self.servers = list(servers)
         self.connect_timeout = connect_timeout
         self.ssl = ssl
@@ -116,7 +126,7 @@ class Connector:
                 try:
                     conn, reply = await attempt(server, min(attempt_timeout, remaining))
                 except (OSError, asyncio.TimeoutError, CoordinationError) as exc:
-                    log.debug("connect to %s failed: %r", server, exc)
+                    self.log.debug("connect to %s failed: %r", server, exc)
                     # A timeout (often the deadline cutting the last attempt short) tells less
                     # than a refusal seen before it, such as a certificate that fails to verify.
                     if not (
@@ -162,7 +172,7 @@ class Connector:
             await asyncio.sleep(delay)
             for server in others:
                 if await self.serves_writes(server, session_timeout) and not conn.closed.done():
-                    log.info("%s serves writes: leaving read-only %s", server, current)
+                    self.log.info("%s serves writes: leaving read-only %s", server, current)
                     self._preferred = server
                     conn.abort()
                     return
@@ -181,7 +191,7 @@ class Connector:
         try:
             answer = await asyncio.wait_for(ask(), max(min(session_timeout / 3, 2.0), 0.5))
         except (OSError, asyncio.TimeoutError, EOFError) as exc:
-            log.debug("read-write probe of %s failed: %r", server, exc)
+            self.log.debug("read-write probe of %s failed: %r", server, exc)
             return False
         finally:
             if writer is not None:

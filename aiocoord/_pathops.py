@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from aiocoord._logs import session_extra
 from aiocoord._paths import join, protected_prefix, split
 from aiocoord._watches import Watch
 from aiocoord._wire.data import ACL, Stat
@@ -329,7 +330,8 @@ class PathOps:
                 except ConnectionLossError:
                     await asyncio.sleep(0.05)
                 except (SessionExpiredError, CoordinationError) as exc:
-                    log.info("guaranteed delete of %s ended: %r", path, exc)
+                    extra = session_extra(self._session)
+                    log.info("guaranteed delete of %s ended: %r", path, exc, extra=extra)
                     return
 
         if not self.connected:

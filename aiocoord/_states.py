@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from aiocoord._deadline import within
+from aiocoord._logs import session_extra
 from aiocoord.errors import ClientClosedError
 
 __all__ = ["State", "StateBroadcast", "StateChange"]
@@ -69,7 +70,7 @@ class StateBroadcast:
             try:
                 callback(change)
             except Exception:  # a listener's bug must not break the session
-                log.exception("state listener failed")
+                log.exception("state listener failed", extra=session_extra(change))
         self._changed.set()
         self._changed = asyncio.Event()
 

@@ -32,6 +32,7 @@ from aiocoord._connector import Connector, Expired
 from aiocoord._liveness import EXPIRY_MARGIN as EXPIRY_MARGIN
 from aiocoord._liveness import EXPIRY_MARGIN_MAX as EXPIRY_MARGIN_MAX
 from aiocoord._liveness import LIVENESS_WINDOW as LIVENESS_WINDOW
+from aiocoord._logs import SessionLogger
 from aiocoord._paths import Chroot
 from aiocoord._prelude import authenticate, prime
 from aiocoord._servers import Server
@@ -76,7 +77,7 @@ class Session:
         sasl: tuple[str, str] | None = None,
     ) -> None:
         self.connect_timeout = connect_timeout if connect_timeout is not None else session_timeout
-        self._connector = Connector(servers, connect_timeout=self.connect_timeout, ssl=ssl)
+        self._connector = Connector(servers, self.connect_timeout, ssl=ssl, owner=self)
         #: (user, password) for SASL DIGEST-MD5, exchanged on every new connection
         self.sasl = sasl
         self.requested_timeout = session_timeout
@@ -85,8 +86,8 @@ class Session:
         self.reconnect_after_expiry = reconnect_after_expiry
         self.ssl = ssl
         self.chroot = chroot
-        #: adds and strips the chroot
-        self.paths = Chroot(chroot)
+        self.paths = Chroot(chroot)  #: adds and strips the chroot
+        self.log = SessionLogger(log, self)  #: records carry the session id and server
 
         self.session_id = 0
         self.password = b"\x00" * 16
@@ -155,8 +156,7 @@ class Session:
         task, self._run_task = self._run_task, None
         if task is None:
             return
-        # asyncio.wait_for (3.10/3.11) can swallow a cancellation that races its inner
-        # result, so cancel until the loop has really ended; it also checks _closing itself.
+        # wait_for (3.10/3.11) may swallow a cancel racing its result: cancel until it ends.
         while not task.done():
             task.cancel()
             await asyncio.wait([task], timeout=0.5)
@@ -180,7 +180,7 @@ class Session:
             return
         self.state = state
         server = str(self.server) if self.server else None
-        log.info("session 0x%x: %s -> %s", self.session_id, previous, state)
+        self.log.info("session 0x%x: %s -> %s", self.session_id, previous, state)
         self._states.publish(StateChange(state, previous, self.session_id, new_session, server))
 
     async def wait_for(self, state: State, timeout: float | None = None) -> None:
@@ -386,7 +386,7 @@ class Session:
                         await asyncio.wait([seeker])
                 if self._closing:
                     return
-                log.info("connection to %s lost: %s", server, reason)
+                self.log.info("connection to %s lost: %s", server, reason)
                 self._on_connection_lost(conn)
                 self._conn = None
                 if self.state is not State.SUSPENDED:
@@ -394,7 +394,7 @@ class Session:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # pragma: no cover - a bug; surface it to the waiters
-            log.exception("session loop failed")
+            self.log.exception("session loop failed")
             if not self._first.done():
                 self._first.set_exception(exc)
             self._expire()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from aiocoord._deadline import within
+from aiocoord._logs import session_extra
 from aiocoord._watches import EventType, Watch
 from aiocoord.client import Client
 from aiocoord.errors import (
@@ -257,7 +258,8 @@ class Holding:
         self.lost._fire(state, reason)
         self.client.session.recorder.holding_lost(self.kind)
         level = logging.INFO if state is State.CLOSED else logging.WARNING
-        self._log.log(level, "%s lost (%s)", self.what, reason)
+        extra = session_extra(self.client.session)
+        self._log.log(level, "%s lost (%s)", self.what, reason, extra=extra)
         client = self.client
         if state is not State.CLOSED:
             client.spawn(delete_node(client, self.node.path), f"aiocoord-loss:{self.node.path}")
