@@ -30,7 +30,13 @@ from aiocoord._wire.framing import (
 from aiocoord._wire.handshake import ConnectRequest, ConnectResponse, PingRequest, decode_connect
 from aiocoord._wire.opcodes import Op, Xid
 from aiocoord._wire.watches import WatchNotification, decode_watch
-from aiocoord.errors import ConnectionLossError, DataTooLargeError, NotSentError, ProtocolError
+from aiocoord.errors import (
+    ConnectionLossError,
+    DataTooLargeError,
+    NotSentError,
+    ProtocolError,
+    error_for_code,
+)
 
 # A frame larger than this is garbage, not a reply: drop the connection instead of allocating.
 MAX_FRAME = 64 * 1024 * 1024
@@ -58,6 +64,8 @@ class _Pending(Generic[R]):
     future: asyncio.Future[Reply[R]]
     #: when the request was written (an answer proves the server heard us at or after it)
     sent: float
+    #: the sender's OpenTelemetry context, when the client reports to it (see _otel)
+    trace: Any = None
 
 
 class Connection(asyncio.Protocol):
@@ -242,6 +250,8 @@ class Connection(asyncio.Protocol):
         self._note(zxid)
         self._prove(pending.sent)
         self.recorder.reply(pending.request.opcode, err, self.last_recv - pending.sent)
+        if self.recorder.telemetry is not None:
+            self._report(xid, pending, err, self.last_recv)
         body = None
         # A failed transaction still lists each op's result, the failing op's error among them.
         if err == 0 or (pending.request.opcode == Op.MULTI and len(frame) > REPLY_HEADER_SIZE):
@@ -253,6 +263,19 @@ class Connection(asyncio.Protocol):
                 raise
         if not pending.future.done():
             pending.future.set_result(Reply(zxid, err, body))
+
+    def _report(self, xid: int, pending: _Pending[Any], err: int, received: float) -> None:
+        assert self.recorder.telemetry is not None
+        name = type(error_for_code(err)).__name__ if err else None
+        self.recorder.telemetry.request(
+            pending.request,
+            xid,
+            name,
+            pending.sent,
+            received,
+            (self.host, self.port),
+            pending.trace,
+        )
 
     # --- sending ------------------------------------------------------------------------
 
@@ -277,6 +300,8 @@ class Connection(asyncio.Protocol):
         pending = self._pending[xid] = _Pending(request, fut, 0.0)
         self._write(frame)
         pending.sent = self.last_send
+        if self.recorder.telemetry is not None:
+            pending.trace = self.recorder.telemetry.capture()
         return fut
 
     def send_special(
@@ -368,8 +393,11 @@ class Connection(asyncio.Protocol):
         if self._on_lost is not None:
             self._on_lost(self)
         pending, self._pending = self._pending, {}
-        for p in pending.values():
+        now = time.monotonic()
+        for xid, p in pending.items():
             self.recorder.lost(p.request.opcode)
+            if self.recorder.telemetry is not None:
+                self._report(xid, p, ConnectionLossError.code, now)
             if not p.future.done():
                 p.future.set_exception(ConnectionLossError(str(exc)))
         for queue in self._special.values():

@@ -16,9 +16,13 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from aiocoord._wire.opcodes import OP_NAMES
 from aiocoord.errors import error_for_code
+
+if TYPE_CHECKING:
+    from aiocoord._otel import Telemetry
 
 __all__ = ["ClientStats", "OpStats", "RecipeStats", "Recorder", "WatchStats"]
 
@@ -143,9 +147,19 @@ class _Recipe:
 class Recorder:
     """The counters behind :class:`ClientStats` (one per session; see the module docstring)."""
 
-    __slots__ = ("_ops", "_recipes", "bytes_in", "bytes_out", "connections", "expiries")
+    __slots__ = (
+        "_ops",
+        "_recipes",
+        "bytes_in",
+        "bytes_out",
+        "connections",
+        "expiries",
+        "telemetry",
+    )
 
     def __init__(self) -> None:
+        #: spans and instruments, when OpenTelemetry is set up (see aiocoord._otel)
+        self.telemetry: Telemetry | None = None
         self._ops: dict[int, _Op] = {}
         self._recipes: dict[str, _Recipe] = {}
         self.bytes_in = 0

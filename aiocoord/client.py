@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from aiocoord._adminops import AdminOps
+from aiocoord._otel import telemetry_for
 from aiocoord._pathops import PathOps
 from aiocoord._paths import protected_id
 from aiocoord._sessionview import SessionView
@@ -86,6 +87,7 @@ class Client(SessionView, AdminOps, PathOps):
         acl_provider: ACLProvider | None = None,
     ) -> None:
         self._session = session
+        session.recorder.telemetry = telemetry_for(self.stats)  # None: OpenTelemetry not set up
         #: the ACL of every node created without an explicit ``acl`` (Curator's ACLProvider)
         self.acl_provider = acl_provider
         self.chroot = session.chroot

@@ -234,7 +234,10 @@ class Holding:
         waited = None
         if node.waited and node.entered is not None:
             waited = asyncio.get_running_loop().time() - node.entered
-        client.session.recorder.granted(self.kind, waited)
+        recorder = client.session.recorder
+        recorder.granted(self.kind, waited)
+        if recorder.telemetry is not None:
+            recorder.telemetry.granted(self.kind, node.path, node.entered, node.waited, node.czxid)
 
     @property
     def kind(self) -> str:
