@@ -48,6 +48,7 @@ from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
 from aiocoord.recipes.queue import PriorityQueue, Queue
 from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
 from aiocoord.recipes.semaphore import Lease, Semaphore
+from aiocoord.recipes.simple_queue import QueueEmptyError, SimpleQueue
 from aiocoord.retry import ExponentialBackoff, NoRetry, RetryNTimes, RetryPolicy, RetryUntilElapsed
 from aiocoord.session import State, StateChange
 from aiocoord.transaction import OpResult, Transaction
@@ -94,6 +95,9 @@ __all__ = [
     "WatchMode",
     "VersionedValue",
     "WriteLock",
+    # issue 18: more of Curator's recipes
+    "QueueEmptyError",
+    "SimpleQueue",
     "ACL",
     "ACLProvider",
     "CREATOR_ALL_ACL",
