@@ -49,6 +49,7 @@ from aiocoord.recipes.queue import PriorityQueue, Queue
 from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
 from aiocoord.recipes.semaphore import Lease, Semaphore
 from aiocoord.recipes.simple_queue import QueueEmptyError, SimpleQueue
+from aiocoord.recipes.ttl_node import PersistentTtlNode
 from aiocoord.retry import ExponentialBackoff, NoRetry, RetryNTimes, RetryPolicy, RetryUntilElapsed
 from aiocoord.session import State, StateChange
 from aiocoord.transaction import OpResult, Transaction
@@ -96,6 +97,7 @@ __all__ = [
     "VersionedValue",
     "WriteLock",
     # issue 18: more of Curator's recipes
+    "PersistentTtlNode",
     "QueueEmptyError",
     "SimpleQueue",
     "ACL",
