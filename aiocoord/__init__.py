@@ -33,6 +33,7 @@ from aiocoord.recipes.counter import (
     SharedCount,
     VersionedValue,
 )
+from aiocoord.recipes.delay_queue import DelayQueue
 from aiocoord.recipes.election import (
     Election,
     LeaderLatch,
@@ -97,6 +98,7 @@ __all__ = [
     "VersionedValue",
     "WriteLock",
     # issue 18: more of Curator's recipes
+    "DelayQueue",
     "PersistentTtlNode",
     "QueueEmptyError",
     "SimpleQueue",
