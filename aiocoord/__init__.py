@@ -42,6 +42,7 @@ from aiocoord.recipes.election import (
     LeadershipTerm,
     Participant,
 )
+from aiocoord.recipes.id_queue import IdQueue
 from aiocoord.recipes.lock import Lock, LossEvent, Mutex
 from aiocoord.recipes.locking_queue import LockedItem, LockingQueue
 from aiocoord.recipes.multilock import MultiLock
@@ -99,6 +100,7 @@ __all__ = [
     "WriteLock",
     # issue 18: more of Curator's recipes
     "DelayQueue",
+    "IdQueue",
     "PersistentTtlNode",
     "QueueEmptyError",
     "SimpleQueue",
