@@ -50,6 +50,7 @@ from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
 from aiocoord.recipes.queue import PriorityQueue, Queue
 from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
 from aiocoord.recipes.semaphore import Lease, Semaphore
+from aiocoord.recipes.shared_value import SharedValue, ValueChange
 from aiocoord.recipes.simple_queue import QueueEmptyError, SimpleQueue
 from aiocoord.recipes.ttl_node import PersistentTtlNode
 from aiocoord.retry import ExponentialBackoff, NoRetry, RetryNTimes, RetryPolicy, RetryUntilElapsed
@@ -103,7 +104,9 @@ __all__ = [
     "IdQueue",
     "PersistentTtlNode",
     "QueueEmptyError",
+    "SharedValue",
     "SimpleQueue",
+    "ValueChange",
     "ACL",
     "ACLProvider",
     "CREATOR_ALL_ACL",
