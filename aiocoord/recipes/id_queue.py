@@ -72,6 +72,7 @@ class IdQueue:
         self._queue = _IdItems(client, path, acl=acl)
         self.client = self._queue.client
         self.path = self._queue.path
+        self.acl = self._queue.acl
 
     def _item_path(self, item_id: str) -> str:
         prefix = self._queue._item_prefix() + _SEPARATOR + _fix_id(item_id) + _SEPARATOR
