@@ -60,7 +60,7 @@ async def test_an_item_comes_out_at_its_time_on_a_timer_not_by_polling(
     consumer_client, producer_client = await zk_connect(), await zk_connect()
     consumer = DelayQueue(consumer_client, "/timed")
     producer = DelayQueue(producer_client, "/timed")
-    due = now_ms() + 800
+    due = now_ms() + 1500
     await producer.put(b"later", due)
     # Not visible before its time: a shorter wait times out, the item stays.
     with pytest.raises(asyncio.TimeoutError):

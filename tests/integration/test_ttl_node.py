@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 from support import eventually
@@ -15,7 +16,7 @@ from support import eventually
 from aiocoord import Client, CreateMode, PersistentNode, PersistentTtlNode, open_client
 from aiocoord._watches import EventType
 from aiocoord.errors import BadArgumentsError, InvalidTypeError, UnimplementedError
-from aiocoord.testing import ZooKeeperServer
+from aiocoord.testing import ZooKeeperServer, expire_session
 
 Factory = Callable[..., Awaitable[Client]]
 
@@ -37,9 +38,9 @@ async def test_an_untouched_ttl_node_is_reaped_after_its_ttl_and_a_touched_one_i
     start = loop.time()
     await _reaped(zk_client, "/reaped")
     assert loop.time() - start >= 0.25  # not before its TTL (mtime is the server's clock)
-    # A write restarts the TTL: touched every 0.1 s, a 0.5 s TTL node outlives 1.5 s.
+    # A write restarts the TTL: touched every 0.1 s, a 1 s TTL node outlives 1.5 s.
     # (A set on a reaped node would raise NoNodeError.)
-    await zk_client.create("/touched", ttl=0.5)
+    await zk_client.create("/touched", ttl=1)
     for _ in range(15):
         await zk_client.set("/touched", b"")
         await asyncio.sleep(0.1)  # the touch period: time has to pass for a TTL
@@ -122,13 +123,15 @@ async def test_persistent_ttl_node_stays_while_it_runs_and_goes_after_close(
     zk_client: Client, zk_connect: Factory
 ) -> None:
     observer = await zk_connect()
-    node = PersistentTtlNode(zk_client, "/workers/w1", ttl=0.4, data=b"alive")
+    node = PersistentTtlNode(
+        zk_client, "/workers/w1", ttl=1, data=b"alive", touch_schedule_factor=4
+    )
     await node.start()
     await node.wait_for_initial_create(10)
     stat, parent_gone = await observer.exists("/workers/w1", watch=True)
     assert stat is not None
     assert (await observer.get("/workers/w1"))[0] == b"alive"
-    # Six touches of the child are three TTLs: the node is still there, never deleted.
+    # Six touches of the child are 1.5 TTLs: the node is still there, never deleted.
     await eventually(lambda: _exists(observer, "/workers/w1/touch"), what="the child")
     touches = 0
     while touches < 6:
@@ -142,7 +145,7 @@ async def test_persistent_ttl_node_stays_while_it_runs_and_goes_after_close(
     closed = loop.time()
     # The child goes after its TTL, then the container with its last child.
     assert (await asyncio.wait_for(parent_gone, 10)).type is EventType.DELETED
-    assert loop.time() - closed >= 0.15  # not at close: the last touch was < TTL/2 ago
+    assert loop.time() - closed >= 0.5  # not at close: the last touch was < TTL/4 ago
     await node.close()  # idempotent
 
 
@@ -179,3 +182,29 @@ async def test_a_server_without_ttl_nodes_is_named_in_the_error() -> None:
 
 async def _failed(node: PersistentTtlNode) -> bool:
     return node._failure is not None
+
+
+async def test_persistent_ttl_node_keeps_touching_on_a_new_session_after_expiry(
+    zk_connect: Factory, zookeeper: Any
+) -> None:
+    client, observer = await zk_connect(session_timeout=4), await zk_connect()
+    # A TTL well above the time to notice the expiry and reconnect: a client cut off for
+    # longer than the TTL would let the server reap the node, as documented.
+    async with PersistentTtlNode(client, "/survivor", ttl=3, touch_schedule_factor=6) as node:
+        await node.wait_for_initial_create(10)
+        await eventually(lambda: _exists(observer, "/survivor/touch"), what="the child")
+        _, parent_gone = await observer.exists("/survivor", watch=True)
+        old = client.session_id
+        await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+        # The node and its child are persistent: nothing went with the session, and the
+        # touches go on from the new one (a reaped node would fire the watch).
+        await eventually(lambda: _true(client.connected and client.session_id != old))
+        for _ in range(3):
+            _, _, touched = await observer.get("/survivor/touch", watch=True)
+            assert (await asyncio.wait_for(touched, 10)).type is EventType.DATA_CHANGED
+        assert not parent_gone.done()
+        parent_gone.cancel()
+
+
+async def _true(value: bool) -> bool:
+    return value
