@@ -1,6 +1,8 @@
 """Distributed queues: :class:`Queue` (FIFO) and :class:`PriorityQueue`, in Curator's layout
 (:class:`~aiocoord.LockingQueue`, kazoo's take-then-consume queue, is in
-:mod:`aiocoord.recipes.locking_queue`).
+:mod:`aiocoord.recipes.locking_queue`; Curator's other queues on this mechanism are in
+:mod:`~aiocoord.recipes.simple_queue`, :mod:`~aiocoord.recipes.delay_queue` and
+:mod:`~aiocoord.recipes.id_queue`).
 
 **Queue** is Apache Curator's ``DistributedQueue`` layout: each item is a persistent
 sequential node ``<path>/queue-<10-digit sequence>`` whose data is the item in Curator's
