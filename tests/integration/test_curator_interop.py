@@ -1,7 +1,8 @@
 """The issue-18 recipes share their nodes with Apache Curator 5 itself: a Java program
 (tests/integration/java/CuratorQueuesPeer.java, compiled here against the Curator jars of
 /usr/share/java or ``$AIOCOORD_JAVA_LIBS``) takes what aiocoord put in a SimpleQueue,
-DelayQueue, IdQueue and SharedValue, and aiocoord takes what it puts back. Skipped where no
+DelayQueue, IdQueue and SharedValue, and aiocoord takes what it puts back; a Curator
+PersistentTtlNode on the path of one of ours shares its ``touch`` child. Skipped where no
 JDK or Curator jars are installed (``make bench-java`` installs them on Debian)."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from aiocoord import Client, DelayQueue, IdQueue, SharedValue, SimpleQueue
+from aiocoord import Client, DelayQueue, IdQueue, PersistentTtlNode, SharedValue, SimpleQueue
 
 Factory = Callable[..., Awaitable[Client]]
 SOURCE = Path(__file__).resolve().parent / "java" / "CuratorQueuesPeer.java"
@@ -63,6 +64,9 @@ async def test_curator_takes_what_aiocoord_put_and_the_other_way_round(
     await delay.put(b"from-python", int(time.time() * 1000) + 300)
     await ids.put(b"from-python", "python-id")
     await shared.start()
+    ttl = PersistentTtlNode(client, "/ttl", ttl=5, data=b"python")
+    await ttl.start()
+    await ttl.wait_for_initial_create(10)
 
     java = await asyncio.to_thread(
         subprocess.run,
@@ -86,6 +90,8 @@ async def test_curator_takes_what_aiocoord_put_and_the_other_way_round(
         "ids removed: 1",
         "shared: from-python",  # our seed: Curator's start found the node there
         "shared set: true",
+        "ttl created: true",
+        "ttl children: [touch]",
     ]
 
     assert await simple.take(timeout=10) == b"from-java"
@@ -93,5 +99,5 @@ async def test_curator_takes_what_aiocoord_put_and_the_other_way_round(
     assert await ids.ids() == ["python-id", "java-id"]
     assert [await ids.get(timeout=10), await ids.get(timeout=10)] == [b"from-python", b"from-java"]
     assert (await shared.wait_for(lambda v: v == b"from-java", timeout=10)).version == 1
-    for recipe in (simple, delay, ids, shared):
+    for recipe in (simple, delay, ids, shared, ttl):
         await recipe.close()

@@ -1,6 +1,6 @@
 // The Curator 5 side of tests/integration/test_curator_interop.py: it consumes what the
 // Python side put in Curator's SimpleDistributedQueue, DistributedDelayQueue,
-// DistributedIdQueue and SharedValue layouts, then puts its own for the Python side to take.
+// DistributedIdQueue and SharedValue layouts (and shares a PersistentTtlNode's child), then puts its own for the Python side to take.
 // Usage: java CuratorQueuesPeer <connect string with chroot>; one "key: value" line per check.
 
 import java.nio.charset.StandardCharsets;
@@ -9,6 +9,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.nodes.PersistentTtlNode;
 import org.apache.curator.framework.recipes.queue.DistributedDelayQueue;
 import org.apache.curator.framework.recipes.queue.DistributedIdQueue;
 import org.apache.curator.framework.recipes.queue.QueueBuilder;
@@ -64,6 +65,13 @@ public final class CuratorQueuesPeer {
         System.out.println("shared: " + text(shared.getValue()));
         boolean set = shared.trySetValue(shared.getVersionedValue(), "from-java".getBytes(StandardCharsets.UTF_8));
         System.out.println("shared set: " + set);
+
+        // The Python side keeps /ttl alive: Curator's node on the same path shares its child.
+        PersistentTtlNode ttl = new PersistentTtlNode(client, "/ttl", 5000, new byte[0]);
+        ttl.start();
+        System.out.println("ttl created: " + ttl.waitForInitialCreate(10, TimeUnit.SECONDS));
+        System.out.println("ttl children: " + client.getChildren().forPath("/ttl"));
+        ttl.close();
 
         shared.close();
         ids.close();
