@@ -9,6 +9,7 @@ import asyncio
 import re
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 from support import eventually
@@ -17,6 +18,7 @@ from aiocoord import Client, DelayQueue
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
 from aiocoord.recipes.queue import unframe
+from aiocoord.testing import expire_session
 
 Factory = Callable[..., Awaitable[Client]]
 
@@ -107,3 +109,24 @@ async def test_bad_times_are_refused_before_anything_is_sent(zk_connect: Factory
     with pytest.raises(InvalidTypeError):
         await queue.put_all(b"x", 1)  # type: ignore[arg-type]  # the refusal tested
     assert await client.exists("/bad") is None
+
+
+async def test_a_waiting_consumer_gets_its_item_across_a_session_expiry(
+    zk_connect: Factory, zookeeper: Any
+) -> None:
+    consumer_client = await zk_connect(session_timeout=4)
+    producer = DelayQueue(await zk_connect(), "/expiry")
+    consumer = DelayQueue(consumer_client, "/expiry")
+    due = now_ms() + 2500
+    await producer.put(b"survives", due)
+    getting = asyncio.ensure_future(consumer.get(timeout=20))
+    await eventually(lambda: _watched(consumer_client))
+    old = consumer_client.session_id
+    await expire_session(old, consumer_client.session.password, zookeeper.connect_string)
+    # The watch went with the session: the consumer lists again on the new one and waits
+    # for the item's time there.
+    assert await getting == b"survives"
+    assert now_ms() >= due
+    assert consumer_client.session_id not in (0, old)  # taken on the new session
+    await producer.close()
+    await consumer.close()
