@@ -36,6 +36,7 @@ from aiocoord.recipes.counter import (
     SharedCount,
     VersionedValue,
 )
+from aiocoord.recipes.delay_queue import DelayQueue
 from aiocoord.recipes.discovery import (
     DiscoveryError,
     DownInstancePolicy,
@@ -62,6 +63,7 @@ from aiocoord.recipes.election import (
     LeadershipTerm,
     Participant,
 )
+from aiocoord.recipes.id_queue import IdQueue
 from aiocoord.recipes.lease import (
     LeaseDataError,
     LeaseHolder,
@@ -81,6 +83,9 @@ from aiocoord.recipes.partitioner import (
 from aiocoord.recipes.queue import PriorityQueue, Queue
 from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
 from aiocoord.recipes.semaphore import Lease, Semaphore
+from aiocoord.recipes.shared_value import SharedValue, ValueChange
+from aiocoord.recipes.simple_queue import QueueEmptyError, SimpleQueue
+from aiocoord.recipes.ttl_node import PersistentTtlNode
 from aiocoord.retry import ExponentialBackoff, NoRetry, RetryNTimes, RetryPolicy, RetryUntilElapsed
 from aiocoord.session import State, StateChange
 from aiocoord.transaction import OpResult, Transaction
@@ -151,6 +156,14 @@ __all__ = [
     "PartitionFailedError",
     "PartitionState",
     "SetPartitioner",
+    # issue 18: more of Curator's recipes
+    "DelayQueue",
+    "IdQueue",
+    "PersistentTtlNode",
+    "QueueEmptyError",
+    "SharedValue",
+    "SimpleQueue",
+    "ValueChange",
     "ACL",
     "ACLProvider",
     "CREATOR_ALL_ACL",

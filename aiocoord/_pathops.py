@@ -37,6 +37,7 @@ from aiocoord.errors import (
     NoNodeError,
     NotEmptyError,
     SessionExpiredError,
+    UnimplementedError,
     ZooKeeperError,
 )
 from aiocoord.transaction import create_mode
@@ -160,7 +161,17 @@ class PathOps:
             req = CreateTTLRequest(path=full, data=data, acl=acl, flags=mode, ttl=ttl_ms)
         else:
             req = Create2Request(path=full, data=data, acl=acl, flags=mode)
-        reply = await self._request(req, path=path, generation=generation)
+        try:
+            reply = await self._request(req, path=path, generation=generation)
+        except UnimplementedError as exc:
+            if ttl_ms is None:
+                raise
+            raise UnimplementedError(
+                "TTL nodes need ZooKeeper 3.5.3+ started with "
+                "-Dzookeeper.extendedTypesEnabled=true (a JVM system property)",
+                path=path,
+                op="create",
+            ) from exc
         return self._short(reply.path), reply.stat
 
     async def _create_parents_if_needed(
@@ -244,9 +255,10 @@ class PathOps:
         make_parents: bool,
         as_containers: bool,
         parent_acl: list[ACL] | None,
+        ttl_ms: int | None = None,
     ) -> tuple[str, Stat]:
         parent, name = split(path)
-        mode = create_mode(ephemeral, sequential, False, None)
+        mode = create_mode(ephemeral, sequential, False, ttl_ms)
         delays = self.retry.delays()
         while True:
             prefix = protected_prefix()
@@ -259,7 +271,7 @@ class PathOps:
                         data,
                         mode,
                         acl,
-                        None,
+                        ttl_ms,
                         make_parents,
                         as_containers,
                         parent_acl=parent_acl,

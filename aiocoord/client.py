@@ -354,9 +354,9 @@ class Client(SessionView, AdminOps, PathOps):
         acls = self._acls_for(path, acl)
         # Parents get the node's explicit ACL, else each the provider's for its own path.
         parent_acls = acls if acl is not None or self.acl_provider is None else None
-        if container and (ephemeral or sequential or ttl is not None):
+        if container and (ephemeral or sequential or ttl is not None or protected):
             raise BadArgumentsError(
-                "a container node cannot be ephemeral, sequential or have a TTL"
+                "a container node cannot be ephemeral, sequential, protected or have a TTL"
             )
         ttl_ms: int | None = None
         if ttl is not None:
@@ -375,6 +375,7 @@ class Client(SessionView, AdminOps, PathOps):
                 make_parents,
                 parents_as_containers,
                 parent_acls,
+                ttl_ms,
             )
         else:
             created = await self._create_parents_if_needed(

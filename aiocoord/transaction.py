@@ -6,7 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from aiocoord._validation import validate_data, validate_path, validate_version
+from aiocoord._validation import (
+    MAX_TTL_MS,
+    validate_data,
+    validate_duration_ms,
+    validate_flag,
+    validate_path,
+    validate_version,
+)
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.multi import MultiRequest, TxnOp
 from aiocoord._wire.opcodes import CreateMode
@@ -16,11 +23,13 @@ from aiocoord._wire.writes import (
     Create2Response,
     CreateContainerRequest,
     CreateResponse,
+    CreateTTLRequest,
     DeleteRequest,
     SetDataRequest,
     SetDataResponse,
 )
 from aiocoord.errors import (
+    BadArgumentsError,
     ProtocolError,
     SessionExpiredError,
     TransactionFailedError,
@@ -62,17 +71,33 @@ class Transaction:
         ephemeral: bool = False,
         sequential: bool = False,
         container: bool = False,
+        ttl: float | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> Transaction:
-        """Add a create (returns self, so calls chain)."""
+        """Add a create (returns self, so calls chain); the options are
+        :meth:`Client.create`'s (``ttl``: a persistent node the server removes once it
+        has gone that many seconds without a change or a child)."""
         validate_path(path, sequential=sequential)
         payload = validate_data(data, path)
-        mode = create_mode(ephemeral, sequential, container, None)
+        for flag, name in (
+            (ephemeral, "ephemeral"),
+            (sequential, "sequential"),
+            (container, "container"),
+        ):
+            validate_flag(flag, name)
+        ttl_ms = None if ttl is None else validate_duration_ms(ttl, "ttl", MAX_TTL_MS)
+        if ttl_ms is not None and (ephemeral or container):
+            raise BadArgumentsError("ttl needs a persistent node, not an ephemeral or container")
+        if container and (ephemeral or sequential):
+            raise BadArgumentsError("a container node cannot be ephemeral or sequential")
+        mode = create_mode(ephemeral, sequential, container, ttl_ms)
         full = self._client.session.paths.add(path)
         acls = self._client._acls_for(path, acl)
         req: TxnOp
         if container:
             req = CreateContainerRequest(path=full, data=payload, acl=acls, flags=mode)
+        elif ttl_ms is not None:
+            req = CreateTTLRequest(path=full, data=payload, acl=acls, flags=mode, ttl=ttl_ms)
         else:
             req = Create2Request(path=full, data=payload, acl=acls, flags=mode)
         self._ops.append(("create", path, req))

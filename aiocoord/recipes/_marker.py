@@ -62,13 +62,23 @@ class MarkedCommit:
 
     Any number of tasks may share one object. Each commit costs one round trip when
     nothing goes wrong, plus a ``sync`` and an ``exists`` after a connection loss.
-    ``acl`` is the markers' ACL (None: OPEN_ACL_UNSAFE).
+    ``acl`` is the markers' ACL (None: OPEN_ACL_UNSAFE); ``marker_name`` ends their names.
     """
 
-    def __init__(self, client: Client, parent: str, *, acl: Sequence[ACL] | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        parent: str,
+        *,
+        acl: Sequence[ACL] | None = None,
+        marker_name: str = MARKER_NAME,
+    ) -> None:
         self.client = client
         self.parent = parent
         self.acl = acl
+        # What follows the protected prefix in a marker's name: a recipe whose readers sort
+        # the children of ``parent`` by name (Curator's delay queue) picks one they put last.
+        self.marker_name = marker_name
         # Markers of applied transactions, to delete; they belong to `_generation`'s session.
         self._pending: list[str] = []
         self._generation = client.generation
@@ -99,7 +109,7 @@ class MarkedCommit:
             txn = client.transaction()
             build(txn)
             n_ops = len(txn)
-            marker = join(self.parent, protected_prefix() + MARKER_NAME)
+            marker = join(self.parent, protected_prefix() + self.marker_name)
             txn.create(marker, ephemeral=True, acl=self.acl)
             stale = self._take_pending()
             for path in stale:

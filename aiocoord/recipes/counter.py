@@ -3,8 +3,9 @@ stream) and :class:`AtomicCounter` (optimistic add with retries), on Apache Cura
 
 **SharedCount** is Curator's ``SharedCount``: one node whose data is the value as a 4-byte
 big-endian signed integer. :meth:`SharedCount.try_set` is ``trySetCount``: it writes only if
-the node still has the version the caller read. The value and its changes come from a
-:class:`~aiocoord.recipes.cache.NodeCache` on the node.
+the node still has the version the caller read. It is :class:`~aiocoord.SharedValue`'s
+mechanism (:mod:`aiocoord.recipes.shared_value`) with that codec: the value and its changes
+come from a :class:`~aiocoord.recipes.cache.NodeCache` on the node.
 
 **AtomicCounter** is Curator's ``DistributedAtomicLong``: one node whose data is the value as
 an 8-byte big-endian signed integer (empty data reads as 0; a missing node is created on the
@@ -23,16 +24,14 @@ or with the session.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aiocoord._deadline import within
-from aiocoord._validation import validate_path, validate_timeout
-from aiocoord._wire.data import ACL, Stat
+from aiocoord._validation import validate_path
+from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
-from aiocoord.client import ChildData, Client
+from aiocoord.client import Client
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
@@ -54,8 +53,7 @@ from aiocoord.recipes._counter_codec import (
     wrap64,
 )
 from aiocoord.recipes._marker import MarkedCommit
-from aiocoord.recipes._stream import EventSubscription
-from aiocoord.recipes.cache import CacheEventType, NodeCache, NodeEvent
+from aiocoord.recipes.shared_value import ValueChange, VersionedValue, _SharedNode
 from aiocoord.retry import ExponentialBackoff, RetryPolicy
 
 __all__ = [
@@ -69,235 +67,38 @@ __all__ = [
 
 # --- SharedCount -----------------------------------------------------------------------
 
-
-@dataclass(frozen=True, slots=True)
-class VersionedValue:
-    """A value with the node version it was read at (pass it to ``try_set``)."""
-
-    value: int
-    version: int
+#: The change a :class:`SharedCount`'s stream carries (the :class:`ValueChange` of an int).
+CountChange = ValueChange
 
 
-@dataclass(frozen=True, slots=True)
-class CountChange:
-    """One change seen on a :class:`SharedCount`'s stream.
-
-    ``value`` is None when the node was deleted. ``resynced`` marks the event a slow reader
-    gets in place of the changes it missed (its value is the current one).
-    """
-
-    value: int | None
-    version: int
-    resynced: bool = False
-
-
-class _CountChanges:
-    """A SharedCount's change stream over its NodeCache's: ``async for change in ...``."""
-
-    def __init__(self, owner: SharedCount, source: EventSubscription[NodeEvent]) -> None:
-        self._owner = owner
-        self._source = source
-
-    def __aiter__(self) -> _CountChanges:
-        return self
-
-    async def __anext__(self) -> CountChange:
-        while True:
-            event = await self._source.__anext__()
-            change = self._owner._change_of(event)
-            if change is not None:
-                return change
-
-    async def get(self, timeout: float | None = None) -> CountChange:
-        """The next change; :class:`aiocoord.TimeoutError` after ``timeout`` seconds."""
-        return await within(self.__anext__(), validate_timeout(timeout), "no change")
-
-    async def aclose(self) -> None:
-        """Stop receiving changes."""
-        await self._source.aclose()
-
-    async def __aenter__(self) -> _CountChanges:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class SharedCount:
+class SharedCount(_SharedNode[int]):
     """A shared integer all clients see (Curator's ``SharedCount``); see the module docstring.
 
     ``async with SharedCount(client, path, seed) as count:`` creates the node with ``seed``
     if it does not exist and follows it; :attr:`value` and :attr:`versioned` are then always
     the latest known. ``await count.set(n)`` writes unconditionally, ``await
     count.try_set(n, expected_version)`` only if nobody wrote since that version.
-    ``count.changes()`` streams every change; ``await count.wait_for(predicate)`` waits for a
-    value. ``close()`` stops the cache and its tasks; the node stays. ``acl`` is the ACL of
-    the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
+    ``count.changes()`` streams every change (:class:`CountChange`); ``await
+    count.wait_for(predicate)`` waits for a value. ``close()`` stops the cache and its
+    tasks; the node stays. Reading a node that holds something else than 4 bytes raises
+    :class:`CorruptedValueError`. ``acl`` is the ACL of the nodes it creates, parents
+    included (None: OPEN_ACL_UNSAFE). It is :class:`~aiocoord.SharedValue`'s mechanism over
+    Curator's 4-byte big-endian integer.
     """
 
     def __init__(
         self, client: Client, path: str, seed: int = 0, *, acl: Sequence[ACL] | None = None
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
-        if path == "/":
-            raise BadArgumentsError("a SharedCount cannot live on the root node")
         self.seed = check_int(seed, "seed", INT32_MIN, INT32_MAX)
-        self.acl = check_acl(acl)
-        self._cache = NodeCache(client, path)
-        self._marked = MarkedCommit(client, path, acl=self.acl)
-        # The newest write of ours whose event the cache may not have seen yet.
-        self._written: ChildData | None = None
+        super().__init__(client, path, INT32.pack(self.seed), acl)
 
-    # --- lifecycle -----------------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Create the node with the seed if missing, then load and follow it."""
-        with contextlib.suppress(NodeExistsError):
-            await self.client.create(
-                self.path,
-                INT32.pack(self.seed),
-                make_parents=True,
-                parents_as_containers=True,
-                acl=self.acl,
-            )
-        await self._cache.start()
-
-    async def close(self) -> None:
-        """Stop following the node (its cache's tasks and watches end; streams end) and
-        delete the marker nodes of the last ``try_set`` calls."""
-        await self._cache.close()
-        await self._marked.close()
-
-    async def __aenter__(self) -> SharedCount:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    # --- reading ---------------------------------------------------------------------------
+    def _encode(self, value: int) -> bytes:
+        return INT32.pack(check_int(value, "value", INT32_MIN, INT32_MAX))
 
     def _decode(self, data: bytes) -> int:
         if len(data) != INT32.size:
             raise CorruptedValueError(self.path, data, INT32.size)
         return int(INT32.unpack(data)[0])
-
-    def _latest(self) -> ChildData | None:
-        seen = self._cache.current
-        mine = self._written
-        if mine is not None and (seen is None or mine.stat.mzxid > seen.stat.mzxid):
-            return mine
-        return seen
-
-    @property
-    def versioned(self) -> VersionedValue:
-        """The latest known value and its node version (for ``try_set``).
-
-        Raises CorruptedValueError if the node holds something else, NoNodeError if it does
-        not exist (deleted, or the count was not started).
-        """
-        latest = self._latest()
-        if latest is None:
-            raise NoNodeError("the shared count's node does not exist", path=self.path)
-        return VersionedValue(self._decode(latest.data), latest.stat.version)
-
-    @property
-    def value(self) -> int:
-        """The latest known value (see :attr:`versioned`)."""
-        return self.versioned.value
-
-    def changes(self, *, buffer_size: int | None = None) -> _CountChanges:
-        """A stream of :class:`CountChange`: ``async for change in count.changes():``.
-
-        Values come in the order they were written; writes closer together than one read
-        may come out as one change with the latest value (as with any ZooKeeper watch, and
-        Curator's listener). Subscribe before ``start()`` to see the initial value. A
-        reader that falls more than ``buffer_size`` changes behind gets one ``resynced``
-        change with the current value instead of those it missed. The stream ends when the
-        count is closed.
-        """
-        return _CountChanges(self, self._cache.changes(buffer_size=buffer_size))
-
-    def _change_of(self, event: NodeEvent) -> CountChange | None:
-        if event.type in (CacheEventType.CREATED, CacheEventType.UPDATED):
-            assert event.data is not None
-            return CountChange(self._decode(event.data.data), event.data.stat.version)
-        if event.type is CacheEventType.DELETED:
-            return CountChange(None, -1)
-        if event.type is CacheEventType.RESYNCED:
-            current = self._cache.current
-            if current is None:
-                return CountChange(None, -1, resynced=True)
-            return CountChange(self._decode(current.data), current.stat.version, resynced=True)
-        return None
-
-    async def wait_for(
-        self, predicate: Callable[[int], bool], timeout: float | None = None
-    ) -> VersionedValue:
-        """Wait until ``predicate(value)`` holds for the followed value; return it.
-
-        :class:`aiocoord.TimeoutError` after ``timeout`` seconds. Cancelling leaves nothing behind.
-        """
-        if not callable(predicate):
-            raise InvalidTypeError("predicate must be callable")
-        timeout = validate_timeout(timeout)
-
-        def check(current: ChildData | None) -> bool:
-            return current is not None and predicate(self._decode(current.data))
-
-        latest = self._latest()
-        if check(latest):
-            return self.versioned
-        found = await self._cache.wait_for(check, timeout)
-        assert found is not None
-        return VersionedValue(self._decode(found.data), found.stat.version)
-
-    # --- writing ---------------------------------------------------------------------------
-
-    def _note(self, data: bytes, stat: Stat) -> None:
-        latest = self._latest()
-        if latest is None or stat.mzxid > latest.stat.mzxid:
-            self._written = ChildData(self.path, data, stat)
-
-    async def set(self, value: int) -> None:
-        """Write ``value`` whatever the current version."""
-        data = INT32.pack(check_int(value, "value", INT32_MIN, INT32_MAX))
-        stat = await self.client.set(self.path, data)
-        self._note(data, stat)
-
-    async def try_set(self, value: int, expected_version: int) -> bool:
-        """Write ``value`` only if the node still has ``expected_version``; True if written.
-
-        False means someone wrote since that version: read :attr:`versioned` and decide
-        again. (Curator's ``trySetCount``.)
-        """
-        data = INT32.pack(check_int(value, "value", INT32_MIN, INT32_MAX))
-        check_int(expected_version, "expected_version", 0, INT32_MAX)
-        path = self.path
-
-        def build(txn: Any) -> None:
-            txn.set(path, data, expected_version)
-
-        # Through a marked transaction: a version-checked set whose reply is lost cannot
-        # tell "someone else wrote" from "our own write was applied" (its retry would say
-        # BadVersion either way); the marker can.
-        try:
-            results = await self._marked.commit(build)
-        except TransactionFailedError as exc:
-            if exc.failed_index == 0 and isinstance(exc.cause, BadVersionError):
-                return False
-            if exc.failed_index == 0 and isinstance(exc.cause, NoNodeError):
-                raise exc.cause from None
-            raise
-        if results is not None and results[0].stat is not None:
-            self._note(data, results[0].stat)
-        return True
-
-    def __repr__(self) -> str:
-        latest = self._latest()
-        shown = "unknown" if latest is None else repr(latest.data)
-        return f"<SharedCount {self.path} {shown}>"
 
 
 # --- AtomicCounter ---------------------------------------------------------------------

@@ -34,7 +34,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aiocoord._deadline import within
-from aiocoord._validation import validate_data, validate_flag, validate_path, validate_timeout
+from aiocoord._validation import (
+    MAX_TTL_MS,
+    validate_data,
+    validate_duration_ms,
+    validate_flag,
+    validate_path,
+    validate_timeout,
+)
 from aiocoord._watches import EventType
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -67,6 +74,12 @@ class CreateMode(enum.Enum):
     EPHEMERAL = "ephemeral"
     PERSISTENT_SEQUENTIAL = "persistent_sequential"
     EPHEMERAL_SEQUENTIAL = "ephemeral_sequential"
+    #: a node the server deletes once its last child is gone
+    CONTAINER = "container"
+    #: a persistent node the server deletes once it has gone ``ttl`` without a change or a
+    #: child (ZooKeeper 3.5.3+, server option ``zookeeper.extendedTypesEnabled=true``)
+    PERSISTENT_WITH_TTL = "persistent_with_ttl"
+    PERSISTENT_SEQUENTIAL_WITH_TTL = "persistent_sequential_with_ttl"
 
     @property
     def ephemeral(self) -> bool:
@@ -76,7 +89,16 @@ class CreateMode(enum.Enum):
     @property
     def sequential(self) -> bool:
         """True for the modes whose name gets a sequence number."""
-        return self in (CreateMode.PERSISTENT_SEQUENTIAL, CreateMode.EPHEMERAL_SEQUENTIAL)
+        return self in (
+            CreateMode.PERSISTENT_SEQUENTIAL,
+            CreateMode.EPHEMERAL_SEQUENTIAL,
+            CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL,
+        )
+
+    @property
+    def ttl(self) -> bool:
+        """True for the modes that need a ``ttl``."""
+        return self in (CreateMode.PERSISTENT_WITH_TTL, CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL)
 
 
 class PersistentNode:
@@ -86,9 +108,13 @@ class PersistentNode:
     ``async with PersistentNode(client, "/services/api/a", b"10.0.0.1:80") as node:``
     creates it in the background (``await node.wait_for_initial_create(timeout)`` waits for
     that) and keeps it there; leaving deletes it. ``protected`` names a non-sequential node
-    ``_c_<uuid>-<name>`` (sequential modes always are). ``acl`` is the ACL of the node and
-    of the parents it makes (None: OPEN_ACL_UNSAFE).
+    ``_c_<uuid>-<name>`` (sequential modes always are; a CONTAINER cannot be). ``ttl``
+    (seconds) is required by the TTL modes and refused by the others. ``acl`` is the ACL of
+    the node and of the parents it makes (None: OPEN_ACL_UNSAFE).
     """
+
+    #: Whether close() deletes the node (PersistentTtlNode leaves it to its TTL).
+    _delete_on_close = True
 
     def __init__(
         self,
@@ -98,6 +124,7 @@ class PersistentNode:
         *,
         mode: CreateMode = CreateMode.EPHEMERAL,
         protected: bool = False,
+        ttl: float | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> None:
         self.client = check_client(client)
@@ -108,6 +135,14 @@ class PersistentNode:
             raise BadArgumentsError("a PersistentNode cannot be the root node")
         if not isinstance(protected, bool):
             raise InvalidTypeError(f"protected must be bool, not {type(protected).__name__}")
+        if protected and mode is CreateMode.CONTAINER:
+            raise BadArgumentsError("a CONTAINER node cannot be protected")
+        if mode.ttl and ttl is None:
+            raise BadArgumentsError(f"mode {mode.name} needs a ttl (seconds)")
+        if not mode.ttl and ttl is not None:
+            raise BadArgumentsError(f"ttl goes with the TTL modes only, not with {mode.name}")
+        #: the TTL in seconds (TTL modes only)
+        self.ttl = None if ttl is None else validate_duration_ms(ttl, "ttl", MAX_TTL_MS) / 1000
         self.mode = mode
         self.protected = protected or mode.sequential
         self._data = validate_data(data, path)
@@ -173,7 +208,7 @@ class PersistentNode:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         actual, self._actual = self._actual, None
-        if actual is not None and not self.client.closed:
+        if actual is not None and not self.client.closed and self._delete_on_close:
             await delete_node(self.client, actual)
 
     async def __aenter__(self) -> PersistentNode:
@@ -234,6 +269,8 @@ class PersistentNode:
                     self._data,
                     ephemeral=self.mode.ephemeral,
                     sequential=self.mode.sequential,
+                    container=self.mode is CreateMode.CONTAINER,
+                    ttl=self.ttl,
                     protected=self.protected,
                     make_parents=True,
                     parents_as_containers=True,

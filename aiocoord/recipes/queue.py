@@ -1,6 +1,8 @@
 """Distributed queues: :class:`Queue` (FIFO) and :class:`PriorityQueue`, in Curator's layout
 (:class:`~aiocoord.LockingQueue`, kazoo's take-then-consume queue, is in
-:mod:`aiocoord.recipes.locking_queue`).
+:mod:`aiocoord.recipes.locking_queue`; Curator's other queues on this mechanism are in
+:mod:`~aiocoord.recipes.simple_queue`, :mod:`~aiocoord.recipes.delay_queue` and
+:mod:`~aiocoord.recipes.id_queue`).
 
 **Queue** is Apache Curator's ``DistributedQueue`` layout: each item is a persistent
 sequential node ``<path>/queue-<10-digit sequence>`` whose data is the item in Curator's
@@ -26,10 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from aiocoord._validation import validate_data, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
@@ -43,8 +46,9 @@ from aiocoord.errors import (
     SessionExpiredError,
     TransactionFailedError,
 )
+from aiocoord.errors import TimeoutError as CoordTimeoutError
 from aiocoord.recipes._args import check_client
-from aiocoord.recipes._marker import MarkedCommit
+from aiocoord.recipes._marker import MARKER_NAME, MarkedCommit
 from aiocoord.recipes._waiting import call_with_watch, deadline_after, remaining, wait_watches
 
 __all__ = [
@@ -54,6 +58,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_Q = TypeVar("_Q", bound="Queue")
 
 #: Curator's item node name (before the sequence number).
 QUEUE_ITEM_NAME = "queue-"
@@ -124,13 +129,18 @@ class Queue:
     ``acl`` is the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
     """
 
+    #: The item node name before the sequence number (and any tag a subclass adds).
+    item_name = QUEUE_ITEM_NAME
+    #: The end of the marker nodes' names (see :mod:`aiocoord.recipes._marker`).
+    marker_name = MARKER_NAME
+
     def __init__(self, client: Client, path: str, *, acl: Sequence[ACL] | None = None) -> None:
         self.client = check_client(client)
         self.path = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a queue cannot live on the root node")
         self.acl = check_acl(acl)
-        self._marked = MarkedCommit(client, path, acl=self.acl)
+        self._marked = MarkedCommit(client, path, acl=self.acl, marker_name=self.marker_name)
         # Items claimed and not yet handed out: the rest of a multi-item node, and items
         # whose get() was cancelled after the claim.
         self._ready: collections.deque[bytes] = collections.deque()
@@ -141,7 +151,11 @@ class Queue:
     # --- producing -------------------------------------------------------------------------
 
     def _item_prefix(self) -> str:
-        return self.path.rstrip("/") + "/" + QUEUE_ITEM_NAME
+        return self.path.rstrip("/") + "/" + self.item_name
+
+    def _payloads(self, items: list[bytes]) -> list[bytes]:
+        """The data of the nodes that hold ``items``: one node in Curator's framing."""
+        return [frame(items)]
 
     async def put(self, data: bytes) -> None:
         """Add ``data`` at the tail of the queue (exactly once, even if a reply is lost)."""
@@ -153,18 +167,19 @@ class Queue:
         await self._put(check_items(items, self.path), self._item_prefix())
 
     async def _put(self, items: list[bytes], item_path: str) -> None:
-        payload = validate_data(frame(items), self.path)
+        payloads = [validate_data(p, self.path) for p in self._payloads(items)]
         acl = self.acl
 
         def build(txn: Any) -> None:
-            txn.create(item_path, payload, sequential=True, acl=acl)
+            for payload in payloads:
+                txn.create(item_path, payload, sequential=True, acl=acl)
 
         while True:
             try:
                 await self._marked.commit(build)
                 return
             except TransactionFailedError as exc:
-                if exc.failed_index == 0 and isinstance(exc.cause, NoNodeError):
+                if exc.failed_index < len(payloads) and isinstance(exc.cause, NoNodeError):
                     await self.client.ensure_path(self.path, acl=self.acl)
                     continue
                 raise
@@ -172,14 +187,25 @@ class Queue:
     # --- consuming -------------------------------------------------------------------------
 
     def _is_item(self, name: str) -> bool:
-        return name.startswith(QUEUE_ITEM_NAME)
+        return name.startswith(self.item_name)
+
+    def _due(self, names: list[str]) -> tuple[list[str], float | None]:
+        """The item names among ``names`` that may be taken now, in queue order, and the
+        seconds until another one may (None: none waits for a time)."""
+        return sorted(n for n in names if self._is_item(n)), None
 
     async def get(self, timeout: float | None = None) -> bytes:
         """Take the item at the head of the queue, waiting for one if it is empty.
 
         Raises :class:`aiocoord.TimeoutError` after ``timeout`` seconds with nothing taken.
         """
-        deadline = deadline_after(validate_timeout(timeout))
+        item = await self._take(deadline_after(validate_timeout(timeout)), wait=True)
+        assert item is not None  # a waiting take returns an item or raises
+        return item
+
+    async def _take(self, deadline: float | None, *, wait: bool) -> bytes | None:
+        """The head item, claimed; without ``wait``, None if there is none now (one listing,
+        no watch)."""
         client = self.client
         while True:
             if self._ready:
@@ -194,6 +220,18 @@ class Queue:
                 # Claims of cancelled getters may still bring items (kept in _ready).
                 await asyncio.wait(list(self._claims), timeout=remaining(deadline))
                 continue
+            if not wait:
+                try:
+                    listed = await client.children(self.path)
+                except NoNodeError:
+                    return None
+                except SessionExpiredError:
+                    continue
+                due_now, _ = self._due(listed)
+                if not due_now:
+                    return None
+                self._candidates.extend(due_now)
+                continue
             try:
                 names, watch = await call_with_watch(
                     client.children(self.path, watch=True), deadline
@@ -207,13 +245,20 @@ class Queue:
                 continue
             except SessionExpiredError:
                 continue
-            items_now = sorted(n for n in names if self._is_item(n))
+            items_now, next_due = self._due(names)
             if items_now:
                 watch.cancel()
                 self._candidates.extend(items_now)
                 continue
+            # Woken by a change of the children, or when the first item waiting for its
+            # time comes due: a timer, not a poll.
+            timer = deadline_after(next_due)
             try:
-                await wait_watches([watch], deadline)
+                if timer is not None and (deadline is None or timer < deadline):
+                    with contextlib.suppress(CoordTimeoutError):
+                        await wait_watches([watch], timer)
+                else:
+                    await wait_watches([watch], deadline)
             except SessionExpiredError:
                 continue
 
@@ -238,7 +283,8 @@ class Queue:
             self._ready.extend(items)
 
     async def _claim(self, name: str) -> list[bytes] | None:
-        """The items of node ``name`` if this call removed it, None if someone else did."""
+        """The items of node ``name`` if this call removed it, None if someone else did
+        (exactly once: the delete goes in a marked transaction, on the version read)."""
         path = self.path.rstrip("/") + "/" + name
         try:
             data, stat = await self.client.get(path)
@@ -254,12 +300,14 @@ class Queue:
             if exc.failed_index == 0 and isinstance(exc.cause, (NoNodeError, BadVersionError)):
                 return None  # another consumer got it
             raise
+        return self._items_of(data, path)
+
+    def _items_of(self, data: bytes, path: str) -> list[bytes]:
+        """The items a claimed node held (possibly none: an empty multi-item node)."""
         items = unframe(data)
         if items is None:
             log.warning("queue item %s is not in Curator's framing; returning it raw", path)
             return [data]
-        if not items:
-            return None  # an empty multi-item node: nothing to hand out
         return items
 
     async def size(self) -> int:
@@ -281,7 +329,7 @@ class Queue:
             self._ready.popleft()
         await self._marked.close()
 
-    async def __aenter__(self) -> Queue:
+    async def __aenter__(self: _Q) -> _Q:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

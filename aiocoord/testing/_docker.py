@@ -12,6 +12,7 @@ from typing import Any
 
 from aiocoord.errors import ServerNotReadyError, ServerSetupError
 from aiocoord.testing._process import server_mode
+from aiocoord.testing._zkserver import TEST_SERVER_PROPERTIES
 
 __all__ = ["DEFAULT_IMAGE", "DockerZooKeeperServer"]
 
@@ -79,6 +80,8 @@ class DockerZooKeeperServer:
                 .with_env("ZOO_4LW_COMMANDS_WHITELIST", "*")
                 .with_env("ZOO_ADMINSERVER_ENABLED", "false")
                 .with_env("ZOO_TICK_TIME", "500")
+                # The local servers' system properties (TTL nodes, a fast container sweep).
+                .with_env("SERVER_JVMFLAGS", " ".join(TEST_SERVER_PROPERTIES))
                 .with_env(
                     "ZOO_CFG_EXTRA",
                     "minSessionTimeout=1000 maxSessionTimeout=60000 localSessionsEnabled=false",

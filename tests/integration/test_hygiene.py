@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,18 +25,23 @@ from aiocoord import (
     Barrier,
     ChildrenCache,
     Client,
+    DelayQueue,
     DoubleBarrier,
     Election,
     GroupMember,
+    IdQueue,
     LeaderLatch,
     Lock,
     LockingQueue,
     NodeCache,
     PersistentNode,
+    PersistentTtlNode,
     Queue,
     ReadWriteLock,
     Semaphore,
     SharedCount,
+    SharedValue,
+    SimpleQueue,
     State,
     TreeCache,
     open_client,
@@ -341,7 +347,35 @@ async def _partitioning(client: Client, bounce: Callable[[], Awaitable[None]]) -
     await client.delete(held)
 
 
+async def _curator_extras(client: Client, bounce: Callable[[], Awaitable[None]]) -> None:
+    """The recipes of issue 18: SimpleQueue, DelayQueue, IdQueue, SharedValue,
+    PersistentTtlNode."""
+    async with SimpleQueue(client, "/sq") as simple:
+        await simple.offer(b"x")
+        await bounce()
+        assert await simple.take(timeout=10) == b"x"
+        taker = asyncio.ensure_future(simple.take())
+        await eventually(lambda: _waiting(client), what="the taker waits")
+        taker.cancel()
+        await asyncio.gather(taker, return_exceptions=True)
+    async with DelayQueue(client, "/dq") as delayed:
+        await delayed.put(b"later", int(time.time() * 1000) + 3_600_000)
+        getter = asyncio.ensure_future(delayed.get())  # on a timer and a watch
+        await eventually(lambda: _waiting(client), what="the delayed getter waits")
+        getter.cancel()
+        await asyncio.gather(getter, return_exceptions=True)
+    async with IdQueue(client, "/iq") as ids:
+        await ids.put(b"x", "a")
+        assert await ids.remove("a") == 1
+    async with SharedValue(client, "/sv", b"a") as shared:
+        assert await shared.try_set(b"b", shared.versioned.version)
+    async with PersistentTtlNode(client, "/ttl", ttl=5) as node:
+        assert await node.wait_for_initial_create(10)
+        await bounce()
+
+
 WORKLOADS: dict[str, Callable[[Client, Callable[[], Awaitable[None]]], Awaitable[None]]] = {
+    "curator_extras": _curator_extras,
     "locks": _locks,
     "election": _election,
     "caches": _caches,

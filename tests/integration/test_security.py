@@ -14,6 +14,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import pytest
+from support import eventually
 
 from aiocoord import (
     ACL,
@@ -23,17 +24,22 @@ from aiocoord import (
     AtomicCounter,
     Barrier,
     Client,
+    DelayQueue,
     DoubleBarrier,
     Election,
     GroupMember,
+    IdQueue,
     LeaderLatch,
     Lock,
     LockingQueue,
     PersistentNode,
+    PersistentTtlNode,
     Queue,
     ReadWriteLock,
     Semaphore,
     SharedCount,
+    SharedValue,
+    SimpleQueue,
     State,
 )
 from aiocoord.errors import (
@@ -198,6 +204,11 @@ RECIPES: dict[str, Callable[[Client, list[ACL]], Any]] = {
     "DoubleBarrier": lambda c, acl: DoubleBarrier(c, "/r", 2, acl=acl),
     "PersistentNode": lambda c, acl: PersistentNode(c, "/r", acl=acl),
     "GroupMember": lambda c, acl: GroupMember(c, "/r", "me", acl=acl),
+    "SimpleQueue": lambda c, acl: SimpleQueue(c, "/r", acl=acl),
+    "DelayQueue": lambda c, acl: DelayQueue(c, "/r", acl=acl),
+    "IdQueue": lambda c, acl: IdQueue(c, "/r", acl=acl),
+    "SharedValue": lambda c, acl: SharedValue(c, "/r", acl=acl),
+    "PersistentTtlNode": lambda c, acl: PersistentTtlNode(c, "/r", 30, acl=acl),
 }
 
 
@@ -284,6 +295,26 @@ async def _group_member(r: GroupMember, done: AsyncExitStack) -> None:
     await r.wait_for(lambda members: "me" in members, 10)
 
 
+async def _id_queue(r: IdQueue, done: AsyncExitStack) -> None:
+    done.push_async_callback(r.close)
+    await r.put(b"job", "id")
+
+
+async def _shared_value(r: SharedValue, done: AsyncExitStack) -> None:
+    await done.enter_async_context(r)
+    await r.try_set(b"v", r.versioned.version)  # leaves a marker node
+
+
+async def _ttl_node(r: PersistentTtlNode, done: AsyncExitStack) -> None:
+    await done.enter_async_context(r)
+    child = r.child_path
+
+    async def touched() -> bool:
+        return await r.client.exists(child) is not None
+
+    await eventually(touched, what="the TTL child")
+
+
 # What makes each recipe create its nodes (undone by the stack once they have been checked).
 USES: dict[str, Callable[[Any, AsyncExitStack], Awaitable[None]]] = {
     "Lock": _lock,
@@ -299,6 +330,11 @@ USES: dict[str, Callable[[Any, AsyncExitStack], Awaitable[None]]] = {
     "DoubleBarrier": _double_barrier,
     "PersistentNode": _persistent_node,
     "GroupMember": _group_member,
+    "SimpleQueue": _queue,
+    "DelayQueue": _queue,
+    "IdQueue": _id_queue,
+    "SharedValue": _shared_value,
+    "PersistentTtlNode": _ttl_node,
 }
 
 

@@ -177,9 +177,12 @@ async def test_bad_method_arguments_raise_typed_errors_and_create_nothing(
 
 
 def test_create_mode_flags() -> None:
-    assert [(m.ephemeral, m.sequential) for m in CreateMode] == [
-        (False, False),
-        (True, False),
-        (False, True),
-        (True, True),
+    assert [(m.ephemeral, m.sequential, m.ttl) for m in CreateMode] == [
+        (False, False, False),
+        (True, False, False),
+        (False, True, False),
+        (True, True, False),
+        (False, False, False),  # CONTAINER
+        (False, False, True),
+        (False, True, True),
     ]
