@@ -4,18 +4,23 @@ one line on stderr."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from aiocoord._connect import connect as connect_client
+from aiocoord._servers import Server, parse_connect_string
 from aiocoord._validation import validate_path
 from aiocoord.client import Client
 from aiocoord.errors import CoordinationError, NoNodeError, NoServersError
 
 __all__ = [
     "CONNECT_ENV",
+    "add_hosts",
+    "hosts_of",
+    "servers_of",
     "DEFAULT_CONNECT",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
@@ -63,6 +68,33 @@ def timeout_help() -> str:
 def connect_help() -> str:
     """The help text of ``--connect``."""
     return f"ZooKeeper connect string (default ${CONNECT_ENV}, else {DEFAULT_CONNECT})"
+
+
+def add_hosts(parser: argparse.ArgumentParser) -> None:
+    """The optional ``HOSTS`` argument, and ``--connect`` for the same (as other commands)."""
+    parser.add_argument("hosts", nargs="?", metavar="HOSTS", default=None, help=f"{connect_help()}")
+    parser.add_argument("--connect", metavar="HOSTS", default=None, help="the same as HOSTS")
+
+
+def hosts_of(args: argparse.Namespace, what: str) -> str | None:
+    """The connect string of ``HOSTS`` or ``--connect``, else the default; None (said on
+    stderr) if both are given and differ."""
+    if args.hosts and args.connect and args.hosts != args.connect:
+        print(f"aiocoord {what}: give HOSTS or --connect, not both", file=sys.stderr)
+        return None
+    hosts: str = args.hosts or args.connect or default_connect()
+    return hosts
+
+
+def servers_of(hosts: str | None, what: str) -> list[Server] | None:
+    """The servers of the connect string ``hosts``; None (said on stderr) if it is bad."""
+    if hosts is None:
+        return None
+    try:
+        return parse_connect_string(hosts)[0]
+    except CoordinationError as exc:
+        print(f"aiocoord {what}: {exc}", file=sys.stderr)
+        return None
 
 
 async def read_only(

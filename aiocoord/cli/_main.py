@@ -8,8 +8,8 @@ import sys
 from collections.abc import Sequence
 
 from aiocoord import __version__
-from aiocoord.cli import _inspect, _server, _tree
-from aiocoord.cli._common import EXIT_INTERRUPTED, EXIT_USAGE, program_name
+from aiocoord.cli import _inspect, _server, _stat, _tree
+from aiocoord.cli._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, program_name
 
 __all__ = ["main"]
 
@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     _server.add_parser(sub)
     _inspect.add_parser(sub)
     _tree.add_parser(sub)
+    _stat.add_parser(sub)
     return parser
 
 
@@ -67,8 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         return _demo(args)
     try:
+        if args.command == "stat":
+            return asyncio.run(_stat.run(args))
         if args.command == "inspect":
             return asyncio.run(_inspect.run(args))
         return asyncio.run(_tree.run(args))
     except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+        # Ctrl-C is how `stat --watch` is meant to end.
+        return EXIT_OK if getattr(args, "watch", None) is not None else EXIT_INTERRUPTED
