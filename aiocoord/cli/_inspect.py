@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from aiocoord._paths import join, sort_by_sequence
 from aiocoord._wire.data import Stat
 from aiocoord.cli._common import connect_help, default_connect, read_only, timeout_help
+from aiocoord.cli._locks import adding_lease
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError
 from aiocoord.recipes.election import ELECTION_NAME, LATCH_NAME
@@ -104,14 +105,9 @@ async def contenders(client: Client, kind: str, path: str) -> list[Contender]:
         # max_leases exist (a number ZooKeeper does not store). Its nodes of this tenure are
         # those of its session created after its lock node: shown as "acquiring".
         head = queue[0] if queue else None
-
-        def adding(stat: Stat) -> bool:
-            return head is not None and (
-                stat.ephemeral_owner == head[2].ephemeral_owner and stat.czxid > head[2].czxid
-            )
-
+        head_stat = head[2] if head is not None else None
         rows = [
-            _contender(i, "acquiring" if adding(node[2]) else "lease", *node)
+            _contender(i, "acquiring" if adding_lease(node[2], head_stat) else "lease", *node)
             for i, node in enumerate(leases)
         ]
         if head is not None and not any(r.role == "acquiring" for r in rows):

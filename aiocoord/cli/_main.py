@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from aiocoord import __version__
-from aiocoord.cli import _inspect, _server, _stat, _tree
+from aiocoord.cli import _inspect, _locks, _server, _stat, _tree
 from aiocoord.cli._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, program_name
 
 __all__ = ["main"]
@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     _inspect.add_parser(sub)
     _tree.add_parser(sub)
     _stat.add_parser(sub)
+    _locks.add_parser(sub)
     return parser
 
 
@@ -68,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         return _demo(args)
     try:
+        if args.command == "locks":
+            return asyncio.run(_locks.run(args))
         if args.command == "stat":
             return asyncio.run(_stat.run(args))
         if args.command == "inspect":

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -182,3 +183,169 @@ async def test_usage_errors_exit_2_before_contacting_anything(args: tuple[str, .
     assert code == 2, out + err
     assert out == ""
     assert err.strip()
+
+
+# --- locks ----------------------------------------------------------------------------------
+
+
+async def children_reach(client: aiocoord.Client, path: str, count: int) -> None:
+    """Wait until ``path`` has ``count`` children (a cache's view: no polling)."""
+    async with aiocoord.ChildrenCache(client, path) as cache:
+        await cache.wait_for(lambda c: len(c) == count, timeout=10)
+
+
+async def locks_json(hosts: str, path: str) -> dict[str, Any]:
+    code, out, err = await cli("locks", hosts, path, "--json")
+    assert code == 0, out + err
+    doc: dict[str, Any] = json.loads(out)
+    return doc
+
+
+async def test_locks_shows_the_holder_then_the_waiters_with_their_sessions(
+    zookeeper: ServerHandle, zk_connect: ClientFactory, zk_namespace: str
+) -> None:
+    hosts = zookeeper.connect_string + zk_namespace
+    alpha, bravo, charlie = [await zk_connect() for _ in range(3)]
+    holder = aiocoord.Lock(alpha, "/locks/job", identifier="alpha")
+    await holder.acquire()
+    token, node_path = holder.fencing_token, holder.node_path
+    waiters: list[asyncio.Task[Any]] = []
+    for i, (client, name) in enumerate(((bravo, "bravo"), (charlie, "charlie"))):
+        lock = aiocoord.Lock(client, "/locks/job", identifier=name)
+        waiters.append(asyncio.ensure_future(lock.acquire()))
+        await children_reach(alpha, "/locks/job", i + 2)  # queued in this order
+    try:
+        doc = await locks_json(hosts, "/locks/job")
+        code, out, err = await cli("locks", hosts, "/locks/job")
+    finally:
+        for task in waiters:
+            task.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+        await holder.release()
+
+    assert doc["path"] == "/locks/job" and doc["layout"] == "lock"
+    entries = doc["entries"]
+    assert [(e["position"], e["role"], e["holds"], e["identifier"]) for e in entries] == [
+        (0, "holder", True, "alpha"),
+        (1, "waiting", False, "bravo"),
+        (2, "waiting", False, "charlie"),
+    ]
+    assert [e["session_id"] for e in entries] == [
+        f"0x{c.session_id:x}" for c in (alpha, bravo, charlie)
+    ]
+    assert entries[0]["fencing_token"] == token
+    assert node_path is not None and entries[0]["node"] == node_path.rsplit("/")[-1]
+    assert [e["sequence"] for e in entries] == sorted(e["sequence"] for e in entries)
+    assert all(e["node"].endswith(f"lock-{e['sequence']:010d}") for e in entries)
+    for e in entries:  # `cons` shows each session's connection: a loopback client address
+        assert re.fullmatch(r"127\.0\.0\.1:\d+", e["client"]), e
+        assert e["server"] == zookeeper.connect_string
+        assert 0 <= e["age_seconds"] < 60 and isinstance(e["ctime_ms"], int)
+
+    assert code == 0, out + err
+    lines = out.splitlines()
+    assert lines[0] == "lock /locks/job: held by alpha; 2 waiting"
+    assert lines[1].split() == [
+        "#", "role", "identifier", "session", "client", "token", "age", "node"
+    ]  # fmt: skip
+    assert lines[2].split()[:6] == [
+        "0", "holder", "alpha", f"0x{alpha.session_id:x}", entries[0]["client"],
+        str(token),
+    ]  # fmt: skip
+    assert [line.split()[2] for line in lines[2:]] == ["alpha", "bravo", "charlie"]
+
+
+async def test_locks_shows_a_semaphores_lease_then_the_acquiring_and_the_waiting(
+    zookeeper: ServerHandle, zk_connect: ClientFactory, zk_namespace: str
+) -> None:
+    names = ("alpha", "bravo", "charlie")
+    clients = [await zk_connect() for _ in names]
+    sems = [
+        aiocoord.Semaphore(c, "/sem", 1, identifier=n) for c, n in zip(clients, names, strict=True)
+    ]
+    lease = await sems[0].acquire()
+    assert lease
+    # bravo holds the semaphore's lock and waits with its lease node added; charlie queues.
+    bravo = asyncio.ensure_future(sems[1].acquire())
+    await children_reach(clients[0], "/sem/leases", 2)
+    charlie = asyncio.ensure_future(sems[2].acquire())
+    await children_reach(clients[0], "/sem/locks", 2)
+    try:
+        doc = await locks_json(zookeeper.connect_string + zk_namespace, "/sem")
+    finally:
+        for task in (bravo, charlie):
+            task.cancel()
+        await asyncio.gather(bravo, charlie, return_exceptions=True)
+        await lease[0].release()
+
+    assert doc["layout"] == "semaphore"
+    entries = doc["entries"]
+    assert [(e["role"], e["identifier"], e["node"].split("/")[0]) for e in entries] == [
+        ("lease", "alpha", "leases"),
+        ("acquiring", "bravo", "leases"),
+        ("waiting", "charlie", "locks"),
+    ]
+    assert [e["session_id"] for e in entries] == [f"0x{c.session_id:x}" for c in clients]
+    assert entries[0]["fencing_token"] == lease[0].fencing_token
+    assert all(e["client"] is not None for e in entries)
+
+
+async def test_locks_reads_read_write_locks_and_leader_latches(
+    zookeeper: ServerHandle, zk_connect: ClientFactory, zk_namespace: str
+) -> None:
+    hosts = zookeeper.connect_string + zk_namespace
+    r1, w = await zk_connect(), await zk_connect()
+    reader = aiocoord.ReadWriteLock(r1, "/rw", identifier="reader-1").read
+    await reader.acquire()
+    writer = asyncio.ensure_future(
+        aiocoord.ReadWriteLock(w, "/rw", identifier="writer").write.acquire()
+    )
+    await children_reach(r1, "/rw", 2)
+    latches = []
+    for i, (client, name) in enumerate(((r1, "alpha"), (w, "bravo"))):
+        latch = aiocoord.LeaderLatch(client, "/leader", identifier=name)
+        await latch.start()
+        latches.append(latch)
+        await children_reach(client, "/leader", i + 1)
+    try:
+        assert await latches[0].wait_until_leader(10)
+        term = latches[0].term
+        rw = await locks_json(hosts, "/rw")
+        latch_doc = await locks_json(hosts, "/leader")
+    finally:
+        writer.cancel()
+        await asyncio.gather(writer, return_exceptions=True)
+        await reader.release()
+        for latch in latches:
+            await latch.close()
+
+    assert rw["layout"] == "rwlock"
+    assert [(e["role"], e["identifier"]) for e in rw["entries"]] == [
+        ("reader", "reader-1"),
+        ("waiting writer", "writer"),
+    ]
+    assert latch_doc["layout"] == "latch"
+    assert [(e["role"], e["identifier"]) for e in latch_doc["entries"]] == [
+        ("leader", "alpha"),
+        ("candidate", "bravo"),
+    ]
+    assert term is not None and latch_doc["entries"][0]["fencing_token"] == term.fencing_token
+
+
+async def test_locks_on_a_missing_path_and_bad_input(
+    zookeeper: ServerHandle, zk_namespace: str
+) -> None:
+    hosts = zookeeper.connect_string + zk_namespace
+    code, out, _ = await cli("locks", hosts, "/nowhere")
+    assert (code, out.strip()) == (0, "/nowhere: nobody holds or waits")
+    assert (await locks_json(hosts, "/nowhere")) == {
+        "path": "/nowhere",
+        "layout": None,
+        "entries": [],
+    }
+    code, out, err = await cli("locks", hosts, "no-slash")
+    assert (code, out) == (2, "")
+    assert "no-slash" in err
+    code, out, err = await cli("locks", dead_address(), "/x", "--timeout", "0.5")
+    assert (code, out) == (1, "")
+    assert "cannot reach ZooKeeper" in err
