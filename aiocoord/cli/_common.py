@@ -109,6 +109,7 @@ async def read_only(
     ensemble, a missing path or a server error a server error."""
     try:
         validate_path(path)
+        parse_connect_string(connect)
     except CoordinationError as exc:
         print(f"aiocoord {what}: {exc}", file=sys.stderr)
         return EXIT_USAGE, None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from dataclasses import dataclass
 
 from aiocoord._paths import join, sort_by_sequence
@@ -24,7 +25,7 @@ from aiocoord.recipes.lock import LOCK_NAME
 from aiocoord.recipes.rwlock import READ_NAME, WRITE_NAME
 from aiocoord.recipes.semaphore import LEASE_NAME, LEASES, LOCKS
 
-__all__ = ["KINDS", "Contender", "add_parser", "contenders", "queue_lines", "run"]
+__all__ = ["KINDS", "Contender", "add_parser", "contenders", "queue_json", "queue_lines", "run"]
 
 #: The recipe kinds ``inspect`` understands.
 KINDS = ("lock", "rwlock", "election", "semaphore")
@@ -143,10 +144,9 @@ def _summary(kind: str, rows: list[Contender]) -> str:
     return f"held by {who}; {len(rows) - len(holding)} waiting"
 
 
-async def queue_lines(client: Client, kind: str, path: str) -> list[str]:
+def queue_lines(kind: str, path: str, rows: list[Contender]) -> list[str]:
     """Holders and waiters of a lock / rwlock / election / semaphore, in queue order, as a
     table: position, role, identifier, owning session, node name, creation zxid."""
-    rows = await contenders(client, kind, path)
     if not rows:
         return [f"{kind} {path}: nobody holds or waits"]
     width = max(10, *(len(r.identifier) for r in rows))
@@ -161,6 +161,27 @@ async def queue_lines(client: Client, kind: str, path: str) -> list[str]:
     return lines
 
 
+def queue_json(kind: str, path: str, rows: list[Contender]) -> dict[str, object]:
+    """The contenders as ``--json`` shows them (the keys are documented in
+    docs/operations.md)."""
+    return {
+        "kind": kind,
+        "path": path,
+        "summary": _summary(kind, rows) if rows else "nobody holds or waits",
+        "contenders": [
+            {
+                "position": r.position,
+                "role": r.role,
+                "identifier": r.identifier,
+                "session_id": f"0x{r.session_id:x}" if r.session_id else None,
+                "node": r.node,
+                "czxid": r.czxid,
+            }
+            for r in rows
+        ],
+    }
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``inspect`` command to the subcommands ``sub``."""
     inspect = sub.add_parser(
@@ -173,19 +194,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     inspect.add_argument("path", help="the recipe's path, e.g. /locks/orders")
     inspect.add_argument("--connect", metavar="HOSTS", default=None, help=connect_help())
     inspect.add_argument("--timeout", type=float, default=5.0, help=timeout_help())
+    inspect.add_argument("--json", action="store_true", help="one JSON object (keys documented)")
 
 
 async def run(args: argparse.Namespace) -> int:
     """Run ``inspect`` as parsed into ``args``; the exit status."""
     kind: str = args.kind
     path: str = args.path
-    status, lines = await read_only(
+    status, rows = await read_only(
         args.connect or default_connect(),
         args.timeout,
         "inspect",
         path,
-        lambda c: queue_lines(c, kind, path),
+        lambda c: contenders(c, kind, path),
     )
-    if lines is not None:
-        print("\n".join(lines))
+    if rows is not None:
+        if args.json:
+            print(json.dumps(queue_json(kind, path, rows)))
+        else:
+            print("\n".join(queue_lines(kind, path, rows)))
     return status

@@ -349,3 +349,87 @@ async def test_locks_on_a_missing_path_and_bad_input(
     code, out, err = await cli("locks", dead_address(), "/x", "--timeout", "0.5")
     assert (code, out) == (1, "")
     assert "cannot reach ZooKeeper" in err
+
+
+# --- --json on tree and inspect -------------------------------------------------------------
+
+
+async def test_tree_json_has_every_node_with_its_stat_and_data(
+    zookeeper: ServerHandle, zk_client: aiocoord.Client, zk_namespace: str
+) -> None:
+    await zk_client.create("/app/config", b"v1", make_parents=True)
+    await zk_client.create("/app/blob", b"\xff\x00", make_parents=True)
+    await zk_client.create("/app/session", b"", ephemeral=True)
+    await zk_client.create("/app/config/deep/er", make_parents=True)
+    hosts = zookeeper.connect_string + zk_namespace
+
+    code, out, err = await cli("tree", "/app", "--data", "--json", "--connect", hosts)
+    assert code == 0, out + err
+    doc = json.loads(out)
+    assert doc["path"] == "/app"
+    nodes = {n["path"]: n for n in doc["nodes"]}
+    assert list(nodes) == [
+        "/app", "/app/blob", "/app/config", "/app/config/deep", "/app/config/deep/er",
+        "/app/session",
+    ]  # fmt: skip
+    config, stat = nodes["/app/config"], (await zk_client.get("/app/config"))[1]
+    assert (config["data"], config["data_base64"], config["depth"]) == ("v1", "djE=", 1)
+    assert (config["czxid"], config["version"], config["num_children"]) == (
+        stat.czxid, stat.version, 1
+    )  # fmt: skip
+    assert (nodes["/app/blob"]["data"], nodes["/app/blob"]["data_base64"]) == (None, "/wA=")
+    assert nodes["/app/session"]["ephemeral_owner"] == f"0x{zk_client.session_id:x}"
+    assert nodes["/app"]["ephemeral_owner"] is None
+
+    code, out, _ = await cli("tree", "/app", "--depth", "1", "--json", "--connect", hosts)
+    assert code == 0
+    shallow = {n["path"]: n for n in json.loads(out)["nodes"]}
+    assert shallow["/app/config"]["hidden_children"] == 1
+    assert shallow["/app/config"]["data"] is None  # not asked for
+    assert "/app/config/deep" not in shallow
+
+
+async def test_inspect_json_lists_the_contenders(
+    zookeeper: ServerHandle, zk_connect: ClientFactory, zk_namespace: str
+) -> None:
+    alpha, bravo = await zk_connect(), await zk_connect()
+    holder = aiocoord.Lock(alpha, "/locks/j", identifier="alpha")
+    await holder.acquire()
+    waiter = asyncio.ensure_future(aiocoord.Lock(bravo, "/locks/j", identifier="bravo").acquire())
+    await children_reach(alpha, "/locks/j", 2)
+    try:
+        code, out, err = await cli(
+            "inspect",
+            "lock",
+            "/locks/j",
+            "--json",
+            "--connect",
+            zookeeper.connect_string + zk_namespace,
+        )
+        token = holder.fencing_token
+    finally:
+        waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)
+        await holder.release()
+    assert code == 0, out + err
+    doc = json.loads(out)
+    assert (doc["kind"], doc["path"], doc["summary"]) == (
+        "lock",
+        "/locks/j",
+        "held by alpha; 1 waiting",
+    )
+    assert [
+        (c["position"], c["role"], c["identifier"], c["session_id"]) for c in doc["contenders"]
+    ] == [
+        (0, "holder", "alpha", f"0x{alpha.session_id:x}"),
+        (1, "waiting", "bravo", f"0x{bravo.session_id:x}"),
+    ]
+    assert doc["contenders"][0]["czxid"] == token
+
+
+async def test_exit_statuses_of_tree_and_inspect() -> None:
+    dead = dead_address()
+    assert (await cli("tree", "--connect", dead, "--timeout", "0.5"))[0] == 1
+    assert (await cli("tree", "--connect", "host:notaport"))[0] == 2
+    assert (await cli("tree", "--depth", "x"))[0] == 2
+    assert (await cli("inspect", "nokind", "/x"))[0] == 2
