@@ -40,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="a line-by-line log even on a terminal (the default when stdout is not a TTY)",
     )
+    demo.add_argument(
+        "--json",
+        action="store_true",
+        help="the log to stderr, the result (measures and checks) as one JSON object to stdout",
+    )
     _server.add_parser(sub)
     _inspect.add_parser(sub)
     _tree.add_parser(sub)
@@ -55,7 +60,9 @@ def _demo(args: argparse.Namespace) -> int:
         print("aiocoord demo: --workers must be at least 1", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return asyncio.run(run(connect=args.connect, workers=args.workers, plain=args.plain))
+        return asyncio.run(
+            run(connect=args.connect, workers=args.workers, plain=args.plain, as_json=args.json)
+        )
     except KeyboardInterrupt:
         print("\naiocoord demo: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

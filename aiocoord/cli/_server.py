@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import re
 import signal
 import sys
@@ -28,17 +29,27 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     server.add_argument("--port", type=int, default=2181, help="client port (default 2181)")
     server.add_argument("--data-dir", metavar="DIR", help="keep the data here across runs")
+    server.add_argument(
+        "--json",
+        action="store_true",
+        help="print the banner as one JSON object (other messages go to stderr)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``server`` as parsed into ``args``; the exit status."""
-    return serve(args.port, args.data_dir)
+    return serve(args.port, args.data_dir, args.json)
 
 
-def serve(port: int, data_dir: str | None) -> int:
-    """Run a development ZooKeeper in the foreground until Ctrl-C; the exit status."""
+def serve(port: int, data_dir: str | None, as_json: bool = False) -> int:
+    """Run a development ZooKeeper in the foreground until Ctrl-C; the exit status.
+
+    ``as_json``: the banner is one JSON object on stdout, and every other message goes to
+    stderr, so that a script can read the connect string from the first line.
+    """
     server = ZooKeeperServer(port=port, data_dir=data_dir, startup_timeout=60)
-    print(f"aiocoord server: starting ZooKeeper on 127.0.0.1:{port} ...", flush=True)
+    chatter = sys.stderr if as_json else sys.stdout
+    print(f"aiocoord server: starting ZooKeeper on 127.0.0.1:{port} ...", file=chatter, flush=True)
     stopping = False
     started = False
 
@@ -73,12 +84,24 @@ def serve(port: int, data_dir: str | None) -> int:
         with contextlib.suppress(OSError):
             found = re.search(r"version: (\d+(?:\.\d+)*)", server.four_letter("srvr"))
             version = found.group(1) if found else ""
-        where = data_dir if data_dir is not None else f"{server.data_dir} (removed at exit)"
-        print(f"aiocoord server: ZooKeeper {version} serving (pid {server.pid})")
-        print(f"  connect string: {server.connect_string}")
-        print(f"  data dir:       {where}")
-        print(f"  log:            {server.log_path}")
-        print("  Ctrl-C to stop", flush=True)
+        if as_json:
+            banner = {
+                "connect_string": server.connect_string,
+                "version": version or None,
+                "pid": server.pid,
+                "data_dir": str(server.data_dir),
+                "temporary": data_dir is None,
+                "log": str(server.log_path),
+            }
+            print(json.dumps(banner), flush=True)
+            print("aiocoord server: serving; Ctrl-C to stop", file=chatter, flush=True)
+        else:
+            where = data_dir if data_dir is not None else f"{server.data_dir} (removed at exit)"
+            print(f"aiocoord server: ZooKeeper {version} serving (pid {server.pid})")
+            print(f"  connect string: {server.connect_string}")
+            print(f"  data dir:       {where}")
+            print(f"  log:            {server.log_path}")
+            print("  Ctrl-C to stop", flush=True)
         while server.is_running:
             time.sleep(0.2)
         print(
@@ -88,7 +111,7 @@ def serve(port: int, data_dir: str | None) -> int:
         )
         return 1
     except KeyboardInterrupt:
-        print("\naiocoord server: stopping ...", flush=True)
+        print("\naiocoord server: stopping ...", file=chatter, flush=True)
         return 0
     finally:
         stopping = True
@@ -98,4 +121,4 @@ def serve(port: int, data_dir: str | None) -> int:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if started and not server.is_running:
-            print("aiocoord server: stopped", flush=True)
+            print("aiocoord server: stopped", file=chatter, flush=True)

@@ -10,6 +10,7 @@ import json
 import os
 import pty
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -18,7 +19,8 @@ from typing import Any
 import pytest
 
 import aiocoord
-from aiocoord.testing import ServerHandle, ZooKeeperEnsemble
+from aiocoord.errors import ServerSetupError
+from aiocoord.testing import ServerHandle, ZooKeeperEnsemble, find_distribution
 from aiocoord.testing._process import free_ports
 
 ClientFactory = Callable[..., Awaitable[aiocoord.Client]]
@@ -42,6 +44,19 @@ async def cli(*args: str, timeout: float = 60) -> tuple[int, str, str]:
         raise AssertionError(f"aiocoord {args} ran over {timeout} s") from None
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
+
+
+def local_jvm_available() -> bool:
+    try:
+        find_distribution()
+    except ServerSetupError:
+        return False
+    return True
+
+
+needs_local_jvm = pytest.mark.skipif(
+    not local_jvm_available(), reason="needs a local ZooKeeper distribution and Java"
+)
 
 
 def dead_address() -> str:
@@ -433,3 +448,51 @@ async def test_exit_statuses_of_tree_and_inspect() -> None:
     assert (await cli("tree", "--connect", "host:notaport"))[0] == 2
     assert (await cli("tree", "--depth", "x"))[0] == 2
     assert (await cli("inspect", "nokind", "/x"))[0] == 2
+
+
+# --- --json on server and demo --------------------------------------------------------------
+
+
+@needs_local_jvm
+async def test_server_json_banner_is_one_line_then_ctrl_c_stops_it() -> None:
+    port = free_ports(1, "127.0.0.1")[0]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "aiocoord",
+        "server",
+        "--port",
+        str(port),
+        "--json",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        banner = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
+        assert banner["connect_string"] == f"127.0.0.1:{port}"
+        assert banner["temporary"] is True and re.fullmatch(r"3\.\d+\.\d+", banner["version"])
+        code, out, _ = await cli("stat", banner["connect_string"], "--json")
+        assert code == 0 and json.loads(out)["members"][0]["mode"] == "standalone"
+        proc.send_signal(signal.SIGINT)
+        rest, err = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0
+    assert rest == b""  # stdout holds the banner alone
+    assert b"stopped" in err
+    with pytest.raises(ProcessLookupError):
+        os.kill(banner["pid"], 0)
+
+
+async def test_demo_json_prints_its_checks_as_one_object(zookeeper: ServerHandle) -> None:
+    code, out, err = await cli(
+        "demo", "--connect", zookeeper.connect_string, "--workers", "2", "--json", timeout=120
+    )
+    assert code == 0, out + err
+    result = json.loads(out)
+    assert result["ok"] is True and all(result["checks"].values())
+    assert result["ledger"] == result["jobs"] > 0
+    assert "result: all checks passed" in err  # the log and summary went to stderr
