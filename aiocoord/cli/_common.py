@@ -72,7 +72,7 @@ def connect_help() -> str:
 
 def add_hosts(parser: argparse.ArgumentParser) -> None:
     """The optional ``HOSTS`` argument, and ``--connect`` for the same (as other commands)."""
-    parser.add_argument("hosts", nargs="?", metavar="HOSTS", default=None, help=f"{connect_help()}")
+    parser.add_argument("hosts", nargs="?", metavar="HOSTS", default=None, help=connect_help())
     parser.add_argument("--connect", metavar="HOSTS", default=None, help="the same as HOSTS")
 
 

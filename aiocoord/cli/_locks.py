@@ -24,6 +24,7 @@ from aiocoord._servers import Server
 from aiocoord._wire.data import Stat
 from aiocoord.cli._common import EXIT_OK, add_hosts, hosts_of, read_only, servers_of, timeout_help
 from aiocoord.cli._fourletter import (
+    FourLetterError,
     SessionConnection,
     four_letter,
     parse_cons,
@@ -153,6 +154,7 @@ async def lock_entries(
     ]
 
 
+#: Sessions by id, as `cons` shows them connected.
 Connections = dict[int, SessionConnection]
 
 
@@ -165,8 +167,8 @@ async def _connections(servers: list[Server], timeout: float) -> Connections:
             return parse_cons(
                 await four_letter(server.host, server.port, "cons", timeout), str(server)
             )
-        except Exception:
-            return []
+        except (FourLetterError, OSError, asyncio.TimeoutError):
+            return []  # an address is a nicety: the table goes on without it
 
     out: dict[int, SessionConnection] = {}
     for found in await asyncio.gather(*(one(s) for s in servers)):

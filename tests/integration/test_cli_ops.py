@@ -26,7 +26,9 @@ from aiocoord.testing._process import free_ports
 ClientFactory = Callable[..., Awaitable[aiocoord.Client]]
 
 
-async def cli(*args: str, timeout: float = 60) -> tuple[int, str, str]:
+async def cli(
+    *args: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
     """Run ``python -m aiocoord ARGS``: exit status, stdout, stderr."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -35,6 +37,7 @@ async def cli(*args: str, timeout: float = 60) -> tuple[int, str, str]:
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
@@ -351,7 +354,7 @@ async def test_locks_on_a_missing_path_and_bad_input(
     zookeeper: ServerHandle, zk_namespace: str
 ) -> None:
     hosts = zookeeper.connect_string + zk_namespace
-    code, out, _ = await cli("locks", hosts, "/nowhere")
+    code, out, _ = await cli("locks", "/nowhere", env={"AIOCOORD_CONNECT": hosts})
     assert (code, out.strip()) == (0, "/nowhere: nobody holds or waits")
     assert (await locks_json(hosts, "/nowhere")) == {
         "path": "/nowhere",
