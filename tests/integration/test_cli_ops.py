@@ -20,7 +20,7 @@ import pytest
 
 import aiocoord
 from aiocoord.errors import ServerSetupError
-from aiocoord.testing import ServerHandle, ZooKeeperEnsemble, find_distribution
+from aiocoord.testing import ServerHandle, ZooKeeperEnsemble, ZooKeeperServer, find_distribution
 from aiocoord.testing._process import free_ports
 
 ClientFactory = Callable[..., Awaitable[aiocoord.Client]]
@@ -367,6 +367,25 @@ async def test_locks_on_a_missing_path_and_bad_input(
     code, out, err = await cli("locks", dead_address(), "/x", "--timeout", "0.5")
     assert (code, out) == (1, "")
     assert "cannot reach ZooKeeper" in err
+
+
+@needs_local_jvm
+async def test_a_server_that_allows_srvr_alone_still_gets_its_row_and_its_queue() -> None:
+    """ZooKeeper's default whitelist: ``srvr`` (and here ``ruok``, which the launcher needs),
+    no ``mntr`` and no ``cons``: the counts they give are unknown, nothing fails."""
+    async with ZooKeeperServer(extra_config={"4lw.commands.whitelist": "srvr, ruok"}) as zk:
+        code, out, err = await cli("stat", zk.connect_string)
+        assert code == 0, out + err
+        assert stat_row(out, zk.connect_string)[1] == "standalone"
+        assert stat_row(out, zk.connect_string)[-1] == "-"  # watches: mntr is refused
+
+        async with aiocoord.connect(zk.connect_string) as client:
+            lock = aiocoord.Lock(client, "/l", identifier="only")
+            async with lock:
+                doc = await locks_json(zk.connect_string, "/l")
+        [entry] = doc["entries"]
+        assert entry["session_id"] == f"0x{client.session_id:x}"
+        assert (entry["role"], entry["client"], entry["server"]) == ("holder", None, None)
 
 
 # --- --json on tree and inspect -------------------------------------------------------------
