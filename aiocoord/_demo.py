@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import random
@@ -41,6 +42,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable
+from dataclasses import asdict
 from typing import Any, TextIO
 
 from aiocoord._connect import open_client
@@ -409,13 +411,22 @@ class Demo:
 
 
 async def run(
-    *, connect: str | None = None, workers: int = 5, plain: bool = False, out: TextIO | None = None
+    *,
+    connect: str | None = None,
+    workers: int = 5,
+    plain: bool = False,
+    out: TextIO | None = None,
+    as_json: bool = False,
 ) -> int:
     """Run the demo (see the module docstring) and print its summary; 0 if every check passed.
 
     ``connect`` runs it against an existing ZooKeeper instead of an embedded ensemble.
     ``plain`` prints a line-by-line log even when ``out`` (default stdout) is a terminal.
+    ``as_json`` writes the log and summary to stderr and the result, one JSON object, to
+    stdout.
     """
+    if as_json:
+        out, plain = sys.stderr, True
     stream = out if out is not None else sys.stdout
     live = not plain and stream.isatty()
     demo = Demo(stream, connect, workers, live)
@@ -428,5 +439,9 @@ async def run(
             hint = "\n  (start one with: python -m aiocoord server, or drop --connect)"
         print(f"\naiocoord demo failed: {exc}{hint}", file=sys.stderr)
         return 1
-    print("\n".join(summary(demo, time.monotonic() - began)), file=stream, flush=True)
+    runtime = time.monotonic() - began
+    print("\n".join(summary(demo, runtime)), file=stream, flush=True)
+    if as_json:
+        doc = {**asdict(result), "ok": result.ok, "runtime_seconds": round(runtime, 3)}
+        print(json.dumps(doc), flush=True)
     return 0 if result.ok else 1

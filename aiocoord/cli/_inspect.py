@@ -1,18 +1,23 @@
-"""What ``python -m aiocoord tree`` and ``inspect`` print: read-only views of a live ensemble.
+"""``aiocoord inspect lock|rwlock|election|semaphore PATH``: holders and waiters, in queue
+order.
 
-Both only read (``children``, ``get``), pipelined, and never set a watch, so pointing them at
-a production ensemble disturbs nothing. The contender layouts are the recipes' own (see
-:mod:`aiocoord.recipes._queue`): protected sequential nodes ordered by their sequence number
+It only reads (``children``, ``get``), pipelined, and never sets a watch, so pointing it at a
+production ensemble disturbs nothing. The contender layouts are the recipes' own (see
+:mod:`aiocoord.recipes.lock`): protected sequential nodes ordered by their sequence number
 alone, holding the contender's identifier as data.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 from dataclasses import dataclass
 
 from aiocoord._paths import join, sort_by_sequence
 from aiocoord._wire.data import Stat
+from aiocoord.cli._common import connect_help, default_connect, read_only, timeout_help
+from aiocoord.cli._locks import adding_lease
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError
 from aiocoord.recipes.election import ELECTION_NAME, LATCH_NAME
@@ -20,13 +25,10 @@ from aiocoord.recipes.lock import LOCK_NAME
 from aiocoord.recipes.rwlock import READ_NAME, WRITE_NAME
 from aiocoord.recipes.semaphore import LEASE_NAME, LEASES, LOCKS
 
-__all__ = ["KINDS", "Contender", "contenders", "queue_lines", "tree_lines"]
+__all__ = ["KINDS", "Contender", "add_parser", "contenders", "queue_json", "queue_lines", "run"]
 
 #: The recipe kinds ``inspect`` understands.
 KINDS = ("lock", "rwlock", "election", "semaphore")
-
-#: Data previews in ``tree --data`` are cut to this many characters.
-_PREVIEW = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,62 +50,6 @@ class Contender:
     node: str
     #: the node's creation zxid: a holder's fencing token
     czxid: int
-
-
-# --- tree ---------------------------------------------------------------------------------
-
-
-def _preview(data: bytes) -> str:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return f"<{len(data)} bytes binary>"
-    if not text.isprintable():
-        return repr(data[:_PREVIEW])
-    return repr(text if len(text) <= _PREVIEW else text[:_PREVIEW] + "...")
-
-
-async def tree_lines(
-    client: Client, path: str, *, max_depth: int | None = None, show_data: bool = False
-) -> list[str]:
-    """An indented listing of ``path`` and its descendants: one line per node with its data
-    size, ``[ephemeral 0x<session>]`` for ephemeral nodes and, with ``show_data``, a preview of
-    the data. Siblings are read concurrently (pipelined on the one connection).
-
-    Raises NoNodeError if ``path`` does not exist; nodes deleted during the walk are left out.
-    """
-
-    async def walk(node: str, depth: int) -> list[str]:
-        try:
-            if show_data:
-                (data, stat), names = await asyncio.gather(client.get(node), client.children(node))
-            else:
-                names, stat = await client.children(node, with_stat=True)
-                data = b""
-        except NoNodeError:
-            if depth == 0:
-                raise
-            return []
-        label = node if depth == 0 else node.rsplit("/", 1)[1]
-        line = f"{'  ' * depth}{label}  ({stat.data_length} B)"
-        if stat.ephemeral_owner:
-            line += f"  [ephemeral 0x{stat.ephemeral_owner:x}]"
-        if show_data and data:
-            line += f"  {_preview(data)}"
-        lines = [line]
-        if max_depth is not None and depth >= max_depth:
-            if names:
-                lines.append(f"{'  ' * (depth + 1)}... {len(names)} children not shown")
-            return lines
-        below = await asyncio.gather(*(walk(join(node, n), depth + 1) for n in sorted(names)))
-        for sub in below:
-            lines.extend(sub)
-        return lines
-
-    return await walk(path, 0)
-
-
-# --- contenders ---------------------------------------------------------------------------
 
 
 async def _read_queue(
@@ -160,14 +106,9 @@ async def contenders(client: Client, kind: str, path: str) -> list[Contender]:
         # max_leases exist (a number ZooKeeper does not store). Its nodes of this tenure are
         # those of its session created after its lock node: shown as "acquiring".
         head = queue[0] if queue else None
-
-        def adding(stat: Stat) -> bool:
-            return head is not None and (
-                stat.ephemeral_owner == head[2].ephemeral_owner and stat.czxid > head[2].czxid
-            )
-
+        head_stat = head[2] if head is not None else None
         rows = [
-            _contender(i, "acquiring" if adding(node[2]) else "lease", *node)
+            _contender(i, "acquiring" if adding_lease(node[2], head_stat) else "lease", *node)
             for i, node in enumerate(leases)
         ]
         if head is not None and not any(r.role == "acquiring" for r in rows):
@@ -203,10 +144,9 @@ def _summary(kind: str, rows: list[Contender]) -> str:
     return f"held by {who}; {len(rows) - len(holding)} waiting"
 
 
-async def queue_lines(client: Client, kind: str, path: str) -> list[str]:
+def queue_lines(kind: str, path: str, rows: list[Contender]) -> list[str]:
     """Holders and waiters of a lock / rwlock / election / semaphore, in queue order, as a
     table: position, role, identifier, owning session, node name, creation zxid."""
-    rows = await contenders(client, kind, path)
     if not rows:
         return [f"{kind} {path}: nobody holds or waits"]
     width = max(10, *(len(r.identifier) for r in rows))
@@ -219,3 +159,58 @@ async def queue_lines(client: Client, kind: str, path: str) -> list[str]:
             f"{r.node}  ({r.czxid})"
         )
     return lines
+
+
+def queue_json(kind: str, path: str, rows: list[Contender]) -> dict[str, object]:
+    """The contenders as ``--json`` shows them (the keys are documented in
+    docs/operations.md)."""
+    return {
+        "kind": kind,
+        "path": path,
+        "summary": _summary(kind, rows) if rows else "nobody holds or waits",
+        "contenders": [
+            {
+                "position": r.position,
+                "role": r.role,
+                "identifier": r.identifier,
+                "session_id": f"0x{r.session_id:x}" if r.session_id else None,
+                "node": r.node,
+                "czxid": r.czxid,
+            }
+            for r in rows
+        ],
+    }
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``inspect`` command to the subcommands ``sub``."""
+    inspect = sub.add_parser(
+        "inspect",
+        help="holders and waiters of a lock, rwlock, election or semaphore",
+        description="Show who holds and who waits for a recipe, in queue order, with their "
+        "identifiers and sessions. Read-only: sets no watch, changes nothing.",
+    )
+    inspect.add_argument("kind", choices=KINDS)
+    inspect.add_argument("path", help="the recipe's path, e.g. /locks/orders")
+    inspect.add_argument("--connect", metavar="HOSTS", default=None, help=connect_help())
+    inspect.add_argument("--timeout", type=float, default=5.0, help=timeout_help())
+    inspect.add_argument("--json", action="store_true", help="one JSON object (keys documented)")
+
+
+async def run(args: argparse.Namespace) -> int:
+    """Run ``inspect`` as parsed into ``args``; the exit status."""
+    kind: str = args.kind
+    path: str = args.path
+    status, rows = await read_only(
+        args.connect or default_connect(),
+        args.timeout,
+        "inspect",
+        path,
+        lambda c: contenders(c, kind, path),
+    )
+    if rows is not None:
+        if args.json:
+            print(json.dumps(queue_json(kind, path, rows)))
+        else:
+            print("\n".join(queue_lines(kind, path, rows)))
+    return status
