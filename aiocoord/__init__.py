@@ -5,6 +5,7 @@ recipes (locks, caches, election, ...) take that client. Everything public is re
 """
 
 from aiocoord._connect import Connecting, connect, open_client
+from aiocoord._gssapi import GSSAPI
 from aiocoord._watches import EventType, PersistentWatch, Watch, WatchEvent
 from aiocoord._wire.data import ACL, Stat
 from aiocoord.acl import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, ACLProvider
@@ -86,6 +87,7 @@ __all__ = [
     "DoubleBarrier",
     "Election",
     "EventSubscription",
+    "GSSAPI",
     "GroupMember",
     "LeaderLatch",
     "LeadershipChange",

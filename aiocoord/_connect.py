@@ -8,6 +8,7 @@ import ssl as _ssl
 from collections.abc import Generator, Sequence
 from typing import Any
 
+from aiocoord._gssapi import GSSAPI
 from aiocoord._servers import parse_connect_string
 from aiocoord._validation import (
     MAX_SESSION_TIMEOUT_MS,
@@ -63,7 +64,7 @@ def connect(
     reconnect_after_expiry: bool = True,
     ssl: _ssl.SSLContext | bool | None = None,
     acl_provider: ACLProvider | None = None,
-    sasl: tuple[str, str] | None = None,
+    sasl: tuple[str, str] | GSSAPI | None = None,
 ) -> Connecting:
     """Connect to ZooKeeper: ``async with connect(hosts) as client:`` (the session is closed
     on exit), or ``client = await connect(hosts)`` for a long-lived client (then
@@ -77,11 +78,14 @@ def connect(
     created without an explicit ``acl`` (recipes' nodes and parents included), as Curator's
     ``ACLProvider`` does; returning None means open. ``sasl=(user, password)`` authenticates
     every connection with SASL DIGEST-MD5 first (the server's JAAS ``Server`` section must know
-    the user; ACLs then name ``sasl:user``). ``read_only=True`` accepts a read-only server
-    when no quorum is reachable (state READ_ONLY); the client then asks the other servers now
-    and then whether they serve writes and moves to the first that does. Raises
+    the user; ACLs then name ``sasl:user``); ``sasl=GSSAPI(...)`` does it with Kerberos
+    instead (:class:`GSSAPI`; ACLs name ``sasl:<principal>``). ``read_only=True`` accepts a
+    read-only server when no quorum is reachable (state READ_ONLY); the client then asks the
+    other servers now and then whether they serve writes and moves to the first that does.
+    Raises
     NoServersError if no server answers in ``connect_timeout``, AuthFailedError if the server
-    refuses the credentials.
+    refuses the credentials (or Kerberos has none to offer), MissingDependencyError for
+    ``GSSAPI`` without ``pip install 'aiocoord[kerberos]'``.
     """
     return Connecting(
         hosts,
@@ -110,7 +114,7 @@ async def open_client(
     reconnect_after_expiry: bool = True,
     ssl: _ssl.SSLContext | bool | None = None,
     acl_provider: ACLProvider | None = None,
-    sasl: tuple[str, str] | None = None,
+    sasl: tuple[str, str] | GSSAPI | None = None,
 ) -> Client:
     """A connected :class:`Client` (the same as ``await connect(...)``); call
     ``await client.close()`` when done. See :func:`connect` for the options."""
