@@ -16,10 +16,12 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from aiocoord import ACL, GSSAPI, State, connect, open_client
+from aiocoord._gssapi import GssapiLogin
 from aiocoord.errors import AuthFailedError, NoAuthError
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_client
 from aiocoord.testing.sasl import INSTALL_HINT, KerberosKDC, kdc_tools_missing, kerberos_server
@@ -52,6 +54,8 @@ def kdc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KerberosKDC]:
             kdc.add_principal(name)
         # A service the KDC knows but the test server has no key for.
         kdc.add_principal("zookeeper/otherhost", keytab=False)
+        # The service of the in-process acceptor (the tests of the security-layer step).
+        kdc.add_principal("acceptor/localhost")
         # This process is the Kerberos client: the realm's profile and a cache collection of
         # its own, so nothing of the machine's Kerberos set-up is read or changed.
         for key, value in kdc.env.items():
@@ -176,3 +180,44 @@ async def test_login_is_made_again_after_reconnects_and_new_sessions(
             await alice.delete("/kept-krb")
         finally:
             await alice.close()
+
+
+def _context_with_acceptor(kdc: KerberosKDC) -> tuple[GssapiLogin, Any]:
+    """A login whose security context is established with an in-process GSS acceptor (the
+    server's half, as the JDK runs it), both real, up to the server's security-layer offer."""
+    import gssapi
+
+    keytab = str(kdc.keytab("acceptor/localhost"))
+    name = gssapi.Name("acceptor@localhost", gssapi.NameType.hostbased_service)
+    creds = gssapi.Credentials(name=name, usage="accept", store={"keytab": keytab})
+    acceptor = gssapi.SecurityContext(creds=creds, usage="accept")
+    login = GssapiLogin(GSSAPI(service="acceptor", hostname="localhost"), "127.0.0.1")
+    reply = acceptor.step(login.initial())
+    assert acceptor.complete
+    assert login.respond(reply) == b""  # context up: the empty response the JDK waits for
+    return login, acceptor
+
+
+def test_the_security_layer_answer_is_none_size_zero_and_the_principal(kdc: KerberosKDC) -> None:
+    login, acceptor = _context_with_acceptor(kdc)
+    # The server offers every layer (none, integrity, privacy) and up to 64 KiB.
+    offer = acceptor.wrap(bytes([0x07, 0x01, 0x00, 0x00]), False).message
+    answer = acceptor.unwrap(login.respond(offer)).message
+    assert answer == b"\x01\x00\x00\x00" + ALICE.encode()
+    assert not login.complete
+    assert login.respond(b"") is None  # the server's final, empty token
+    assert login.complete
+
+
+@pytest.mark.parametrize(
+    ("offer", "reason"),
+    [(bytes([0x02, 0x01, 0x00, 0x00]), "requires a SASL security layer"), (b"\x01\x00", "not 4")],
+    ids=["integrity-only", "short"],
+)
+def test_an_offer_it_cannot_take_is_refused_typed(
+    kdc: KerberosKDC, offer: bytes, reason: str
+) -> None:
+    login, acceptor = _context_with_acceptor(kdc)
+    with pytest.raises(AuthFailedError, match=reason):
+        login.respond(acceptor.wrap(offer, False).message)
+    assert not login.complete
