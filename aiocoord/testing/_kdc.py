@@ -152,7 +152,7 @@ class KerberosKDC:
         Exporting the key again (:meth:`rekey`) changes it: older keytabs stop working.
         """
         full = self.principal(name)
-        self._run("kadmin.local", "-r", self.realm, "-q", f"addprinc -randkey {full}")
+        self._kadmin(f"addprinc -randkey {full}", expect="created.")
         if keytab:
             self.rekey(name)
         return full
@@ -162,7 +162,7 @@ class KerberosKDC:
         keytabs copied before hold a key the KDC no longer accepts."""
         path = self.keytab(name)
         path.unlink(missing_ok=True)
-        self._run("kadmin.local", "-r", self.realm, "-q", f"ktadd -k {path} {self.principal(name)}")
+        self._kadmin(f"ktadd -k {path} {self.principal(name)}", expect="added to keytab")
         return path
 
     def close(self) -> None:
@@ -236,7 +236,14 @@ class KerberosKDC:
         )
         (d / "kadm5.acl").write_text("")
 
-    def _run(self, tool: str, *args: str) -> None:
+    def _kadmin(self, query: str, *, expect: str) -> None:
+        # kadmin.local exits 0 even when the query fails: success is what it prints.
+        out = self._run("kadmin.local", "-r", self.realm, "-q", query)
+        if expect not in out:
+            raise ServerSetupError(f"kadmin.local {query!r} failed: {out.strip()}")
+
+    def _run(self, tool: str, *args: str) -> str:
+        """Run ``tool`` with the realm's profiles; its output (standard output and error)."""
         path = _tool(tool)
         if path is None:
             raise ServerSetupError(kdc_tools_missing() or f"{tool} not found")
@@ -249,10 +256,11 @@ class KerberosKDC:
             timeout=60,
             check=False,
         )
-        if done.returncode != 0 or "error" in done.stderr.lower():
+        if done.returncode != 0:
             raise ServerSetupError(
                 f"{tool} {' '.join(args[:2])} failed ({done.returncode}): {done.stderr.strip()}"
             )
+        return done.stdout + done.stderr
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout

@@ -22,7 +22,7 @@ import pytest
 
 from aiocoord import ACL, GSSAPI, State, connect, open_client
 from aiocoord._gssapi import GssapiLogin
-from aiocoord.errors import AuthFailedError, NoAuthError
+from aiocoord.errors import AuthFailedError, NoAuthError, ServerSetupError
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_client
 from aiocoord.testing.sasl import INSTALL_HINT, KerberosKDC, kdc_tools_missing, kerberos_server
 
@@ -180,6 +180,14 @@ async def test_login_is_made_again_after_reconnects_and_new_sessions(
             await alice.delete("/kept-krb")
         finally:
             await alice.close()
+
+
+def test_the_kdc_reports_a_failed_admin_query(kdc: KerberosKDC) -> None:
+    # kadmin.local exits 0 whatever happens: the helper reads what it printed.
+    with pytest.raises(ServerSetupError, match="already exists"):
+        kdc.add_principal("alice")
+    with pytest.raises(ServerSetupError, match="does not exist"):
+        kdc.rekey("nobody")
 
 
 def _context_with_acceptor(kdc: KerberosKDC) -> tuple[GssapiLogin, Any]:
