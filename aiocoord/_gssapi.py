@@ -16,7 +16,9 @@ layer: its traffic is left as it is (use TLS for confidentiality).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -182,20 +184,12 @@ class GssapiLogin:
         self._stage = "done"
         return answer
 
-    def _failures(self, what: str) -> _GssFailures:
-        return _GssFailures(self._gssapi, f"Kerberos login to {self.target} failed: {what}")
-
-
-class _GssFailures:
-    """Turns the library's GSSError into AuthFailedError with its explanation."""
-
-    def __init__(self, gssapi: ModuleType, message: str) -> None:
-        self._error: type[BaseException] = gssapi.exceptions.GSSError
-        self._message = message
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        if exc is not None and isinstance(exc, self._error):
-            raise AuthFailedError(f"{self._message}: {exc}", op="sasl") from exc
+    @contextlib.contextmanager
+    def _failures(self, what: str) -> Iterator[None]:
+        """Turns the library's GSSError into AuthFailedError with its explanation."""
+        try:
+            yield
+        except self._gssapi.exceptions.GSSError as failure:
+            raise AuthFailedError(
+                f"Kerberos login to {self.target} failed: {what}: {failure}", op="sasl"
+            ) from failure
