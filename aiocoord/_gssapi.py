@@ -144,7 +144,19 @@ class GssapiLogin:
             token: bytes | None = self._context.step()
         if self._context.complete:
             self._stage = "layers"
+            self._check_mutual()
         return token or b""
+
+    def _check_mutual(self) -> None:
+        # A context may complete without a flag that was asked for; without mutual
+        # authentication nothing proved that the peer is the service named.
+        mutual = self._gssapi.RequirementFlag.mutual_authentication
+        if mutual not in self._context.actual_flags:
+            raise AuthFailedError(
+                f"Kerberos login to {self.target} failed: the server did not prove its identity "
+                "(no mutual authentication)",
+                op="sasl",
+            )
 
     def respond(self, token: bytes) -> bytes | None:
         """The answer to the server's ``token``; None once the server has accepted the login."""
@@ -155,6 +167,7 @@ class GssapiLogin:
                 out: bytes | None = self._context.step(token)
             if self._context.complete:
                 self._stage = "layers"
+                self._check_mutual()
             # Once the context is up the JDK's server waits for an empty response before it
             # sends its offer of security layers.
             return out or b""
