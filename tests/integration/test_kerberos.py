@@ -110,6 +110,14 @@ async def test_login_gives_the_principal_identity_and_sasl_acls_hold(
             await c.close()
 
 
+async def test_the_server_principal_names_the_host_of_the_connect_string(
+    server: ZooKeeperServer,
+) -> None:
+    # No hostname given: "localhost" from the connect string names zookeeper/localhost.
+    async with connect(f"localhost:{server.port}", sasl=GSSAPI()) as client:
+        assert ("sasl", ALICE) in await client.whoami()
+
+
 async def test_a_client_keytab_is_enough(
     server: ZooKeeperServer, kdc: KerberosKDC, monkeypatch: pytest.MonkeyPatch
 ) -> None:
