@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs bench bench-quick bench-java ab profile soak ci-local zookeeper venv clean
+.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs bench bench-quick bench-java ab profile soak ci-local zookeeper kerberos venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,20 +18,25 @@ venv: $(STAMP)
 zookeeper:
 	./scripts/install-zookeeper
 
+# MIT Kerberos (a test KDC, and the gssapi package of the `kerberos` extra) for the SASL
+# GSSAPI tests; where it cannot be installed, those tests skip, naming what is missing.
+kerberos: venv
+	./scripts/install-kerberos $(PY)
+
 demo: venv zookeeper
 	$(PY) -m aiocoord demo
 
-test: venv zookeeper
+test: venv zookeeper kerberos
 	$(PY) -m pytest -q
 
 # The suite on every other Python the package claims (3.10, 3.12, 3.13): a venv each.
-test-pythons: venv zookeeper
+test-pythons: venv zookeeper kerberos
 	./scripts/test-pythons
 
 unit: venv
 	$(PY) -m pytest -q tests/unit
 
-integration: venv zookeeper
+integration: venv zookeeper kerberos
 	$(PY) -m pytest -q tests/integration
 
 chaos: venv zookeeper

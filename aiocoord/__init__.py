@@ -6,6 +6,7 @@ recipes (locks, caches, election, ...) take that client. Everything public is re
 
 from aiocoord._connect import Connecting, connect, open_client
 from aiocoord._ensembleconfig import EnsembleConfig, EnsembleMember, MemberRole
+from aiocoord._gssapi import GSSAPI
 from aiocoord._stats import ClientStats, OpStats, RecipeStats, WatchStats
 from aiocoord._tracker import EnsembleTracker
 from aiocoord._watches import EventType, PersistentWatch, Watch, WatchEvent
@@ -106,6 +107,7 @@ __all__ = [
     "DoubleBarrier",
     "Election",
     "EventSubscription",
+    "GSSAPI",
     "GroupMember",
     "LeaderLatch",
     "LeadershipChange",

@@ -8,6 +8,7 @@ import ssl as _ssl
 from collections.abc import Generator, Sequence
 from typing import Any
 
+from aiocoord._gssapi import GSSAPI
 from aiocoord._servers import parse_connect_string
 from aiocoord._tracker import EnsembleTracker
 from aiocoord._validation import (
@@ -64,7 +65,7 @@ def connect(
     reconnect_after_expiry: bool = True,
     ssl: _ssl.SSLContext | bool | None = None,
     acl_provider: ACLProvider | None = None,
-    sasl: tuple[str, str] | None = None,
+    sasl: tuple[str, str] | GSSAPI | None = None,
     track_ensemble: bool = False,
 ) -> Connecting:
     """Connect to ZooKeeper: ``async with connect(hosts) as client:`` (the session is closed
@@ -79,9 +80,10 @@ def connect(
     created without an explicit ``acl`` (recipes' nodes and parents included), as Curator's
     ``ACLProvider`` does; returning None means open. ``sasl=(user, password)`` authenticates
     every connection with SASL DIGEST-MD5 first (the server's JAAS ``Server`` section must know
-    the user; ACLs then name ``sasl:user``). ``read_only=True`` accepts a read-only server
-    when no quorum is reachable (state READ_ONLY); the client then asks the other servers now
-    and then whether they serve writes and moves to the first that does.
+    the user; ACLs then name ``sasl:user``); ``sasl=GSSAPI(...)`` does it with Kerberos
+    instead (:class:`GSSAPI`; ACLs name ``sasl:<principal>``). ``read_only=True`` accepts a
+    read-only server when no quorum is reachable (state READ_ONLY); the client then asks the
+    other servers now and then whether they serve writes and moves to the first that does.
     ``track_ensemble=True`` (ZooKeeper 3.5+) reads the ensemble's configuration before
     returning and keeps following it (:class:`~aiocoord.EnsembleTracker`, as
     ``client.ensemble_tracker``): the client's server list becomes the members' client
@@ -89,7 +91,8 @@ def connect(
     default: the addresses the servers publish must then be the ones this client can reach
     (not so behind NAT, port mapping or a proxy, and TLS must accept them as host names).
     Raises NoServersError if no server answers in ``connect_timeout``, AuthFailedError if
-    the server refuses the credentials.
+    the server refuses the credentials (or Kerberos has none to offer),
+    MissingDependencyError for ``GSSAPI`` without ``pip install 'aiocoord[kerberos]'``.
     """
     return Connecting(
         hosts,
@@ -119,7 +122,7 @@ async def open_client(
     reconnect_after_expiry: bool = True,
     ssl: _ssl.SSLContext | bool | None = None,
     acl_provider: ACLProvider | None = None,
-    sasl: tuple[str, str] | None = None,
+    sasl: tuple[str, str] | GSSAPI | None = None,
     track_ensemble: bool = False,
 ) -> Client:
     """A connected :class:`Client` (the same as ``await connect(...)``); call

@@ -1,5 +1,5 @@
-"""What a new connection carries before any waiting request may use it: the SASL DIGEST-MD5
-exchange (when the session has SASL credentials), then the replay of every ``add_auth``
+"""What a new connection carries before any waiting request may use it: the SASL exchange
+(DIGEST-MD5 or GSSAPI, when the session has SASL credentials), then the replay of every ``add_auth``
 credential and the requests that restore the session's watches.
 
 :func:`authenticate` is ``add_auth``'s request, the one auth sent outside the prelude. The
@@ -13,15 +13,56 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from aiocoord._connection import Connection, Reply
+from aiocoord._gssapi import GSSAPI, GssapiLogin
 from aiocoord._sasl import DigestMD5
 from aiocoord._wire.auth import AuthRequest, SaslRequest
 from aiocoord._wire.framing import EmptyResponse, Request
 from aiocoord._wire.opcodes import Op, Xid
 from aiocoord.errors import AuthFailedError
 
-__all__ = ["authenticate", "prime", "sasl_exchange", "send_auth"]
+__all__ = [
+    "SaslCredentials",
+    "SaslLogin",
+    "authenticate",
+    "prime",
+    "sasl_exchange",
+    "sasl_login",
+    "send_auth",
+]
+
+#: What ``connect(sasl=...)`` takes: ``(user, password)`` for DIGEST-MD5, or :class:`GSSAPI`.
+SaslCredentials = tuple[str, str] | GSSAPI
+
+
+class SaslLogin(Protocol):
+    """One SASL login on one connection (a mechanism's client side)."""
+
+    #: the mechanism's name, for messages
+    name: str
+    #: who logs in to what, for messages
+    subject: str
+    #: whether its steps may block (then they run in a thread)
+    blocking: bool
+    #: set once the server has accepted the login
+    complete: bool
+
+    def initial(self) -> bytes:
+        """The first token the client sends."""
+        ...
+
+    def respond(self, token: bytes) -> bytes | None:
+        """The answer to a server token; None once the exchange is over."""
+        ...
+
+
+def sasl_login(sasl: SaslCredentials, host: str) -> SaslLogin:
+    """A fresh login with ``sasl`` on a connection to ``host``."""
+    if isinstance(sasl, GSSAPI):
+        return GssapiLogin(sasl, host)
+    return DigestMD5(*sasl)
 
 
 def send_auth(
@@ -45,38 +86,46 @@ async def authenticate(
 
 async def sasl_exchange(
     conn: Connection,
-    user: str,
-    password: str,
+    login: SaslLogin,
     *,
     next_xid: Callable[[], int],
     sent: Counter[int],
 ) -> None:
-    """Authenticate the connection with SASL DIGEST-MD5 before anything else is sent."""
-    mechanism = DigestMD5(user, password)
-    token: bytes | None = b""
+    """Authenticate the connection with ``login`` before anything else is sent."""
+    # A blocking step (Kerberos asking its KDC) runs in a thread; if cancelled meanwhile, the
+    # thread ends on its own and its result goes with the connection.
+    if login.blocking:
+        token: bytes | None = await asyncio.to_thread(login.initial)
+    else:
+        token = login.initial()
     while token is not None:
         reply = await conn.send(next_xid(), SaslRequest(token=token))
         sent[Op.SASL] += 1
         if reply.err or reply.body is None:
             raise AuthFailedError(
-                f"SASL DIGEST-MD5 authentication as {user!r} refused by the server", op="sasl"
+                f"SASL {login.name} authentication {login.subject} refused by the server",
+                op="sasl",
             )
-        token = mechanism.respond(reply.body.token)
-        if token is None and not mechanism.complete:
+        if login.blocking:
+            token = await asyncio.to_thread(login.respond, reply.body.token)
+        else:
+            token = login.respond(reply.body.token)
+        if token is None and not login.complete:
             raise AuthFailedError("SASL exchange ended early", op="sasl")
 
 
 async def prime(
     conn: Connection,
     *,
-    sasl: tuple[str, str] | None,
+    sasl: SaslCredentials | None,
     auth: Sequence[tuple[str, bytes]],
     restores: Callable[[], Sequence[Request[EmptyResponse]]],
     attach: Callable[[], None],
     next_xid: Callable[[], int],
     sent: Counter[int],
 ) -> None:
-    """Make ``conn`` ready for the session's requests: SASL first, then ``auth`` replayed and
+    """Make ``conn`` ready for the session's requests: SASL first (a fresh login each time,
+    naming the server as the connection does), then ``auth`` replayed and
     ``restores()`` (asked for only once SASL is done, so it has every watch set meanwhile)
     written ahead of anything else. ``attach()`` runs once they are written, before their
     replies are awaited (the session takes the connection then).
@@ -85,7 +134,7 @@ async def prime(
     closed), AuthFailedError if the server refuses SASL or a replayed credential.
     """
     if sasl is not None:
-        await sasl_exchange(conn, *sasl, next_xid=next_xid, sent=sent)
+        await sasl_exchange(conn, sasl_login(sasl, conn.host), next_xid=next_xid, sent=sent)
     # Auth and watch restore go first on the wire, ahead of any waiting request.
     auth_futs = [send_auth(conn, scheme, credential) for scheme, credential in auth]
     restore_futs = []

@@ -64,7 +64,12 @@ def _quote(value: str) -> str:
 
 
 class DigestMD5:
-    """One DIGEST-MD5 authentication: feed each server token to :meth:`respond`."""
+    """One DIGEST-MD5 authentication: send :meth:`initial`, then feed each server token to
+    :meth:`respond`."""
+
+    name = "DIGEST-MD5"
+    #: pure computation: no step waits for anything
+    blocking = False
 
     def __init__(
         self,
@@ -78,8 +83,13 @@ class DigestMD5:
         self.password = password
         self.digest_uri = digest_uri
         self._cnonce = cnonce
+        self.subject = f"as {username!r}"
         self.complete = False
         self._expected_rspauth: str | None = None
+
+    def initial(self) -> bytes:
+        """Empty: DIGEST-MD5 has no initial response, the server speaks first."""
+        return b""
 
     def respond(self, token: bytes) -> bytes | None:
         """The answer to the server's ``token`` (None once the exchange is over).

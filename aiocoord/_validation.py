@@ -8,6 +8,7 @@ import ssl as _ssl
 from collections.abc import Sequence
 from typing import Any
 
+from aiocoord._gssapi import GSSAPI, load_gssapi
 from aiocoord._wire.data import ACL
 from aiocoord.errors import BadArgumentsError, DataTooLargeError, InvalidPathError, InvalidTypeError
 
@@ -191,16 +192,23 @@ def validate_ssl(value: Any) -> _ssl.SSLContext | None:
     return value
 
 
-def validate_sasl(value: Any) -> tuple[str, str] | None:
-    """Return SASL DIGEST-MD5 credentials ``(user, password)``, or None for no SASL."""
+def validate_sasl(value: Any) -> tuple[str, str] | GSSAPI | None:
+    """Return SASL credentials: ``(user, password)`` for DIGEST-MD5, a :class:`GSSAPI` for
+    Kerberos (MissingDependencyError when its ``gssapi`` package is missing), or None."""
     if value is None:
         return None
+    if isinstance(value, GSSAPI):
+        load_gssapi()  # refused now, with the install command, rather than at each connection
+        return value
     if not (
         isinstance(value, tuple)
         and len(value) == 2
         and all(isinstance(part, str) and part for part in value)
     ):
-        raise InvalidTypeError("sasl must be a (user, password) tuple of non-empty str, or None")
+        raise InvalidTypeError(
+            "sasl must be a (user, password) tuple of non-empty str for DIGEST-MD5, "
+            "an aiocoord.GSSAPI(...) for Kerberos, or None"
+        )
     _utf8(value[0], "sasl user")
     _utf8(value[1], "sasl password")
     return value

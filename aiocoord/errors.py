@@ -34,6 +34,7 @@ __all__ = [
     "LockNotOwnedError",
     "LockUpgradeError",
     "MarshallingError",
+    "MissingDependencyError",
     "NewConfigNoQuorumError",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
@@ -122,6 +123,11 @@ class ClientClosedError(CoordinationError):
 
 class NoServersError(CoordinationError):
     """No server in the connect string could be reached."""
+
+
+class MissingDependencyError(CoordinationError, ImportError):
+    """An optional package a feature needs is not installed (nothing was sent); the message
+    names the ``pip install`` command (``pip install 'aiocoord[kerberos]'`` for Kerberos)."""
 
 
 if sys.version_info >= (3, 11):

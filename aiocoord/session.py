@@ -34,7 +34,7 @@ from aiocoord._liveness import EXPIRY_MARGIN_MAX as EXPIRY_MARGIN_MAX
 from aiocoord._liveness import LIVENESS_WINDOW as LIVENESS_WINDOW
 from aiocoord._logs import SessionLogger
 from aiocoord._paths import Chroot
-from aiocoord._prelude import authenticate, prime
+from aiocoord._prelude import SaslCredentials, authenticate, prime
 from aiocoord._servers import Server
 from aiocoord._states import State, StateBroadcast, StateChange
 from aiocoord._stats import Recorder
@@ -74,11 +74,11 @@ class Session:
         reconnect_after_expiry: bool = True,
         ssl: _ssl.SSLContext | None = None,
         chroot: str = "",
-        sasl: tuple[str, str] | None = None,
+        sasl: SaslCredentials | None = None,
     ) -> None:
         self.connect_timeout = connect_timeout if connect_timeout is not None else session_timeout
         self._connector = Connector(servers, self.connect_timeout, ssl=ssl, owner=self)
-        #: (user, password) for SASL DIGEST-MD5, exchanged on every new connection
+        #: SASL credentials (DIGEST-MD5's (user, password), or GSSAPI), used on every connection
         self.sasl = sasl
         self.requested_timeout = session_timeout
         self._auth = list(auth or [])

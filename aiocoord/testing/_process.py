@@ -29,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any
@@ -179,12 +179,17 @@ _LIVE_LOCK = threading.Lock()
 
 
 def spawn_jvm(
-    command: Sequence[str], *, log_path: Path, cwd: Path, die_with_parent: bool = True
+    command: Sequence[str],
+    *,
+    log_path: Path,
+    cwd: Path,
+    die_with_parent: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> JvmProcess:
     """Start ``command`` (a java command line carrying :func:`owner_marker`) in its own session.
 
-    Its standard output and error are appended to ``log_path``. Orphans of dead test runs are
-    swept first.
+    Its standard output and error are appended to ``log_path``; ``env`` replaces the
+    environment (default: this process's). Orphans of dead test runs are swept first.
     """
     sweep_orphans()
     directory = pid_dir()
@@ -200,6 +205,7 @@ def spawn_jvm(
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=cwd,
+                env=None if env is None else dict(env),
                 start_new_session=True,
                 preexec_fn=preexec,
             )
