@@ -264,18 +264,7 @@ class PersistentNode:
                 self._actual = None  # a new node gets a new name
         while True:
             try:
-                created = await client.create(
-                    self.path,
-                    self._data,
-                    ephemeral=self.mode.ephemeral,
-                    sequential=self.mode.sequential,
-                    container=self.mode is CreateMode.CONTAINER,
-                    ttl=self.ttl,
-                    protected=self.protected,
-                    make_parents=True,
-                    parents_as_containers=True,
-                    acl=self.acl,
-                )
+                created = await self._create_once()
             except NodeExistsError:
                 if await self._adopt():
                     return self.path
@@ -291,6 +280,36 @@ class PersistentNode:
             self.creations += 1
             self._created.set()
             return created
+
+    async def _create_once(self) -> str:
+        """One create of the node. If close() cancels the task while the create is in
+        flight, the node the server makes is deleted once its answer comes (by a task of the
+        client's, which :meth:`Client.wait_background` waits for): it must not outlive us."""
+        create = asyncio.ensure_future(
+            self.client.create(
+                self.path,
+                self._data,
+                ephemeral=self.mode.ephemeral,
+                sequential=self.mode.sequential,
+                container=self.mode is CreateMode.CONTAINER,
+                ttl=self.ttl,
+                protected=self.protected,
+                make_parents=True,
+                parents_as_containers=True,
+                acl=self.acl,
+            )
+        )
+        try:
+            return await asyncio.shield(create)
+        except asyncio.CancelledError:
+            if create.done():
+                if not create.cancelled() and create.exception() is None:
+                    self._actual = create.result()  # close() deletes it
+            else:
+                self.client.spawn(
+                    _delete_once_made(self.client, create), f"aiocoord-node:{self.path}"
+                )
+            raise
 
     async def _adopt(self) -> bool:
         """An unprotected node of our name exists: True if it is ours to keep (ours, or a
@@ -436,3 +455,12 @@ class GroupMember:
 
     def __repr__(self) -> str:
         return f"<GroupMember {self.path} {self.member_id!r}>"
+
+
+async def _delete_once_made(client: Client, create: asyncio.Future[str]) -> None:
+    """Delete the node of a create its caller left in flight, once (if) it was made."""
+    try:
+        path = await create
+    except Exception:  # not made; or a lost reply, which a protected create looks up itself
+        return
+    await delete_node(client, path)

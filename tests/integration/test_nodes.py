@@ -4,6 +4,7 @@ converges."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -174,3 +175,25 @@ async def test_group_member_events_is_a_deprecated_alias_of_changes(zk_client: C
             while (event := await old.get(10)).name != "you":
                 pass
             assert event.type is CacheEventType.CHILD_ADDED
+
+
+@pytest.mark.parametrize(
+    "mode", [CreateMode.PERSISTENT, CreateMode.EPHEMERAL, CreateMode.PERSISTENT_SEQUENTIAL]
+)
+async def test_close_while_the_first_create_is_in_flight_leaves_no_node(
+    zk_client: Client, mode: CreateMode
+) -> None:
+    # The create is written, its answer not yet read, when close() cancels the node's task:
+    # the node the server makes must not outlive the PersistentNode (a persistent one would
+    # stay for good, an ephemeral one as long as the session).
+    await zk_client.ensure_path("/inflight")
+    sent = zk_client.session.sent.total()
+    node = PersistentNode(zk_client, "/inflight/n", b"x", mode=mode)
+    await node.start()
+    # A few loop turns: the node's task starts, then its create's; nothing signals the write.
+    while zk_client.session.sent.total() == sent:  # noqa: ASYNC110 - no event for a write
+        await asyncio.sleep(0)
+    assert node.creations == 0  # not answered yet
+    await node.close()
+    await zk_client.wait_background()
+    assert await zk_client.children("/inflight") == []
