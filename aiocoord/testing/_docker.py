@@ -7,10 +7,10 @@ testcontainers is imported only when a container is started, so the rest of
 from __future__ import annotations
 
 import time
-from types import TracebackType
 from typing import Any
 
 from aiocoord.errors import ServerNotReadyError, ServerSetupError
+from aiocoord.testing._lifecycle import StartClose
 from aiocoord.testing._process import server_mode
 from aiocoord.testing._zkserver import TEST_SERVER_PROPERTIES
 
@@ -20,7 +20,7 @@ DEFAULT_IMAGE = "zookeeper:3.8"
 _CLIENT_PORT = 2181
 
 
-class DockerZooKeeperServer:
+class DockerZooKeeperServer(StartClose):
     """A standalone ZooKeeper in a container, with the same short-session settings as the
     local :class:`~aiocoord.testing.ZooKeeperServer` and every four-letter word allowed.
 
@@ -126,22 +126,6 @@ class DockerZooKeeperServer:
         if self._container is not None:
             container, self._container = self._container, None
             container.stop()
-
-    def __enter__(self) -> DockerZooKeeperServer:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<DockerZooKeeperServer {self.image} {self.connect_string}>"

@@ -10,20 +10,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
 from aiocoord._ensembleconfig import EnsembleMember, MemberRole
 from aiocoord.errors import ServerNotReadyError, ServerSetupError
 from aiocoord.testing._distribution import Distribution
+from aiocoord.testing._lifecycle import StartClose
 from aiocoord.testing._process import free_ports
 from aiocoord.testing._reconfigure import joiner_config, read_config, reconfigure
-from aiocoord.testing._zkserver import SERVING_QUORUM, ZooKeeperServer, in_thread
+from aiocoord.testing._zkserver import SERVING_QUORUM, ZooKeeperServer
 
 __all__ = ["ZooKeeperEnsemble"]
 
 
-class ZooKeeperEnsemble:
+class ZooKeeperEnsemble(StartClose):
     """``n`` ZooKeeper servers forming one quorum on loopback, each with its own client port.
 
     Members start in parallel; the ensemble is ready when every member serves and exactly one
@@ -314,34 +314,6 @@ class ZooKeeperEnsemble:
             for member in self._members:
                 member.kill()
                 member.close()
-
-    def __enter__(self) -> ZooKeeperEnsemble:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> ZooKeeperEnsemble:
-        await in_thread(self.start, undo=self.close)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await in_thread(self.close, undo=self.close)
 
     def __repr__(self) -> str:
         return f"<ZooKeeperEnsemble {self.connect_string}>"

@@ -21,9 +21,9 @@ import subprocess
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
 
 from aiocoord.errors import ServerNotReadyError, ServerSetupError
+from aiocoord.testing._lifecycle import StartClose
 from aiocoord.testing._process import JvmProcess, free_ports, spawn_jvm
 
 __all__ = ["INSTALL_HINT", "KerberosKDC", "kdc_tools_missing"]
@@ -53,7 +53,7 @@ def kdc_tools_missing() -> str | None:
     return f"MIT Kerberos KDC tools not found ({', '.join(missing)}): {INSTALL_HINT}"
 
 
-class KerberosKDC:
+class KerberosKDC(StartClose):
     """An MIT KDC serving the realm ``realm`` on a free loopback port, with its files in
     ``directory`` (created if needed, kept after :meth:`close` for the log).
 
@@ -170,22 +170,6 @@ class KerberosKDC:
         if self._process is not None:
             self._process.terminate(5.0)
             self._process = None
-
-    def __enter__(self) -> KerberosKDC:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "running" if self.is_running else "stopped"

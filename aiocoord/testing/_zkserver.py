@@ -6,22 +6,20 @@ through :mod:`aiocoord.testing.server`; the ensemble builds on it (``_ensemble``
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
 import hashlib
 import os
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TypeVar
 
 from aiocoord.errors import PortInUseError, ServerNotReadyError
 from aiocoord.testing._distribution import Distribution, find_distribution
+from aiocoord.testing._lifecycle import StartClose
 from aiocoord.testing._process import (
     WORKDIR_PREFIX,
     JvmProcess,
@@ -39,7 +37,6 @@ __all__ = [
     "SERVING_QUORUM",
     "TEST_SERVER_PROPERTIES",
     "ZooKeeperServer",
-    "in_thread",
 ]
 
 #: Small heap, and a JIT and GC tuned for starting in well under a second rather than for speed.
@@ -73,7 +70,7 @@ _LOG_TAIL_LINES = 40
 _T = TypeVar("_T")
 
 
-class ZooKeeperServer:
+class ZooKeeperServer(StartClose):
     """One ZooKeeper server in a local JVM, listening on loopback.
 
     ``port=None`` picks a free port (kept across restarts); an explicit port that is already
@@ -317,34 +314,6 @@ class ZooKeeperServer:
                 shutil.rmtree(self._workdir, ignore_errors=True)
                 self._workdir = None
 
-    def __enter__(self) -> ZooKeeperServer:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> ZooKeeperServer:
-        await in_thread(self.start, undo=self.close)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await in_thread(self.close, undo=self.close)
-
     def __repr__(self) -> str:
         state = "running" if self.is_running else "stopped"
         return f"<ZooKeeperServer {self.connect_string} {state}>"
@@ -365,19 +334,3 @@ class ZooKeeperServer:
         )
         config.update(self._config)
         return "".join(f"{key}={value}\n" for key, value in config.items())
-
-
-async def in_thread(func: Callable[[], _T], *, undo: Callable[[], object]) -> _T:
-    """Run blocking ``func`` in a thread. A thread cannot be interrupted, so on cancellation
-    this waits for ``func`` to finish, runs ``undo`` (so nothing is left running), then
-    re-raises the cancellation."""
-    task = asyncio.ensure_future(asyncio.to_thread(func))
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        with contextlib.suppress(BaseException):
-            await asyncio.wait({task})
-        undoing = asyncio.ensure_future(asyncio.to_thread(undo))
-        with contextlib.suppress(BaseException):
-            await asyncio.wait({undoing})
-        raise
