@@ -1,18 +1,25 @@
 """Helpers shared by the test layers (``pythonpath = ["tests"]`` makes this ``import support``).
 
 Only what more than one test module needs lives here: waiting for server-side conditions that
-have no local event, and the grant log that referees exclusive holdings.
+have no local event, the grant log that referees exclusive holdings, and running the command
+line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import pytest
+
 from aiocoord import Client, Lock, LockLostError, NoNodeError
+from aiocoord.errors import ServerSetupError
+from aiocoord.testing import find_distribution
 
 
 async def eventually(
@@ -184,3 +191,47 @@ async def stale_grant_scenario(
 
 async def _idle(client: Client) -> bool:
     return client.session.pending_count == 0
+
+
+# --- the command line -----------------------------------------------------------------------
+
+
+async def run_cli(
+    *args: str,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    merge_stderr: bool = False,
+) -> tuple[int, str, str]:
+    """Run ``python -m aiocoord ARGS``: exit status, stdout, stderr (with ``merge_stderr``,
+    stderr goes into stdout, interleaved as written, and the third item is empty)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "aiocoord",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except asyncio.TimeoutError:
+        proc.kill()
+        out, _ = await proc.communicate()
+        raise AssertionError(f"aiocoord {args} ran over {timeout} s:\n{out.decode()}") from None
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), (err or b"").decode()
+
+
+def local_jvm_available() -> bool:
+    """Whether a local ZooKeeper distribution and Java are there to start servers with."""
+    try:
+        find_distribution()
+    except ServerSetupError:
+        return False
+    return True
+
+
+needs_local_jvm = pytest.mark.skipif(
+    not local_jvm_available(), reason="needs a local ZooKeeper distribution and Java"
+)

@@ -15,26 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import needs_local_jvm, run_cli
 
 import aiocoord
-from aiocoord.errors import ServerSetupError
-from aiocoord.testing import ServerHandle, find_distribution
+from aiocoord.testing import ServerHandle
 from aiocoord.testing._process import free_ports, owner_marker
 
 ClientFactory = Callable[..., Awaitable[aiocoord.Client]]
-
-
-def local_jvm_available() -> bool:
-    try:
-        find_distribution()
-    except ServerSetupError:
-        return False
-    return True
-
-
-needs_local_jvm = pytest.mark.skipif(
-    not local_jvm_available(), reason="needs a local ZooKeeper distribution and Java"
-)
 
 
 def jvms_owned_by(owner: int) -> list[int]:
@@ -57,23 +44,8 @@ async def cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = 30
 ) -> tuple[int, str]:
     """Run ``python -m aiocoord ARGS``; its exit status and output (stdout and stderr)."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "aiocoord",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, **(env or {})},
-    )
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
-        proc.kill()
-        out, _ = await proc.communicate()
-        raise AssertionError(f"aiocoord {args} ran over {timeout} s:\n{out.decode()}") from None
-    assert proc.returncode is not None
-    return proc.returncode, out.decode()
+    code, out, _ = await run_cli(*args, timeout=timeout, env=env, merge_stderr=True)
+    return code, out
 
 
 # --- server ---------------------------------------------------------------------------------

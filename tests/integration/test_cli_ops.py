@@ -17,10 +17,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from support import needs_local_jvm, run_cli
 
 import aiocoord
-from aiocoord.errors import ServerSetupError
-from aiocoord.testing import ServerHandle, ZooKeeperEnsemble, ZooKeeperServer, find_distribution
+from aiocoord.testing import ServerHandle, ZooKeeperEnsemble, ZooKeeperServer
 from aiocoord.testing._process import free_ports
 
 ClientFactory = Callable[..., Awaitable[aiocoord.Client]]
@@ -30,36 +30,7 @@ async def cli(
     *args: str, timeout: float = 60, env: dict[str, str] | None = None
 ) -> tuple[int, str, str]:
     """Run ``python -m aiocoord ARGS``: exit status, stdout, stderr."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "aiocoord",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **(env or {})},
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
-        proc.kill()
-        await proc.communicate()
-        raise AssertionError(f"aiocoord {args} ran over {timeout} s") from None
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
-
-
-def local_jvm_available() -> bool:
-    try:
-        find_distribution()
-    except ServerSetupError:
-        return False
-    return True
-
-
-needs_local_jvm = pytest.mark.skipif(
-    not local_jvm_available(), reason="needs a local ZooKeeper distribution and Java"
-)
+    return await run_cli(*args, timeout=timeout, env=env)
 
 
 def dead_address() -> str:
