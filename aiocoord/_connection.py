@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
-from aiocoord._stats import Recorder
+from aiocoord._stats import Recorder, error_name
 from aiocoord._wire.framing import (
     EMPTY,
     REPLY_HEADER_SIZE,
@@ -35,7 +35,6 @@ from aiocoord.errors import (
     DataTooLargeError,
     NotSentError,
     ProtocolError,
-    error_for_code,
 )
 
 # A frame larger than this is garbage, not a reply: drop the connection instead of allocating.
@@ -266,7 +265,7 @@ class Connection(asyncio.Protocol):
 
     def _report(self, xid: int, pending: _Pending[Any], err: int, received: float) -> None:
         assert self.recorder.telemetry is not None
-        name = type(error_for_code(err)).__name__ if err else None
+        name = error_name(err) if err else None
         self.recorder.telemetry.request(
             pending.request,
             xid,

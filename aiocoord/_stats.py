@@ -12,6 +12,7 @@ buckets (within 10% of the true value), the maximum is exact.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Mapping
@@ -24,7 +25,7 @@ from aiocoord.errors import error_for_code
 if TYPE_CHECKING:
     from aiocoord._otel import Telemetry
 
-__all__ = ["ClientStats", "OpStats", "RecipeStats", "Recorder", "WatchStats"]
+__all__ = ["ClientStats", "OpStats", "RecipeStats", "Recorder", "WatchStats", "error_name"]
 
 #: Buckets per octave of latency, and how many: 4 per octave from 1 µs reach 2**25 µs (33 s).
 _PER_OCTAVE = 4
@@ -103,6 +104,12 @@ class ClientStats:
     recipes: Mapping[str, RecipeStats] = field(default_factory=dict)
 
 
+@functools.cache
+def error_name(code: int) -> str:
+    """The name of the exception a server error code raises (``"NoNodeError"``)."""
+    return type(error_for_code(code)).__name__
+
+
 class _Op:
     __slots__ = ("buckets", "count", "errors", "max_s")
 
@@ -174,12 +181,18 @@ class Recorder:
             op = self._ops[opcode] = _Op()
         return op
 
+    def _recipe(self, kind: str) -> _Recipe:
+        rec = self._recipes.get(kind)
+        if rec is None:
+            rec = self._recipes[kind] = _Recipe()
+        return rec
+
     def reply(self, opcode: int, err: int, seconds: float) -> None:
         """An answer came ``seconds`` after its request was written."""
-        op = self._ops.get(opcode) or self._op(opcode)
+        op = self._op(opcode)
         op.count += 1
         if err:
-            op.errors[type(error_for_code(err)).__name__] += 1
+            op.errors[error_name(err)] += 1
         if seconds > op.max_s:
             op.max_s = seconds
         us = seconds * 1e6
@@ -195,9 +208,7 @@ class Recorder:
     def granted(self, kind: str, waited: float | None) -> None:
         """A recipe of ``kind`` granted a holding, after waiting ``waited`` seconds for
         another holder (None: at once)."""
-        rec = self._recipes.get(kind)
-        if rec is None:
-            rec = self._recipes[kind] = _Recipe()
+        rec = self._recipe(kind)
         rec.holds += 1
         if waited is not None:
             rec.waits += 1
@@ -206,10 +217,7 @@ class Recorder:
 
     def holding_lost(self, kind: str) -> None:
         """A holding of a recipe of ``kind`` was lost while held."""
-        rec = self._recipes.get(kind)
-        if rec is None:
-            rec = self._recipes[kind] = _Recipe()
-        rec.losses += 1
+        self._recipe(kind).losses += 1
 
     def requests(self) -> dict[str, OpStats]:
         """Per operation name, a snapshot (the opcodes of one call, such as the four kinds of
