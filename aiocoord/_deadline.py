@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from aiocoord.errors import TimeoutError as CoordTimeoutError
 
-__all__ = ["timed_out", "within"]
+__all__ = ["timed_out", "wait_at_most", "within"]
 
 T = TypeVar("T")
 
@@ -26,6 +26,31 @@ async def within(aw: Awaitable[T], timeout: float | None, what: str) -> T:
     if timeout is None:
         return await aw
     try:
-        return await asyncio.wait_for(aw, timeout)
+        return await wait_at_most(aw, timeout)
     except asyncio.TimeoutError:
         raise timed_out(what, timeout) from None
+
+
+async def wait_at_most(aw: Awaitable[T], timeout: float) -> T:
+    """Await ``aw`` (in a task of its own) for at most ``timeout`` seconds, else cancel it,
+    let it finish, and raise :class:`asyncio.TimeoutError`. A cancellation of the caller
+    cancels ``aw`` too, and always goes on.
+
+    Not ``asyncio.wait_for``: before Python 3.12, a caller cancelled in the loop turn in which
+    ``aw`` completed gets ``aw``'s result and its cancellation is dropped (CPython gh-86296),
+    so a task being cancelled (a recipe's ``close()``) would carry on, and whoever awaits it
+    waits for ever.
+    """
+    fut = asyncio.ensure_future(aw)
+    try:
+        await asyncio.wait((fut,), timeout=timeout)
+    except BaseException:
+        fut.cancel()
+        await asyncio.wait((fut,))
+        raise
+    if not fut.done():
+        fut.cancel()
+        await asyncio.wait((fut,))
+        if fut.cancelled():
+            raise asyncio.TimeoutError()
+    return fut.result()

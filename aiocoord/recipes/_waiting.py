@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import Awaitable, Coroutine, Sequence
 from typing import Any, TypeVar
 
+from aiocoord._deadline import wait_at_most
 from aiocoord._watches import Watch
 from aiocoord.errors import TimeoutError as CoordTimeoutError
 
@@ -74,14 +75,13 @@ async def bounded(aw: Awaitable[T], deadline: float | None) -> T:
     """Await ``aw`` before ``deadline`` (TimedOut after it)."""
     if deadline is None:
         return await aw
-    try:
-        left = time_left(deadline)
-    except TimedOut:
+    left = deadline - asyncio.get_running_loop().time()
+    if left <= 0:
         if asyncio.iscoroutine(aw):
             aw.close()
-        raise
+        raise TimedOut()
     try:
-        return await asyncio.wait_for(aw, left)
+        return await wait_at_most(aw, left)
     except asyncio.TimeoutError:
         raise TimedOut() from None
 
