@@ -88,7 +88,6 @@ class PathOps:
     if TYPE_CHECKING:  # provided by Client
         _session: Session
         retry: RetryPolicy
-        _background: set[asyncio.Task[Any]]
         _ensuring: dict[str, list[tuple[bool, list[ACL] | None, asyncio.Task[None]]]]
 
         @property

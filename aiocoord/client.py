@@ -12,13 +12,13 @@ beside this module; the single-request reads and writes and the lifecycle live h
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from aiocoord._adminops import AdminOps
+from aiocoord._background import BackgroundWork
 from aiocoord._otel import telemetry_for
 from aiocoord._pathops import PathOps
 from aiocoord._paths import protected_id
@@ -72,7 +72,7 @@ class ChildData:
     stat: Stat
 
 
-class Client(SessionView, AdminOps, PathOps):
+class Client(SessionView, AdminOps, PathOps, BackgroundWork):
     """A connected ZooKeeper client. Get one with :func:`aiocoord.connect`.
 
     All methods are coroutine-safe: any number of tasks may share one client, and their
@@ -96,7 +96,7 @@ class Client(SessionView, AdminOps, PathOps):
         self._full = paths.add
         self._short = paths.strip
         self.retry: RetryPolicy = retry if retry is not None else ExponentialBackoff()
-        self._background: set[asyncio.Task[Any]] = set()
+        BackgroundWork.__init__(self)
         # ensure_path walks in flight, by path: (container, acl, task)
         self._ensuring: dict[str, list[tuple[bool, list[ACL] | None, asyncio.Task[None]]]] = {}
         #: When set, every request belongs to that session generation (see :meth:`bound`).
@@ -149,11 +149,7 @@ class Client(SessionView, AdminOps, PathOps):
 
     async def close(self) -> None:
         """End the session cleanly: ephemeral nodes vanish, watches end, tasks stop."""
-        for task in list(self._background):
-            task.cancel()
-        for task in list(self._background):
-            with contextlib.suppress(BaseException):
-                await task
+        await self._stop_background()
         await self._session.close()
 
     @property
@@ -168,15 +164,6 @@ class Client(SessionView, AdminOps, PathOps):
         await self.close()
 
     # --- helpers ------------------------------------------------------------------------
-
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
-        """Run ``coro`` as a task this client owns: ``close()`` cancels and awaits it, and
-        :meth:`wait_background` waits for it. For clean-ups that must outlive their caller
-        (guaranteed deletes, a recipe's node removal after a cancelled acquire)."""
-        task = asyncio.get_running_loop().create_task(coro, name=name)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        return task
 
     # --- reads --------------------------------------------------------------------------
 
@@ -447,22 +434,6 @@ class Client(SessionView, AdminOps, PathOps):
             )
         else:
             await self._delete_once(path, version)
-
-    def pending_deletes(self) -> int:
-        """Guaranteed deletes still running in the background."""
-        return len(self._background)
-
-    async def wait_background(self) -> None:
-        """Wait until background work (guaranteed deletes) has finished."""
-        while self._background:
-            pending = [task for task in self._background if not task.done()]
-            if pending:
-                await asyncio.wait(pending)
-            else:
-                # Done, but their done-callbacks (which drop them from the set) are still to
-                # run: let them. Not gather(): on Python 3.12 it completes at once on done
-                # tasks without yielding, and this loop would never let the callbacks run.
-                await asyncio.sleep(0)
 
     # --- transactions ----------------------------------------------------------------------
 
