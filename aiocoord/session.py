@@ -40,7 +40,7 @@ from aiocoord._states import State, StateBroadcast, StateChange
 from aiocoord._stats import Recorder
 from aiocoord._watch_table import WatchTable
 from aiocoord._watches import Watch
-from aiocoord._wire.framing import EmptyResponse, Request
+from aiocoord._wire.framing import Request
 from aiocoord._wire.handshake import CloseRequest, ConnectResponse
 from aiocoord._wire.opcodes import OP_NAMES, Op
 from aiocoord._wire.watches import SetWatches2Request, SetWatchesRequest, WatchNotification
@@ -304,9 +304,7 @@ class Session:
         """The session's watch table."""
         return self._watches
 
-    def send_now(
-        self, request: Request[EmptyResponse]
-    ) -> asyncio.Future[Reply[EmptyResponse]] | None:
+    def send_now(self, request: Request[R]) -> asyncio.Future[Reply[R]] | None:
         """Write ``request`` at once on the current connection; None if not connected."""
         conn = self._conn
         if conn is None or self.state is None or not self.state.is_connected or self._closing:

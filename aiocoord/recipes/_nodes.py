@@ -2,18 +2,20 @@
 knowing them (:class:`QueueNode`, with the session that owns it), trusting them before a grant,
 and deleting them for sure.
 
-**Cancellation and timeouts leave no node.** The create runs in a task owned by the client. A
-contender that gives up deletes its node (a guaranteed delete, which finishes in the background
-if the connection is down); if it gives up while the create is still in flight, the create task
-deletes the node when its reply comes; and if the reply was lost to a connection loss, the node
-is found by its protected prefix after a ``sync`` and deleted. :meth:`Client.wait_background`
-waits for those background deletions.
+**Cancellation and timeouts leave no node.** The create is written from the caller's step and
+its answer is followed by the client (a task of the client's when it must wait for a
+connection or make the parents). A contender that gives up deletes its node (a guaranteed
+delete, which finishes in the background if the connection is down); if it gives up while the
+create is still in flight, the node is deleted when the answer comes; and if the answer was
+lost to a connection loss, the node is found by its protected prefix after a ``sync`` and
+deleted. :meth:`Client.wait_background` waits for those background deletions.
 
-**Release.** A release writes the node's delete from the caller's task and waits at most
-:data:`RELEASE_WAIT` for the server, so that it returns at once on a dead link; a task the
-client owns settles a late answer (and deletes again if the answer was lost). While the
-session is trusted it lets the client's own waiter right behind the node in at once (the local
-hand-over, see :func:`delete_node`).
+**Release.** A release writes the node's delete from the caller's task and returns without
+waiting for the answer, which the client settles in the background (and deletes again if the
+answer was lost): nobody is granted anything before the server has applied it, and the next
+request of the same session is answered after it. While the session is trusted it lets the
+client's own waiter right behind the node in at once (the local hand-over, see
+:func:`delete_node`).
 
 **No grant on an untrusted session.** Whatever woke a waiter, its node is granted only while
 the session is trusted (connected, and answered within the liveness window; see
@@ -34,7 +36,9 @@ from aiocoord._paths import join, protected_prefix, sequence_of
 from aiocoord._watches import Watch
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.framing import EmptyResponse
-from aiocoord._wire.writes import DeleteRequest
+from aiocoord._wire.opcodes import CreateMode
+from aiocoord._wire.writes import Create2Request, Create2Response, DeleteRequest
+from aiocoord.acl import wire_acl
 from aiocoord.client import Client
 from aiocoord.errors import (
     ClientClosedError,
@@ -48,7 +52,7 @@ from aiocoord.recipes._listing import forget_node, next_stamp
 from aiocoord.recipes._waiting import bounded, result_by, retrieve
 
 __all__ = [
-    "RELEASE_WAIT",
+    "CONFIRM_WAIT",
     "ProtectedNode",
     "QueueNode",
     "Restart",
@@ -59,10 +63,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: How long a release waits for the server to confirm its delete before it returns and lets
-#: the delete finish in the background: a reply on a live link comes well within it.
-RELEASE_WAIT = 0.025
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +94,20 @@ class Restart(Exception):
     """Our node is gone (session expired, or deleted by someone): enter the queue again."""
 
 
-async def delete_node(client: Client, path: str, *, cleared: bool = False) -> None:
-    """Delete a node of ours for sure, waiting at most :data:`RELEASE_WAIT` for the server: the
-    delete finishes in the background if the reply takes longer (a dead link, SUSPENDED), and
-    cancelling the caller does not stop it (a guaranteed delete).
+#: How long a delete that asks to be confirmed waits for the server (a live link answers well
+#: within it) before it returns and lets the answer be settled in the background.
+CONFIRM_WAIT = 0.025
+
+
+async def delete_node(
+    client: Client, path: str, *, cleared: bool = False, confirm: bool = False
+) -> None:
+    """Delete a node of ours for sure, without waiting for the server: the delete is written
+    at once (or, with no connection, by a task of the client's once there is one), and its
+    answer is settled in the background (a lost answer: deleted again), so that cancelling
+    the caller does not stop it (a guaranteed delete) and :meth:`Client.wait_background`
+    waits for it. Requests this client writes later are answered after it (the server
+    answers a session's requests in order).
 
     While the session is trusted (:meth:`Session.trusted`), the node counts as gone for this
     client's waiters at once: it is ours and no longer held (released, given up or lost), so a
@@ -107,35 +117,24 @@ async def delete_node(client: Client, path: str, *, cleared: bool = False) -> No
     the server may hand the lock to another client, so the waiters hear of the deletion only
     from the server (their watch on the node), or lose their own node with the session.
     ``cleared``: the node was granted by an exclusive driver, so no node ahead of it was left
-    (see :meth:`_PathState.mark_gone`).
+    (see :meth:`_PathState.mark_gone`). ``confirm``: wait up to :data:`CONFIRM_WAIT` for the
+    server's answer, so that other sessions find the node gone once this returns while the link
+    is live (closing a :class:`PersistentNode`, leaving a barrier); a lock's release does not.
     """
     session = client.session
     if session.trusted():
         forget_node(client, path, cleared)
     # Else the waiters' own watches on the node tell them once the server has deleted it.
-    # Written now, from this task (no task of its own to start and to finish on the way):
-    # the common release costs the caller no more than the delete's round trip.
     reply = session.send_now(DeleteRequest(path=session.paths.add(path), version=-1))
     if reply is None:  # no connection: the guaranteed delete waits for the next one
         client.spawn(_delete_for_sure(client, path), f"aiocoord-release:{path}")
         return
-    try:
-        # The caller's holding is over: it waits for the server only briefly, so that a
-        # release on a dead link (not yet detected) returns at once; whatever happens to
-        # the delete later is settled in the background (a lost reply: deleted again).
-        await asyncio.wait((reply,), timeout=RELEASE_WAIT)
-    finally:
-        if reply.done():
-            _settle_delete(client, path, reply)
-        else:  # a task of the client's, so that Client.wait_background waits for it
-            client.spawn(_finish_delete(client, path, reply), f"aiocoord-release:{path}")
-
-
-async def _finish_delete(
-    client: Client, path: str, reply: asyncio.Future[Reply[EmptyResponse]]
-) -> None:
-    await asyncio.wait((reply,))
-    _settle_delete(client, path, reply)
+    # The holding is over once the delete is written: nobody is granted anything before the
+    # server has applied it, and waiting for its answer would only hold up the caller (a
+    # release on a dead link, not yet detected, would wait for the link's timeout).
+    client.follow(reply, lambda done: _settle_delete(client, path, done))
+    if confirm:
+        await asyncio.wait((reply,), timeout=CONFIRM_WAIT)
 
 
 def _settle_delete(client: Client, path: str, reply: asyncio.Future[Reply[EmptyResponse]]) -> None:
@@ -171,11 +170,13 @@ async def _delete_for_sure(client: Client, path: str) -> None:
 class ProtectedNode:
     """One protected ephemeral node being created: ``<parent>/_c_<uuid>-<name>[<seq>]``.
 
-    The create runs in a task owned by the client, so it is written at once and pipelines with
-    whatever the caller sends next. :meth:`result` waits for it; after a connection loss it
-    finds the node by its prefix (after a ``sync``, so a create still on its way is ordered
-    first) or creates it again. :meth:`discard` makes sure the node does not outlive its
-    caller, whatever state the create is in.
+    The create is written at once, from the caller's step, so that it pipelines with whatever
+    the caller sends next; the client follows its answer (:meth:`Client.follow`), and a task
+    of the client's takes over when the create must wait for a connection or make the
+    parents. :meth:`result` waits for it; after a connection loss it finds the node by its
+    prefix (after a ``sync``, so a create still on its way is ordered first) or creates it
+    again. :meth:`discard` makes sure the node does not outlive its caller, whatever state
+    the create is in.
     ``acl`` is the node's, and its parents' if they are made (None: OPEN_ACL_UNSAFE).
     """
 
@@ -201,6 +202,8 @@ class ProtectedNode:
         self.sent_stamp: int | None = None
         self._abandoned = False
         self._maybe_exists = True
+        #: the first create, when written from the caller's step (see _write_create)
+        self._sent: asyncio.Future[Reply[Create2Response]] | None = None
         #: loop time the node was asked for (see QueueNode.entered)
         self.entered = asyncio.get_running_loop().time()
         self._reply: asyncio.Future[tuple[str, Stat]]
@@ -209,7 +212,62 @@ class ProtectedNode:
     def _start(self) -> None:
         self._reply = asyncio.get_running_loop().create_future()
         self._reply.add_done_callback(retrieve)
-        self.client.spawn(self._create(self._reply), f"aiocoord-create:{self._path}")
+        sent = self._write_create() if self._sent is None else None
+        if sent is None:
+            # Not connected, or a second attempt: the create (with its parents) as a task.
+            self.client.spawn(self._create(self._reply), f"aiocoord-create:{self._path}")
+            return
+        self._sent = sent
+        self.sent_stamp = next_stamp()
+        # The client follows the answer, so that close() and wait_background() see it.
+        self.client.follow(sent, self._created)
+
+    def _write_create(self) -> asyncio.Future[Reply[Create2Response]] | None:
+        """Write the create now, from the caller's step (no task to start, and a request the
+        caller writes next is ordered after it); None if not connected."""
+        client = self.client
+        session = client.session
+        acl = self.acl
+        if acl is None and client.acl_provider is not None:
+            acl = client.acl_provider(self._path)
+        request = Create2Request(
+            path=session.paths.add(self._path),
+            data=self._data,
+            acl=wire_acl(acl),
+            flags=CreateMode.EPHEMERAL_SEQUENTIAL if self._sequential else CreateMode.EPHEMERAL,
+        )
+        return session.send_now(request)
+
+    def _created(self, sent: asyncio.Future[Reply[Create2Response]]) -> None:
+        """The answer to a create written by :meth:`_write_create`, settled as the task of
+        :meth:`_create` would: a missing parent goes the long way (the task makes it)."""
+        reply = self._reply
+        if sent.cancelled():  # only close() cancels what the client follows
+            if not reply.done():
+                reply.set_exception(ClientClosedError("client closed while creating a node"))
+            return
+        exc = sent.exception()
+        if exc is None:
+            answer = sent.result()
+            if answer.err == NoNodeError.code:
+                self.client.spawn(self._create(reply), f"aiocoord-create:{self._path}")
+                return
+            if answer.err:
+                exc = error_for_code(answer.err, path=self._path, op="create")
+        if exc is not None:
+            if self._abandoned:
+                if isinstance(exc, ConnectionLossError):
+                    self.client.spawn(self._sweep(), f"aiocoord-sweep:{self.parent}")
+            elif not reply.done():
+                reply.set_exception(exc)
+            return
+        assert answer.body is not None
+        path = self.client.session.paths.strip(answer.body.path)
+        if self._abandoned:
+            # The caller left while the answer was on its way: the node is ours to remove.
+            self.client.spawn(delete_node(self.client, path), f"aiocoord-discard:{path}")
+        elif not reply.done():
+            reply.set_result((path, answer.body.stat))
 
     async def _create(self, reply: asyncio.Future[tuple[str, Stat]]) -> None:
         self.sent_stamp = next_stamp()

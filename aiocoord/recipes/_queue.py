@@ -39,7 +39,8 @@ in view, from a listing sorted once per client (see :mod:`aiocoord.recipes._list
 
 **Round trips.** The create and the first listing are pipelined (ZooKeeper answers one
 session's requests in order, so a listing written after the create sees it): an uncontended
-acquire costs one round trip and a release one more; a contended one 5 requests, as Curator's
+acquire costs one round trip and a release none (its delete is written, not waited for: the
+same session's next create is answered after it); a contended one 5 requests, as Curator's
 (create, listing, watch, a listing after the wake unless nothing else was ahead, delete).
 Listings of one path by one client are shared when sent after the caller's create was (a
 burst of contenders shares one); a listing without the caller's node is never trusted. A
@@ -85,7 +86,7 @@ from aiocoord.recipes._nodes import (
     delete_node,
     watch_own,
 )
-from aiocoord.recipes._waiting import TimedOut, bounded, retrieve, time_left
+from aiocoord.recipes._waiting import TimedOut, bounded, time_left
 from aiocoord.session import State
 
 __all__ = ["SequentialQueue"]
@@ -199,13 +200,17 @@ class SequentialQueue:
     ) -> QueueNode | None:
         client = self.client
         driver = self.driver
-        # Let the create task write its request first, so that the listing below is ordered
-        # after it on the wire and pipelines with it (one round trip for both).
-        await asyncio.sleep(0)
+        if entry.sent_stamp is None:
+            # The create went to a task (not connected): let it write its request first, so
+            # that the listing below is ordered after it on the wire and pipelines with it.
+            await asyncio.sleep(0)
         after = entry.sent_stamp if entry.sent_stamp is not None else next_stamp()
         try:
+            # Alone on the path, the listing goes out at once, behind the create (one round
+            # trip for both); with other contenders of this client it waits one loop turn,
+            # so that a burst of them shares it.
             names: list[str] | None = await bounded(
-                state.children(client, self.path, after, gather=True), deadline
+                state.children(client, self.path, after, gather=state.users > 1), deadline
             )
         except NoNodeError:
             names = None  # the parents were missing; the create makes them
@@ -380,19 +385,17 @@ class SequentialQueue:
                     gone.add(blocker)
                     return None, gone, None
                 return watch, gone, None
+            assert list_for is not None  # a probe lists, or watches, or both
+            if blocker is None:  # the listing alone: no task to start
+                fresh = await bounded(state.children(client, self.path, next_stamp()), deadline)
+                if list_for.name not in fresh:
+                    raise Restart()
+                return None, gone, fresh
             # Created in this order, the tasks write their requests in this order: the
             # listing, last, shows the state after the watch was armed.
-            get_task = (
-                asyncio.ensure_future(pinned.get(join(self.path, blocker), watch=True))
-                if blocker is not None
-                else None
-            )
-            list_task = (
-                asyncio.ensure_future(state.children(client, self.path, next_stamp()))
-                if list_for is not None
-                else None
-            )
-            tasks: list[asyncio.Future[Any]] = [t for t in (get_task, list_task) if t is not None]
+            get_task = asyncio.ensure_future(pinned.get(join(self.path, blocker), watch=True))
+            list_task = asyncio.ensure_future(state.children(client, self.path, next_stamp()))
+            tasks: list[asyncio.Future[Any]] = [get_task, list_task]
             finished = False
             try:
                 await bounded(asyncio.wait(tasks), deadline)
@@ -402,39 +405,33 @@ class SequentialQueue:
                     for t in tasks:
                         t.cancel()
                     await asyncio.wait(tasks)
-                    if (
-                        get_task is not None
-                        and not get_task.cancelled()
-                        and get_task.exception() is None
-                    ):
+                    if not get_task.cancelled() and get_task.exception() is None:
                         get_task.result()[2].cancel()  # nobody will wait on it
+        except NoNodeError:  # the listing found the queue gone, our node with it
+            raise Restart() from None
         except SessionExpiredError:
             if client.session.reconnect_after_expiry:
                 raise Restart() from None
             raise
         first_error: BaseException | None = None
         armed: Watch | None = None
-        if get_task is not None:
-            assert blocker is not None
-            exc = get_task.exception()
-            if exc is None:
-                armed = get_task.result()[2]
-            elif isinstance(exc, NoNodeError):
-                gone.add(blocker)
-            else:
-                first_error = exc
+        exc = get_task.exception()
+        if exc is None:
+            armed = get_task.result()[2]
+        elif isinstance(exc, NoNodeError):
+            gone.add(blocker)
+        else:
+            first_error = exc
         names: list[str] | None = None
-        if list_task is not None:
-            assert list_for is not None
-            exc = list_task.exception()
-            if exc is None:
-                names = list_task.result()
-                if list_for.name not in names:
-                    first_error = first_error or Restart()
-            elif isinstance(exc, NoNodeError):
+        exc = list_task.exception()
+        if exc is None:
+            names = list_task.result()
+            if list_for.name not in names:
                 first_error = first_error or Restart()
-            else:
-                first_error = first_error or exc
+        elif isinstance(exc, NoNodeError):
+            first_error = first_error or Restart()
+        else:
+            first_error = first_error or exc
         if first_error is not None:
             if armed is not None:
                 armed.cancel()
@@ -464,27 +461,35 @@ class SequentialQueue:
         it); in every other case it is fired or removed before returning.
         """
         local = state.when_gone(blocker)
-        fired: asyncio.Future[Any] | None = None
-        mine: asyncio.Future[Any] | None = None
         try:
             if local.done():
                 return True
-            # watch.wait() shields the watch: cancelling `fired` leaves the watch armed.
-            fired = asyncio.ensure_future(watch.wait())
-            waiting: tuple[asyncio.Future[Any], ...] = (fired, local)
+            # One future that whichever comes first wakes (no task per thing awaited): the
+            # watch, the local hand-over, or the watch on our own node. The watches keep the
+            # callback after we return: it marks a late failure seen, and wakes nobody.
+            wake = asyncio.get_running_loop().create_future()
+
+            def poke(source: object) -> None:
+                if isinstance(source, Watch):
+                    source.failed()  # retrieves a failure nobody may await any more
+                if not wake.done():
+                    wake.set_result(None)
+
+            watch.add_done_callback(poke)
+            local.add_done_callback(poke)
             if own is not None:
-                mine = asyncio.ensure_future(own.wait())
-                waiting = (*waiting, mine)
-            done, _ = await asyncio.wait(
-                waiting, timeout=time_left(deadline), return_when=asyncio.FIRST_COMPLETED
-            )
-            if not done:
-                watch.cancel()
-                raise TimedOut()
-            if fired in done:
-                event = fired.result()
+                own.add_done_callback(poke)
+            if deadline is None:
+                await wake
+            else:
+                await asyncio.wait((wake,), timeout=time_left(deadline))
+                if not wake.done():
+                    watch.cancel()
+                    raise TimedOut()
+            if watch.done():
+                event = await watch  # done: the event, or the watch's failure raised
                 return bool(event.type is EventType.DELETED)
-            if local in done:
+            if local.done():
                 return True
             watch.cancel()  # our own node changed (or went): the caller decides again
             return False
@@ -493,8 +498,3 @@ class SequentialQueue:
             raise
         finally:
             state.stop_waiting(blocker, local)
-            for f in (fired, mine):
-                if f is not None and not f.done():
-                    f.cancel()
-                elif f is not None:
-                    retrieve(f)

@@ -234,7 +234,7 @@ class DoubleBarrier:
                     continue  # our node went with the session: make it again
         finally:
             if not done:
-                await delete_node(client, self.node_path)
+                await delete_node(client, self.node_path, confirm=True)
         self._entered = True
         return True
 
@@ -270,7 +270,7 @@ class DoubleBarrier:
             if len(nodes) == 1:
                 if should_exist and not mine:
                     raise BarrierError(f"{self.path} holds a stranger's node {nodes[0]}")
-                await delete_node(client, self.node_path)
+                await delete_node(client, self.node_path, confirm=True)
                 break
             if nodes[0] == self.node_name:
                 # The lowest leaves last: wait for the highest to go.
@@ -278,7 +278,7 @@ class DoubleBarrier:
             else:
                 target = nodes[0]
                 if should_exist:
-                    await delete_node(client, self.node_path)
+                    await delete_node(client, self.node_path, confirm=True)
                     should_exist = False
             try:
                 stat, watch = await client.exists(self.path + "/" + target, watch=True)

@@ -14,10 +14,12 @@ watches only the node just ahead of it, so a release wakes one waiter; see
 
 **Cancellation and timeouts.** A cancelled or timed-out ``acquire`` leaves no node behind
 (:meth:`Client.wait_background` waits for a deletion that had to wait for a reconnect).
-``release`` says "not held" at once and returns within 25 ms whatever the link (a dead one
-included); the node is deleted now if connected, else as soon as the connection is back (a
-guaranteed delete, finished in the background: :meth:`Client.wait_background` waits for it),
-and cancelling ``release`` does not stop it.
+``release`` says "not held" and returns at once, without waiting for the server, whatever
+the link (a dead one included): the delete is written now if connected, else as soon as the
+connection is back (a guaranteed delete, settled in the background:
+:meth:`Client.wait_background` waits for it), and cancelling ``release`` does not stop it.
+The client's next request is answered after the delete (one session's requests are answered
+in order); other clients see the lock free once the server has applied it.
 
 **Loss is never silent.** When the session is lost while the lock is held, or someone else
 deletes the held node (an operator's recursive delete, say: ``lost.reason == "deleted"``),

@@ -209,7 +209,7 @@ class PersistentNode:
                 await task
         actual, self._actual = self._actual, None
         if actual is not None and not self.client.closed and self._delete_on_close:
-            await delete_node(self.client, actual)
+            await delete_node(self.client, actual, confirm=True)
 
     async def __aenter__(self) -> PersistentNode:
         await self.start()

@@ -72,6 +72,7 @@ async def test_two_clients_racing_exactly_one_wins(zk_connect: Factory) -> None:
         winner = "a" if won[0] else "b"
         assert (await record(admin, path))["holder"] == winner
         assert bool(first) is won[0] and bool(second) is won[1]
+        await asyncio.gather(a.wait_background(), b.wait_background())  # the locks' deletes
         assert await lock_nodes(admin, path) == []
 
 
@@ -141,6 +142,7 @@ async def test_kazoo_records_are_honoured(zk_connect: Factory) -> None:
     await admin.set("/leases/k/lease_holder", b"not json")
     with pytest.raises(LeaseDataError, match="not a lease record"):
         await lease.obtain()
+    await client.wait_background()  # the lock's delete, answered
     assert await lock_nodes(admin, "/leases/k") == []
 
 

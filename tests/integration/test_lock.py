@@ -225,6 +225,7 @@ async def test_timed_out_acquire_raises_and_leaves_no_node(zk_connect: Factory) 
         await Lock(b, "/to").acquire(timeout=0.5)
     assert isinstance(raised.value, TimeoutError)  # the builtin too
     assert 0.45 <= loop.time() - started < 5
+    await b.wait_background()  # its delete was written before the raise; now it is answered
     assert len(await a.children("/to")) == 1
     assert b.session.watches.counts()["waiters"] == 0
     await holder.release()

@@ -181,12 +181,13 @@ async def test_release_into_a_silent_connection_says_not_held_at_once(
     path = lock.node_path
     assert path is not None
     zk_fault_proxy.blackhole()  # the socket stays up; nothing gets through
+    before = client.pending_deletes()
     release = asyncio.create_task(lock.release())
-    await asyncio.sleep(0)  # let release() start: it runs up to its first await
+    await asyncio.sleep(0)  # one step: release() writes the delete and returns, no wait
+    assert release.done() and release.exception() is None
     assert not lock.is_held
-    assert not release.done()
+    assert client.pending_deletes() > before  # the delete's answer, followed
     zk_fault_proxy.heal()
-    await asyncio.wait_for(release, 15)
     await asyncio.wait_for(client.wait_background(), 10)
     await eventually(lambda: _gone(observer, path))
 
