@@ -84,6 +84,13 @@ class Watch:
         """Stop waiting; the shared server watch is removed if nobody else waits on it."""
         self._future.cancel()
 
+    def _fire(self, event: WatchEvent) -> None:
+        # A recipe that learned of the event first, another way (its own client deleted the
+        # node): this waiter fires now; the server watch stays armed until the server's own
+        # event consumes it (nothing is sent to remove it).
+        if not self._future.done():
+            self._future.set_result(event)
+
     async def wait(self, timeout: float | None = None) -> WatchEvent:
         """Await the event; on timeout raise :class:`aiocoord.TimeoutError` and leave the
         watch armed."""

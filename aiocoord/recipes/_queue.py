@@ -65,7 +65,7 @@ from dataclasses import replace
 from typing import Any
 
 from aiocoord._paths import SEQUENCE_DIGITS, join
-from aiocoord._watches import EventType, Watch
+from aiocoord._watches import EventType, Watch, WatchEvent
 from aiocoord._wire.data import ACL
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError, SessionExpiredError
@@ -464,6 +464,14 @@ class SequentialQueue:
         try:
             if local.done():
                 return True
+            if own is None and deadline is None:
+                # The common wait: the task waits on the watch itself, so the deletion event
+                # wakes it in the next loop turn (a go-between future costs a turn more). The
+                # local hand-over fires the watch (left armed on the server, see above).
+                gone = WatchEvent(EventType.DELETED, watch.path)
+                local.add_done_callback(lambda _: watch._fire(gone))
+                event = await watch
+                return local.done() or event.type is EventType.DELETED
             # One future that whichever comes first wakes (no task per thing awaited): the
             # watch, the local hand-over, or the watch on our own node. The watches keep the
             # callback after we return: it marks a late failure seen, and wakes nobody.
