@@ -65,7 +65,7 @@ from dataclasses import replace
 from typing import Any
 
 from aiocoord._paths import SEQUENCE_DIGITS, join
-from aiocoord._watches import EventType, Watch, WatchEvent
+from aiocoord._watches import EventType, Watch
 from aiocoord._wire.data import ACL
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError, SessionExpiredError
@@ -86,7 +86,7 @@ from aiocoord.recipes._nodes import (
     delete_node,
     watch_own,
 )
-from aiocoord.recipes._waiting import TimedOut, bounded, time_left
+from aiocoord.recipes._waiting import TimedOut, bounded, wait_gone
 from aiocoord.session import State
 
 __all__ = ["SequentialQueue"]
@@ -327,7 +327,7 @@ class SequentialQueue:
             assert blocker is not None  # a watch is only armed on a blocker
             waited = True
             try:
-                deleted = await self._wait_gone(watch, blocker, state, deadline, own)
+                deleted = await wait_gone(watch, blocker, state, deadline, own)
             except SessionExpiredError:
                 if client.session.reconnect_after_expiry:
                     raise Restart() from None
@@ -442,67 +442,3 @@ class SequentialQueue:
                 raise Restart() from first_error
             raise first_error
         return armed, gone, names
-
-    async def _wait_gone(
-        self,
-        watch: Watch,
-        blocker: str,
-        state: QueueState,
-        deadline: float | None,
-        own: Watch | None,
-    ) -> bool:
-        """Wait until ``blocker`` goes: True once it has (its deletion event came, or this
-        client released it), False on another event (a data change: the node is still there,
-        or the watch on our own node ``own`` fired: the caller looks at it).
-
-        A node released by this client wakes its waiter here at once, before the server has
-        deleted it: the hand-over inside one client costs no round trip. The watch is then
-        left armed (the deletion on its way fires and clears it, sparing a request to remove
-        it); in every other case it is fired or removed before returning.
-        """
-        local = state.when_gone(blocker)
-        try:
-            if local.done():
-                return True
-            if own is None and deadline is None:
-                # The common wait: the task waits on the watch itself, so the deletion event
-                # wakes it in the next loop turn (a go-between future costs a turn more). The
-                # local hand-over fires the watch (left armed on the server, see above).
-                gone = WatchEvent(EventType.DELETED, watch.path)
-                local.add_done_callback(lambda _: watch._fire(gone))
-                event = await watch
-                return local.done() or event.type is EventType.DELETED
-            # One future that whichever comes first wakes (no task per thing awaited): the
-            # watch, the local hand-over, or the watch on our own node. The watches keep the
-            # callback after we return: it marks a late failure seen, and wakes nobody.
-            wake = asyncio.get_running_loop().create_future()
-
-            def poke(source: object) -> None:
-                if isinstance(source, Watch):
-                    source.failed()  # retrieves a failure nobody may await any more
-                if not wake.done():
-                    wake.set_result(None)
-
-            watch.add_done_callback(poke)
-            local.add_done_callback(poke)
-            if own is not None:
-                own.add_done_callback(poke)
-            if deadline is None:
-                await wake
-            else:
-                await asyncio.wait((wake,), timeout=time_left(deadline))
-                if not wake.done():
-                    watch.cancel()
-                    raise TimedOut()
-            if watch.done():
-                event = await watch  # done: the event, or the watch's failure raised
-                return bool(event.type is EventType.DELETED)
-            if local.done():
-                return True
-            watch.cancel()  # our own node changed (or went): the caller decides again
-            return False
-        except BaseException:
-            watch.cancel()  # cancelled, timed out or failed: remove the server watch
-            raise
-        finally:
-            state.stop_waiting(blocker, local)

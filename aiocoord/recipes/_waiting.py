@@ -7,17 +7,20 @@ on purpose: :func:`time_left`, :func:`bounded` and :func:`result_by` raise the p
 :func:`wait_watches` raise :class:`aiocoord.TimeoutError` (an ``asyncio.TimeoutError`` too)
 for the recipes that pass it on. Bounded
 watch-setting calls and waiting for the first of several watches never leak a watch when the
-deadline passes."""
+deadline passes. :func:`wait_gone` is the queue's wait for the node ahead."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Coroutine, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiocoord._deadline import wait_at_most
-from aiocoord._watches import Watch
+from aiocoord._watches import EventType, Watch, WatchEvent
 from aiocoord.errors import TimeoutError as CoordTimeoutError
+
+if TYPE_CHECKING:  # _listing imports this module
+    from aiocoord.recipes._listing import QueueState
 
 __all__ = [
     "TimedOut",
@@ -29,6 +32,7 @@ __all__ = [
     "result_by",
     "retrieve",
     "time_left",
+    "wait_gone",
     "wait_watches",
 ]
 
@@ -163,3 +167,67 @@ async def wait_watches(watches: Sequence[Watch], deadline: float | None) -> None
         for w in watches:
             w.cancel()
         await asyncio.gather(*waiters, return_exceptions=True)
+
+
+async def wait_gone(
+    watch: Watch,
+    blocker: str,
+    state: QueueState,
+    deadline: float | None,
+    own: Watch | None,
+) -> bool:
+    """Wait until ``blocker`` goes: True once it has (its deletion event came, or this
+    client released it), False on another event (a data change: the node is still there,
+    or the watch on our own node ``own`` fired: the caller looks at it).
+
+    A node released by this client wakes its waiter here at once, before the server has
+    deleted it: the hand-over inside one client costs no round trip. The watch is then
+    left armed (the deletion on its way fires and clears it, sparing a request to remove
+    it); in every other case it is fired or removed before returning.
+    """
+    local = state.when_gone(blocker)
+    try:
+        if local.done():
+            return True
+        if own is None and deadline is None:
+            # The common wait: the task waits on the watch itself, so the deletion event
+            # wakes it in the next loop turn (a go-between future costs a turn more). The
+            # local hand-over fires the watch (left armed on the server, see above).
+            gone = WatchEvent(EventType.DELETED, watch.path)
+            local.add_done_callback(lambda _: watch._fire(gone))
+            event = await watch
+            return local.done() or event.type is EventType.DELETED
+        # One future that whichever comes first wakes (no task per thing awaited): the
+        # watch, the local hand-over, or the watch on our own node. The watches keep the
+        # callback after we return: it marks a late failure seen, and wakes nobody.
+        wake = asyncio.get_running_loop().create_future()
+
+        def poke(source: object) -> None:
+            if isinstance(source, Watch):
+                source.failed()  # retrieves a failure nobody may await any more
+            if not wake.done():
+                wake.set_result(None)
+
+        watch.add_done_callback(poke)
+        local.add_done_callback(poke)
+        if own is not None:
+            own.add_done_callback(poke)
+        if deadline is None:
+            await wake
+        else:
+            await asyncio.wait((wake,), timeout=time_left(deadline))
+            if not wake.done():
+                watch.cancel()
+                raise TimedOut()
+        if watch.done():
+            event = await watch  # done: the event, or the watch's failure raised
+            return bool(event.type is EventType.DELETED)
+        if local.done():
+            return True
+        watch.cancel()  # our own node changed (or went): the caller decides again
+        return False
+    except BaseException:
+        watch.cancel()  # cancelled, timed out or failed: remove the server watch
+        raise
+    finally:
+        state.stop_waiting(blocker, local)

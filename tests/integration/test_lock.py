@@ -206,6 +206,7 @@ async def test_failed_non_blocking_acquire_leaves_no_node(zk_connect: Factory) -
     with pytest.raises(aiocoord.TimeoutError):  # one look, then the timeout
         await other.acquire(timeout=0)
     assert not other.is_held
+    await b.wait_background()  # the deletes of its nodes, written before it answered
     assert len(await a.children("/nb")) == 1
     sent = {op: n - before.get(op, 0) for op, n in b.session.sent.items()}
     assert sent.get(15) == 2
