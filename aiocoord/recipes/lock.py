@@ -19,7 +19,8 @@ the link (a dead one included): the delete is written now if connected, else as 
 connection is back (a guaranteed delete, settled in the background:
 :meth:`Client.wait_background` waits for it), and cancelling ``release`` does not stop it.
 The client's next request is answered after the delete (one session's requests are answered
-in order); other clients see the lock free once the server has applied it.
+in order): ``await client.sync()`` after a release returns once other clients can see the lock
+free.
 
 **Loss is never silent.** When the session is lost while the lock is held, or someone else
 deletes the held node (an operator's recursive delete, say: ``lost.reason == "deleted"``),

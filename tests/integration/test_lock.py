@@ -216,6 +216,25 @@ async def test_failed_non_blocking_acquire_leaves_no_node(zk_connect: Factory) -
     await other.release()
 
 
+async def test_release_returns_before_the_answer_and_a_sync_after_it_waits_for_it(
+    zk_connect: Factory,
+) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    for _ in range(20):
+        lock, other = Lock(a, "/handed"), Lock(b, "/handed")
+        await lock.acquire()
+        path = lock.node_path
+        assert path is not None
+        await lock.release()  # the delete is written; its answer is followed in the background
+        assert not lock.is_held
+        await a.sync()  # answered after the delete: the server has applied it
+        assert await b.exists(path) is None
+        assert await other.acquire(blocking=False)
+        await other.release()
+    await a.wait_background()
+    assert a.pending_deletes() == 0
+
+
 async def test_timed_out_acquire_raises_and_leaves_no_node(zk_connect: Factory) -> None:
     a, b = await zk_connect(), await zk_connect()
     holder = Lock(a, "/to")
