@@ -21,6 +21,10 @@ from aiocoord import Client, Lock, LockLostError, NoNodeError
 from aiocoord.errors import ServerSetupError
 from aiocoord.testing import find_distribution
 
+#: The ``zk_connect`` fixture's type: ``await zk_connect()`` opens a client (arguments as
+#: :func:`aiocoord.connect`'s), closed when the test ends.
+Factory = Callable[..., Awaitable[Client]]
+
 
 async def eventually(
     check: Callable[[], Awaitable[bool]], timeout: float = 20.0, what: str = "the condition"

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 import aiocoord
 from aiocoord import Client, State
 from aiocoord.errors import NoNodeError
 from aiocoord.recipes.barrier import Barrier, BarrierError, DoubleBarrier
 
-Factory = Callable[..., Awaitable[Client]]
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 

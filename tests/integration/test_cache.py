@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from support import Factory
 
 from aiocoord import Client, State
 from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError
@@ -20,7 +20,6 @@ from aiocoord.recipes.cache import (
     TreeCache,
 )
 
-Factory = Callable[..., Awaitable[Client]]
 T = CacheEventType
 MODES = ["auto", "one-shot"]
 NODE_KINDS = {

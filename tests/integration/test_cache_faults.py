@@ -7,10 +7,11 @@ import asyncio
 import contextlib
 import random
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
+from support import Factory
 
 from aiocoord import ChildData, Client, State
 from aiocoord._wire.opcodes import Op
@@ -19,7 +20,6 @@ from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import CacheEventType, ChildrenCache, NodeCache, NodeEvent, TreeCache
 from aiocoord.testing import FaultProxy, expire_session
 
-Factory = Callable[..., Awaitable[Client]]
 Summary = dict[str, tuple[bytes, int, int]]
 T = CacheEventType
 ADDED = {T.CREATED, T.CHILD_ADDED, T.NODE_ADDED}

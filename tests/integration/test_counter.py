@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Awaitable, Callable
 
 import pytest
+from support import Factory
 
-from aiocoord import Client, NoRetry, RetryNTimes
+from aiocoord import NoRetry, RetryNTimes
 from aiocoord.recipes.counter import (
     AtomicCounter,
     CorruptedValueError,
@@ -17,9 +17,6 @@ from aiocoord.recipes.counter import (
     SharedCount,
     VersionedValue,
 )
-
-Factory = Callable[..., Awaitable[Client]]
-
 
 # --- SharedCount --------------------------------------------------------------------------
 

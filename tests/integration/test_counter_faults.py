@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
 
-from aiocoord import Client, ExponentialBackoff
+from support import Factory
+
+from aiocoord import ExponentialBackoff
 from aiocoord._wire.opcodes import Op
 from aiocoord.recipes.counter import AtomicCounter, AtomicValue
 from aiocoord.testing import FaultProxy, PendingDrop
 
-Factory = Callable[..., Awaitable[Client]]
 CLIENTS = 8
 INCREMENTS = 200
 

@@ -12,15 +12,14 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import Factory
 
-from aiocoord import Client, DelayQueue, IdQueue, PersistentTtlNode, SharedValue, SimpleQueue
+from aiocoord import DelayQueue, IdQueue, PersistentTtlNode, SharedValue, SimpleQueue
 
-Factory = Callable[..., Awaitable[Client]]
 SOURCE = Path(__file__).resolve().parent / "java" / "CuratorQueuesPeer.java"
 JAVA_DIR = Path(os.environ.get("AIOCOORD_JAVA_LIBS", "/usr/share/java"))
 JARS = (

@@ -8,19 +8,16 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 from aiocoord import Client, DelayQueue
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
 from aiocoord.recipes.queue import unframe
 from aiocoord.testing import expire_session
-
-Factory = Callable[..., Awaitable[Client]]
 
 
 def now_ms() -> int:

@@ -10,11 +10,10 @@ import contextlib
 import dataclasses
 import json
 import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 import aiocoord
 from aiocoord import (
@@ -34,8 +33,6 @@ from aiocoord import (
 )
 from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError, NoNodeError
 from aiocoord.testing import expire_session
-
-Factory = Callable[..., Awaitable[Client]]
 
 # What Curator 5.4's JsonInstanceSerializer(Details.class, false) writes for
 #   ServiceInstance.<Details>builder().name("api").id("7d1b4c2e-...-000000000001")

@@ -12,15 +12,14 @@ import asyncio
 import os
 import shutil
 import subprocess
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import Factory
 
-from aiocoord import CacheEventType, Client, ServiceDiscovery, ServiceInstance, ServiceType
+from aiocoord import CacheEventType, ServiceDiscovery, ServiceInstance, ServiceType
 
-Factory = Callable[..., Awaitable[Client]]
 LIBS = Path(os.environ.get("AIOCOORD_JAVA_LIBS", "/usr/share/java"))
 JARS = [
     "curator-x-discovery",

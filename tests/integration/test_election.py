@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 import aiocoord
 from aiocoord import Client, State
@@ -24,7 +24,6 @@ from aiocoord.recipes.election import (
 )
 from aiocoord.testing import expire_session
 
-Factory = Callable[..., Awaitable[Client]]
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 LATCH_NODE = re.compile(rf"^_c_{UUID}-latch-\d{{10}}$")
 ELECTION_NODE = re.compile(rf"^_c_{UUID}-lock-\d{{10}}$")

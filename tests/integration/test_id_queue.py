@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
 
 import pytest
+from support import Factory
 
-from aiocoord import Client, IdQueue
+from aiocoord import IdQueue
 from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError
 from aiocoord.recipes.queue import unframe
-
-Factory = Callable[..., Awaitable[Client]]
 
 
 async def test_layout_is_curators_and_items_come_out_in_arrival_order(

@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 import aiocoord
 from aiocoord import Client
@@ -24,7 +24,6 @@ from aiocoord.errors import (
 from aiocoord.recipes.lease import LeaseDataError, MultiNonBlockingLease, NonBlockingLease
 from aiocoord.testing.faults import FaultProxy
 
-Factory = Callable[..., Awaitable[Client]]
 T0 = datetime.datetime(2026, 11, 25, 22, 0, 0)
 MINUTE = datetime.timedelta(minutes=1)
 SET_DATA = 5  # ZooKeeper's opcode

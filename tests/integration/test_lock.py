@@ -6,10 +6,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
-from collections.abc import Awaitable, Callable
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 import aiocoord
 from aiocoord import Client, Participant
@@ -22,7 +21,6 @@ from aiocoord.errors import (
 )
 from aiocoord.recipes.lock import Lock, Mutex
 
-Factory = Callable[..., Awaitable[Client]]
 LOCK_NODE = re.compile(
     r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$"
 )

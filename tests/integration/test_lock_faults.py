@@ -4,18 +4,15 @@ expiry while waiting and while holding, release while disconnected, both loss po
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 from aiocoord import Client, State
 from aiocoord.errors import LockLostError
 from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.testing import FaultProxy, expire_session
-
-Factory = Callable[..., Awaitable[Client]]
 
 
 async def names(client: Client, path: str) -> list[str]:

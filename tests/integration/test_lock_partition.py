@@ -11,17 +11,16 @@ and must show no overlap and strictly increasing fencing tokens.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 
 import pytest
-from support import GrantLog, eventually, stale_grant_scenario
+from support import Factory, GrantLog, eventually, stale_grant_scenario
 
 from aiocoord import Client, LeaderLatch, Semaphore, State
 from aiocoord.errors import LockLostError, NoNodeError
 from aiocoord.recipes.lock import Lock
 from aiocoord.testing import FaultProxy
 
-Factory = Callable[..., Awaitable[Client]]
 SESSION_TIMEOUT = 4.0
 
 

@@ -6,17 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 import aiocoord
 from aiocoord import Client
 from aiocoord.recipes.lock import Lock, Mutex
-
-Factory = Callable[..., Awaitable[Client]]
 
 
 async def count_children(client: Client, path: str) -> int:

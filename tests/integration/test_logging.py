@@ -5,15 +5,13 @@ an ordinary event (INFO), not a warning."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from support import Factory
 
 from aiocoord import Client, Lock, State
 from aiocoord.testing import expire_session
-
-Factory = Callable[..., Awaitable[Client]]
 
 
 async def test_a_reconnect_is_logged_at_info_with_the_session_in_extra(

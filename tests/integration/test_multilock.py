@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 import aiocoord
 from aiocoord import Client
@@ -14,8 +13,6 @@ from aiocoord.errors import BadArgumentsError, InvalidTypeError
 from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.recipes.multilock import MultiLock
 from aiocoord.recipes.rwlock import ReadWriteLock
-
-Factory = Callable[..., Awaitable[Client]]
 
 
 async def nodes(client: Client, path: str) -> int:

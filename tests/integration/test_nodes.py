@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 import aiocoord
 from aiocoord import Client
@@ -19,7 +18,6 @@ from aiocoord.recipes.cache import CacheEventType
 from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
 from aiocoord.testing import expire_session
 
-Factory = Callable[..., Awaitable[Client]]
 PROTECTED_SEQUENTIAL = re.compile(
     r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-member-\d{10}$"
 )

@@ -10,18 +10,17 @@ from __future__ import annotations
 import asyncio
 import datetime
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
-from aiocoord import Client, NonBlockingLease, PartitionState, SetPartitioner
+from aiocoord import NonBlockingLease, PartitionState, SetPartitioner
 
 kazoo_client = pytest.importorskip("kazoo.client", reason="kazoo is not installed")
 kazoo_exceptions = pytest.importorskip("kazoo.exceptions")
 
-Factory = Callable[..., Awaitable[Client]]
 T0 = datetime.datetime(2026, 11, 25, 22, 0, 0)
 HOUR = datetime.timedelta(hours=1)
 

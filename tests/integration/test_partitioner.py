@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 import aiocoord
 from aiocoord import Client
@@ -31,7 +31,6 @@ from aiocoord.recipes.partitioner import (
 from aiocoord.testing import expire_session
 from aiocoord.testing.faults import FaultProxy
 
-Factory = Callable[..., Awaitable[Client]]
 ITEMS = [f"q{i}" for i in range(10)]
 BOUNDARY = 0.3
 

@@ -8,11 +8,10 @@ import asyncio
 import re
 import struct
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 from aiocoord import Client
 from aiocoord._wire.opcodes import Op
@@ -21,7 +20,6 @@ from aiocoord.recipes.locking_queue import LockingQueue
 from aiocoord.recipes.queue import PriorityQueue, Queue, frame, unframe
 from aiocoord.testing import FaultProxy, expire_session
 
-Factory = Callable[..., Awaitable[Client]]
 PRODUCERS, CONSUMERS, ITEMS = 3, 3, 500
 
 

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 import aiocoord
 from aiocoord import Client
 from aiocoord.errors import LockUpgradeError
 from aiocoord.recipes.rwlock import ReadWriteLock
 
-Factory = Callable[..., Awaitable[Client]]
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 

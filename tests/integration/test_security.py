@@ -14,7 +14,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 from aiocoord import (
     ACL,
@@ -50,8 +50,6 @@ from aiocoord.errors import (
     NoNodeError,
 )
 from aiocoord.testing import FaultProxy, expire_client
-
-Factory = Callable[..., Awaitable[Client]]
 
 ALICE = ("digest", "alice:secret")
 BOB = ("digest", "bob:hunter2")

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 import aiocoord
 from aiocoord import Client, State
@@ -17,7 +16,6 @@ from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeErro
 from aiocoord.recipes.semaphore import Lease, Semaphore
 from aiocoord.testing import expire_session
 
-Factory = Callable[..., Awaitable[Client]]
 LEASE_NODE = re.compile(
     r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lease-\d{10}$"
 )

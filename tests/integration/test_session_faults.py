@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 
 import pytest
+from support import Factory
 
 import aiocoord
 from aiocoord import Client, EventType, State, StateChange
 from aiocoord.errors import SessionExpiredError
 from aiocoord.testing import FaultProxy, expire_session
-
-Factory = Callable[..., Awaitable[Client]]
 
 
 def record_states(client: Client) -> list[StateChange]:

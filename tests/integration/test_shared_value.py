@@ -6,17 +6,15 @@ sent. SharedCount is the same mechanism (tests/integration/test_counter.py)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 
 import pytest
+from support import Factory
 
-from aiocoord import Client, SharedCount, SharedValue, ValueChange, VersionedValue
+from aiocoord import SharedCount, SharedValue, ValueChange, VersionedValue
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import BadArgumentsError, InvalidTypeError, NoNodeError
 from aiocoord.recipes.shared_value import _SharedNode
 from aiocoord.testing import FaultProxy
-
-Factory = Callable[..., Awaitable[Client]]
 
 
 async def test_seeds_the_raw_bytes_once_and_follows_them(zk_connect: Factory) -> None:

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 from aiocoord import Client, QueueEmptyError, SimpleQueue
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
 from aiocoord.testing import FaultProxy
-
-Factory = Callable[..., Awaitable[Client]]
 
 
 async def _watched(client: Client) -> bool:

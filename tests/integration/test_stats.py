@@ -4,18 +4,15 @@ counted against a real server."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 import aiocoord
 from aiocoord import Client, ClientStats, Lock, State
 from aiocoord.errors import NoNodeError
 from aiocoord.testing import expire_session
-
-Factory = Callable[..., Awaitable[Client]]
 
 
 async def test_requests_are_counted_by_operation_with_errors_and_latency(

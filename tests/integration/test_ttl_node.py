@@ -7,18 +7,15 @@ errors for bad input and for a server without TTL nodes."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from support import eventually
+from support import Factory, eventually
 
 from aiocoord import Client, CreateMode, PersistentNode, PersistentTtlNode, open_client
 from aiocoord._watches import EventType
 from aiocoord.errors import BadArgumentsError, InvalidTypeError, UnimplementedError
 from aiocoord.testing import ZooKeeperServer, expire_session
-
-Factory = Callable[..., Awaitable[Client]]
 
 
 async def _reaped(client: Client, path: str) -> None:

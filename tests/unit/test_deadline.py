@@ -61,7 +61,7 @@ async def test_the_result_comes_back_and_a_cancellation_cancels_what_was_awaited
 async def test_a_timeout_cancels_what_was_awaited_and_raises() -> None:
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[int] = loop.create_future()
-    with pytest.raises(aiocoord.TimeoutError, match="the answer within 0.01 s"):
+    with pytest.raises(aiocoord.TimeoutError, match=r"the answer within 0\.01 s"):
         await within(fut, 0.01, "the answer")
     assert fut.cancelled()
     fut = loop.create_future()
