@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from aiocoord._connection import Reply
 from aiocoord._pathops import find_protected, protected_matches
 from aiocoord._paths import join, protected_prefix, sequence_of
-from aiocoord._watches import Watch
+from aiocoord._watches import Watch, WatchKind
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.framing import EmptyResponse
-from aiocoord._wire.opcodes import CreateMode
+from aiocoord._wire.opcodes import CreateMode, Op
+from aiocoord._wire.reads import GetDataRequest
 from aiocoord._wire.writes import Create2Request, Create2Response, DeleteRequest
 from aiocoord.acl import wire_acl
 from aiocoord.client import Client
@@ -52,6 +53,7 @@ from aiocoord.recipes._listing import forget_node, next_stamp
 from aiocoord.recipes._waiting import bounded, result_by, retrieve
 
 __all__ = [
+    "watch_node",
     "CONFIRM_WAIT",
     "ProtectedNode",
     "QueueNode",
@@ -119,7 +121,8 @@ async def delete_node(
     ``cleared``: the node was granted by an exclusive driver, so no node ahead of it was left
     (see :meth:`_PathState.mark_gone`). ``confirm``: wait up to :data:`CONFIRM_WAIT` for the
     server's answer, so that other sessions find the node gone once this returns while the link
-    is live (closing a :class:`PersistentNode`, leaving a barrier); a lock's release does not.
+    is live (closing a :class:`PersistentNode`, leaving a barrier, a contender giving up); a
+    lock's release does not.
     """
     session = client.session
     if session.trusted():
@@ -362,20 +365,23 @@ class ProtectedNode:
     async def discard(self) -> None:
         """Make sure this node does not outlive its caller.
 
-        A known node is deleted now (or in the background if the connection is down). A
-        create still in flight deletes its node when the reply comes. A node whose create
-        reply was lost is looked for by its prefix in the background.
+        A known node is deleted now (or in the background if the connection is down), and
+        the server's answer is awaited briefly (``confirm``): a contender that gave up (timed
+        out, not blocking, cancelled) has left the queue for every client once its call ends,
+        while the link is live. A create still in flight deletes its node when the reply
+        comes. A node whose create reply was lost is looked for by its prefix in the
+        background.
         """
         self._abandoned = True
         if self.node is not None:
-            await delete_node(self.client, self.node.path)
+            await delete_node(self.client, self.node.path, confirm=True)
             return
         reply = self._reply
         if not reply.done() or reply.cancelled():
             return  # the create task sees _abandoned when it finishes
         exc = reply.exception()
         if exc is None:
-            await delete_node(self.client, reply.result()[0])
+            await delete_node(self.client, reply.result()[0], confirm=True)
         elif isinstance(exc, ConnectionLossError) and self._maybe_exists:
             self.client.spawn(self._sweep(), f"aiocoord-sweep:{self.parent}")
 
@@ -437,4 +443,42 @@ async def watch_own(client: Client, pinned: Client, node: QueueNode) -> Watch | 
         watch.cancel()
         raise Restart()
     watch.keep()
+    return watch
+
+
+async def watch_node(client: Client, pinned: Client, generation: int, path: str) -> Watch | None:
+    """A getData watch on ``path`` for a waiter of session ``generation`` (``pinned`` is the
+    client bound to it); None if the node is gone.
+
+    The request is written now, from the caller's step (no chain of calls down to the socket),
+    while that session is current and connected; otherwise, or if the answer was lost with
+    the connection, ``pinned.get(path, watch=True)`` asks, with its retries.
+    """
+    session = client.session
+    if session.generation == generation:
+        full = session.paths.add(path)
+        watches = session.watches
+        watch, wire = watches.waiter(WatchKind.DATA, full, path)
+        sent = session.send_now(GetDataRequest(path=full, watch=wire))
+        if sent is None:
+            watches.unregister(watch)
+        else:
+            try:
+                reply = await sent
+            except ConnectionLossError:
+                watches.unregister(watch)  # asked again below, once reconnected
+            except BaseException:
+                watch.cancel()  # the request went out: its server watch must not linger
+                raise
+            else:
+                watches.settle(watch, Op.GET_DATA, reply.err)
+                if reply.err == NoNodeError.code:
+                    return None
+                if reply.err:
+                    raise error_for_code(reply.err, path=path, op="getData")
+                return watch
+    try:
+        _, _, watch = await pinned.get(path, watch=True)
+    except NoNodeError:
+        return None
     return watch

@@ -84,6 +84,7 @@ from aiocoord.recipes._nodes import (
     abandon_watch,
     confirm_alive,
     delete_node,
+    watch_node,
     watch_own,
 )
 from aiocoord.recipes._waiting import TimedOut, bounded, wait_gone
@@ -286,11 +287,7 @@ class SequentialQueue:
             arming = asyncio.ensure_future(watch_own(client, pinned, node)) if arm_own else None
             try:
                 watch, gone, fresh = await self._probe(
-                    pinned,
-                    probe_for,
-                    deadline,
-                    node if relist else None,
-                    state,
+                    pinned, probe_for, deadline, node if relist else None, state, node.generation
                 )
             except BaseException:
                 if arming is not None:
@@ -366,6 +363,7 @@ class SequentialQueue:
         deadline: float | None,
         list_for: QueueNode | None,
         state: QueueState,
+        generation: int,
     ) -> tuple[Watch | None, set[str], list[str] | None]:
         """In one round trip: arm a getData watch on ``blocker`` and (with ``list_for``, our
         node) list the children afresh.
@@ -377,13 +375,11 @@ class SequentialQueue:
         gone: set[str] = set()
         try:
             if blocker is not None and list_for is None:
-                try:
-                    _, _, watch = await bounded(
-                        pinned.get(join(self.path, blocker), watch=True), deadline
-                    )
-                except NoNodeError:
+                watch = await bounded(
+                    watch_node(client, pinned, generation, join(self.path, blocker)), deadline
+                )
+                if watch is None:
                     gone.add(blocker)
-                    return None, gone, None
                 return watch, gone, None
             assert list_for is not None  # a probe lists, or watches, or both
             if blocker is None:  # the listing alone: no task to start

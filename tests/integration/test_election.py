@@ -216,6 +216,7 @@ async def test_election_runs_the_body_only_while_leader(zk_connect: Factory) -> 
         with pytest.raises(asyncio.TimeoutError):
             async with second.leadership(timeout=0.2):
                 pytest.fail("two leaders")
+        await b.wait_background()  # its node's delete, written before the timeout was raised
         assert len(await children(a, "/elect")) == 1  # the timed-out contender left no node
         leader = await second.leader()
         assert leader is not None
