@@ -289,14 +289,16 @@ class Holding:
             raise LockLostError(f"{self.what} was lost ({self.lost.reason})")
         await delete_node(self.client, self.node.path, cleared=self._exclusive)
 
-    async def leave(self) -> str | None:
+    async def leave(self, *, confirm: bool = False) -> str | None:
         """End the holding like :meth:`release`, but return the reason of a loss instead of
-        raising it (None if it was held to the end)."""
+        raising it (None if it was held to the end). ``confirm``: wait briefly for the
+        delete's answer (see :func:`~aiocoord.recipes._nodes.delete_node`): a recipe's
+        ``close()``, after which other clients should find the node gone."""
         if self.released:
             return self.lost.reason
         if self._end():
             return self.lost.reason
-        await delete_node(self.client, self.node.path, cleared=self._exclusive)
+        await delete_node(self.client, self.node.path, cleared=self._exclusive, confirm=confirm)
         return None
 
     def discard(self) -> None:

@@ -266,7 +266,7 @@ class LeaderLatch:
                     self._end("left")
                 # Gone already after a loss or deletion; deleted now (or once reconnected)
                 # otherwise. Cancelling this does not stop it.
-                await holding.leave()
+                await holding.leave(confirm=True)
 
     # --- waiting -------------------------------------------------------------------------
 

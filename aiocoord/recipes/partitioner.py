@@ -454,7 +454,7 @@ class SetPartitioner:
         lost = None
         while self._holdings:
             _, holding = self._holdings.popitem()
-            reason = await holding.leave()
+            reason = await holding.leave(confirm=True)
             lost = lost or reason
         return lost
 
