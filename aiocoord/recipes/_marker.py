@@ -9,9 +9,14 @@ never (the item lost).
 :class:`MarkedCommit` makes the outcome observable: every transaction it commits also creates
 an ephemeral *marker* node, ``<parent>/_c_<uuid>-op``, unique to that attempt. The
 transaction is atomic, so the marker exists if and only if the ops were applied. After a
-connection loss, once reconnected to the same session, a ``sync`` (which orders every request
-the session sent before it) and an ``exists`` of the marker give the answer: applied, or
-safe to send again.
+connection loss, once reconnected to the same session, the client creates the marker itself
+(a *fence*, with data ``fence``): if that fails because the marker exists, the transaction was
+applied; if it succeeds, the transaction was not, and never will be, even if it is still on its
+way to the server (a request may arrive after its connection was given up): its create of the
+marker would now fail, and with it the whole transaction. Then it is safe to send it again. A
+look (``sync`` and ``exists``) would not do: it cannot see a transaction still on its way. The
+fence stays until the session ends (an empty ephemeral node next to the items; readers skip
+markers), since that transaction may arrive at any time until then.
 
 Markers cost no extra round trip: the next transaction through the same object deletes the
 markers of earlier ones in the same multi, and :meth:`MarkedCommit.close` deletes the rest.
@@ -35,6 +40,7 @@ from aiocoord.client import Client
 from aiocoord.errors import (
     ConnectionLossError,
     CoordinationError,
+    NodeExistsError,
     NoNodeError,
     SessionExpiredError,
     TransactionFailedError,
@@ -51,6 +57,8 @@ T = TypeVar("T")
 _PIGGYBACK = 8
 #: The name of a marker after its protected prefix.
 MARKER_NAME = "op"
+#: The data of a marker made by a check, to fence off the transaction it stands for.
+FENCE = b"fence"
 
 
 class _Unapplied(Exception):
@@ -146,7 +154,8 @@ class MarkedCommit:
             return results[:n_ops]
 
     async def _check(self, marker: str, generation: int) -> None:
-        """Return if the transaction that created ``marker`` was applied, else _Unapplied."""
+        """Return if the transaction that created ``marker`` was applied, else raise
+        _Unapplied, after which it never will be (see the module docstring)."""
         client = self.client
         while True:
             await client.wait_for(State.CONNECTED)
@@ -157,18 +166,30 @@ class MarkedCommit:
                     path=marker,
                     op="transaction",
                 )
+            pinned = client.bound(generation)
             try:
-                # The sync is ordered after every request this session sent before it, so
-                # the exists below sees the lost transaction if it was applied at all.
-                await client.sync(self.parent)
-                stat = await client.exists(marker)
+                # A fence, not a look: a request can reach the server after its connection
+                # was given up (delayed in the network, or in a proxy), so "the marker is not
+                # there yet" proves nothing. Made here first, the marker makes that late
+                # transaction fail on its own create of it (all or nothing): never applied.
+                await pinned.create(marker, FENCE, ephemeral=True, acl=self.acl)
+            except NodeExistsError:
+                try:
+                    data, _ = await pinned.get(marker)
+                except (ConnectionLossError, SessionExpiredError):
+                    continue
+                except NoNodeError:
+                    raise _Unapplied() from None  # someone removed it (a recursive delete)
+                if data == FENCE:  # ours, from a try whose reply was lost
+                    raise _Unapplied() from None
+                return  # made by the transaction: applied
             except (ConnectionLossError, SessionExpiredError):
-                continue
-            if client.generation != generation:
-                continue  # answered by a new session: the marker would be gone anyway
-            if stat is None:
-                raise _Unapplied()
-            return
+                continue  # the next try tells our fence from the transaction's marker
+            except NoNodeError:
+                raise _Unapplied() from None  # the parent is gone: neither can apply now
+            # The fence stays until the session ends (it is ephemeral): the transaction may
+            # arrive at any time until then, and must find it.
+            raise _Unapplied()
 
     async def close(self) -> None:
         """Delete the markers still pending (they would vanish with the session anyway)."""

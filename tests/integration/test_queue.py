@@ -15,10 +15,16 @@ from support import Factory, eventually
 
 from aiocoord import Client
 from aiocoord._wire.opcodes import Op
-from aiocoord.errors import LockLostError
+from aiocoord.errors import (
+    ConnectionLossError,
+    LockLostError,
+    NodeExistsError,
+    TransactionFailedError,
+)
 from aiocoord.recipes.locking_queue import LockingQueue
 from aiocoord.recipes.queue import PriorityQueue, Queue, frame, unframe
 from aiocoord.testing import FaultProxy, expire_session
+from aiocoord.transaction import Transaction
 
 PRODUCERS, CONSUMERS, ITEMS = 3, 3, 500
 
@@ -144,6 +150,43 @@ async def test_put_and_claim_whose_replies_are_lost_happen_exactly_once(
     await queue.close()
     assert await observer.children("/lossy") == []
     await client.close()
+
+
+async def test_a_put_still_on_its_way_after_its_connection_was_given_up_applies_once(
+    zk_connect: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A request can reach the server after the client gave its connection up (delayed in the
+    # network or a proxy; the 30-minute soak found items put twice that way). Here the first
+    # transaction is held back as if on its way, the put is told ConnectionLossError, checks,
+    # sends again; then the held transaction arrives. It must fail, all of it.
+    client, observer = await zk_connect(), await zk_connect()
+    await client.ensure_path("/late")
+    queue = Queue(client, "/late")
+    held: list[Transaction] = []
+    real_commit = Transaction.commit
+
+    async def first_on_its_way(self: Transaction) -> Any:
+        if not held:
+            held.append(self)
+            raise ConnectionLossError("connection given up with the transaction on its way")
+        return await real_commit(self)
+
+    monkeypatch.setattr(Transaction, "commit", first_on_its_way)
+    await queue.put(b"once")
+    monkeypatch.undo()
+    with pytest.raises(TransactionFailedError) as late:
+        await real_commit(held[0])  # it arrives now: the check's fence makes it fail
+    assert isinstance(late.value.cause, NodeExistsError)
+    items = [n for n in await observer.children("/late") if n.startswith("queue-")]
+    assert len(items) == 1
+    assert await queue.get(5) == b"once"
+    await queue.close()
+    # The fence stays as long as the session: the transaction could still come.
+    (fence,) = await observer.children("/late")
+    stat = await observer.exists(f"/late/{fence}")
+    assert stat is not None and stat.ephemeral_owner == client.session_id
+    await client.close()
+    assert await observer.children("/late") == []
 
 
 async def test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get(
