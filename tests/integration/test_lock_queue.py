@@ -96,6 +96,7 @@ async def test_one_release_wakes_exactly_one_of_100_waiters(
     # no probe, no watch to re-arm or remove.
     sent = {op: n - before.get(op, 0) for op, n in waiters_client.session.sent.items()}
     assert {op: n for op, n in sent.items() if n} == {2: 100}
+    await waiters_client.wait_background()  # the last release's delete, answered
     assert await count_children(holder_client, "/herd") == 0
 
 
@@ -189,6 +190,7 @@ async def test_500_waiters_that_give_up_leave_no_node_and_the_next_one_gets_it(
     await holder.release()
     assert await asyncio.wait_for(last_task, 10)
     await last.release()
+    await last_client.wait_background()  # its delete, answered
     assert await count_children(holder_client, "/crowd") == 0
 
 

@@ -58,6 +58,7 @@ async def test_writer_excludes_readers_and_writers(zk_connect: Factory) -> None:
         assert not await theirs.write.acquire(blocking=False)
         assert await theirs.read.acquire(blocking=False)  # readers share
         await theirs.read.release()
+    await b.wait_background()  # b's release, answered
     assert await a.children("/rw-ex") == []
 
 
