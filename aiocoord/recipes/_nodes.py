@@ -53,7 +53,6 @@ from aiocoord.recipes._listing import forget_node, next_stamp
 from aiocoord.recipes._waiting import bounded, result_by, retrieve
 
 __all__ = [
-    "watch_node",
     "CONFIRM_WAIT",
     "ProtectedNode",
     "QueueNode",
@@ -61,6 +60,7 @@ __all__ = [
     "abandon_watch",
     "confirm_alive",
     "delete_node",
+    "watch_node",
     "watch_own",
 ]
 

@@ -79,11 +79,13 @@ async def bounded(aw: Awaitable[T], deadline: float | None) -> T:
     """Await ``aw`` before ``deadline`` (TimedOut after it)."""
     if deadline is None:
         return await aw
-    left = deadline - asyncio.get_running_loop().time()
-    if left <= 0:
+    try:
+        left = time_left(deadline)
+    except TimedOut:
         if asyncio.iscoroutine(aw):
             aw.close()
-        raise TimedOut()
+        raise
+    assert left is not None  # a deadline was given
     try:
         return await wait_at_most(aw, left)
     except asyncio.TimeoutError:
