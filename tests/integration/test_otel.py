@@ -48,7 +48,10 @@ async def main(connect):
         await second.release()
 
     waiting = asyncio.ensure_future(wait_then_release())
-    while len(await a.children("/otel/lock")) < 2:  # the second is queued
+    def queued():  # the second watches the first's node, and that watch is answered
+        stats = b.stats()
+        return stats.watches.data >= 1 and stats.in_flight == 0
+    while not queued():
         await asyncio.sleep(0.01)
     await first.release()
     await waiting
