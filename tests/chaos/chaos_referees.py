@@ -270,12 +270,22 @@ class QueueLedger:
         self.put_ok: set[bytes] = set()
         self.put_uncertain: set[bytes] = set()
         self.taken: Counter[bytes] = Counter()
+        #: item -> who took it and when (``take-1@12.345s``), to tell a duplicate's story
+        self.takers: dict[bytes, list[str]] = {}
         self.uncertain_claims = 0
+
+    def take(self, item: bytes, who: str, when: float | None = None) -> None:
+        """``who`` took ``item`` at ``when`` (seconds into the run, if known)."""
+        self.taken[item] += 1
+        self.takers.setdefault(item, []).append(who if when is None else f"{who}@{when:.3f}s")
 
     def check(self, chaos: Chaos, name: str = "queue") -> None:
         """Compare what was taken (the final drain included) with what was put."""
         dups = {item: n for item, n in self.taken.items() if n > 1}
-        chaos.check(not dups, f"{name}: no duplicates", f"taken more than once: {dups}")
+        stories = {item: self.takers.get(item, n) for item, n in sorted(dups.items())[:10]}
+        chaos.check(
+            not dups, f"{name}: no duplicates", f"{len(dups)} taken more than once: {stories}"
+        )
         invented = set(self.taken) - self.put_ok - self.put_uncertain
         chaos.check(not invented, f"{name}: no phantoms", f"taken, never put: {invented}")
         lost = self.put_ok - set(self.taken)

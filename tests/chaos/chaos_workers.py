@@ -279,7 +279,7 @@ async def consumer_worker(
             except Exception as exc:
                 _guard(chaos, worker, exc)
                 continue
-            ledger.taken[item] += 1
+            ledger.take(item, worker.name, chaos.elapsed())
             chaos.op("queue: take")
             worker.ops += 1
         # Items this object claimed and holds (a get cancelled after its claim) are taken.
@@ -288,7 +288,7 @@ async def consumer_worker(
                 item = await queue.get(timeout=0)
             except (asyncio.TimeoutError, CoordinationError):
                 break
-            ledger.taken[item] += 1
+            ledger.take(item, worker.name + " (kept)", chaos.elapsed())
 
 
 async def drain(client: Client, path: str, ledger: QueueLedger) -> int:
@@ -300,7 +300,7 @@ async def drain(client: Client, path: str, ledger: QueueLedger) -> int:
                 item = await queue.get(timeout=0.5)
             except asyncio.TimeoutError:
                 return n
-            ledger.taken[item] += 1
+            ledger.take(item, "drain")
             n += 1
 
 
