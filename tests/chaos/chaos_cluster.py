@@ -183,6 +183,18 @@ class Cluster:
         self.killed.discard(i)
         self.chaos.note(f"member {i} back")
 
+    def digest_mismatches(self) -> int:
+        """How often a member said its data tree diverged from the leader's (ZooKeeper checks
+        a digest of the tree with every transaction and logs a mismatch, rate-limited): a
+        lost or undone transaction on the server side, which no client can make up for."""
+        n = 0
+        for member in self.ensemble.members:
+            path = member.log_path
+            if path is not None and path.exists():
+                with open(path, errors="replace") as log:
+                    n += sum(1 for line in log if "Digests are not matching" in line)
+        return n
+
     async def leader(self) -> int:
         """The index of the current leader (waiting for the quorum first)."""
         return await asyncio.to_thread(self.ensemble.wait_for_quorum, 30)

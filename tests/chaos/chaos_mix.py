@@ -278,6 +278,8 @@ async def run_mix(
         counter.check(chaos, await AtomicCounter(cluster.observer, "/count").get())
         await drain(cluster.observer, "/q", queue)
         queue.check(chaos)
+        # Reported, not judged: it tells a violation above caused by the server from ours.
+        chaos.events["server: digest mismatches"] += cluster.digest_mismatches()
         for c in clients:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(c.wait_background(), 15)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import random
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -255,6 +256,42 @@ async def producer_worker(
             await asyncio.sleep(rng.uniform(*pause))
 
 
+#: whether the claim running in this task learnt its outcome from a check after a lost reply
+_CHECKED: contextvars.ContextVar[bool] = contextvars.ContextVar("checked", default=False)
+
+
+class TracedQueue(Queue):
+    """A :class:`Queue` that remembers which node each item it took came from, and whether
+    the server acknowledged the claim or a check after a lost reply found it applied: the
+    story of a duplicate (the same node taken twice means a delete the server acknowledged
+    was undone; two nodes, that the item was put twice)."""
+
+    def __init__(self, client: Client, path: str) -> None:
+        super().__init__(client, path)
+        #: item -> "<node> ack|checked"
+        self.sources: dict[bytes, str] = {}
+        commit = self._marked.commit
+
+        async def traced(build: Callable[[Any], object]) -> Any:
+            result = await commit(build)
+            _CHECKED.set(result is None)
+            return result
+
+        self._marked.commit = traced  # type: ignore[method-assign]  # a test's tap, this object only
+
+    async def _claim(self, name: str) -> list[bytes] | None:
+        _CHECKED.set(False)
+        items = await super()._claim(name)
+        how = "checked" if _CHECKED.get() else "ack"
+        for item in items or ():
+            self.sources[item] = f"{name} {how}"
+        return items
+
+    def source(self, item: bytes) -> str:
+        """Where ``item`` came from (forgotten once asked)."""
+        return self.sources.pop(item, "?")
+
+
 async def consumer_worker(
     chaos: Chaos,
     worker: Worker,
@@ -264,7 +301,7 @@ async def consumer_worker(
     rng: random.Random,
 ) -> None:
     """Take items (a timeout is fine: the queue may be empty)."""
-    async with Queue(client, path) as queue:
+    async with TracedQueue(client, path) as queue:
         while not worker.stop.is_set():
             try:
                 item = await queue.get(timeout=1.0)
@@ -279,7 +316,7 @@ async def consumer_worker(
             except Exception as exc:
                 _guard(chaos, worker, exc)
                 continue
-            ledger.take(item, worker.name, chaos.elapsed())
+            ledger.take(item, f"{worker.name} {queue.source(item)}", chaos.elapsed())
             chaos.op("queue: take")
             worker.ops += 1
         # Items this object claimed and holds (a get cancelled after its claim) are taken.
@@ -288,19 +325,19 @@ async def consumer_worker(
                 item = await queue.get(timeout=0)
             except (asyncio.TimeoutError, CoordinationError):
                 break
-            ledger.take(item, worker.name + " (kept)", chaos.elapsed())
+            ledger.take(item, f"{worker.name} {queue.source(item)} (kept)", chaos.elapsed())
 
 
 async def drain(client: Client, path: str, ledger: QueueLedger) -> int:
     """Take whatever is left in the queue into the ledger; returns how many."""
     n = 0
-    async with Queue(client, path) as queue:
+    async with TracedQueue(client, path) as queue:
         while True:
             try:
                 item = await queue.get(timeout=0.5)
             except asyncio.TimeoutError:
                 return n
-            ledger.take(item, "drain")
+            ledger.take(item, f"drain {queue.source(item)}")
             n += 1
 
 

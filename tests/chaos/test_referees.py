@@ -110,13 +110,18 @@ def test_queue_ledger_catches_duplicates_phantoms_and_loss(log: Chaos) -> None:
     ledger = QueueLedger()
     ledger.put_ok = {b"a", b"b", b"c"}
     ledger.put_uncertain = {b"d"}
-    ledger.taken.update([b"a", b"b", b"b", b"x"])
+    ledger.taken.update([b"a", b"x"])
+    ledger.take(b"b", "take-1 queue-0000000007 ack", 12.5)
+    ledger.take(b"b", "drain queue-0000000007 ack")
     ledger.check(log)
     assert [v.invariant for v in log.violations] == [
         "queue: no duplicates",
         "queue: no phantoms",
         "queue: no loss",
     ]
+    # A duplicate's story: who took it, from which node, and when.
+    assert "take-1 queue-0000000007 ack@12.500s" in log.violations[0].detail
+    assert "drain queue-0000000007 ack" in log.violations[0].detail
 
 
 def test_wchc_parser() -> None:
