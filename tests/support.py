@@ -145,6 +145,16 @@ async def hold(
             return
 
 
+async def child_names(client: Client, path: str) -> list[str]:
+    """The children of ``path``, sorted; none if it is missing (a lock's parent is a container
+    node, which the server may remove whenever it is empty: between an ``exists`` and a
+    ``children``, too)."""
+    try:
+        return sorted(await client.children(path))
+    except NoNodeError:
+        return []
+
+
 async def _children_are(client: Client, path: str, n: int) -> bool:
     try:
         return len(await client.children(path)) == n

@@ -8,7 +8,7 @@ import itertools
 import re
 
 import pytest
-from support import Factory, eventually
+from support import Factory, child_names, eventually
 
 import aiocoord
 from aiocoord import Client, Participant
@@ -24,10 +24,6 @@ from aiocoord.recipes.lock import Lock, Mutex
 LOCK_NODE = re.compile(
     r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$"
 )
-
-
-async def children(client: Client, path: str) -> list[str]:
-    return sorted(await client.children(path)) if await client.exists(path) else []
 
 
 async def test_mutual_exclusion_8_clients_100_acquisitions_each(zk_connect: Factory) -> None:
@@ -58,7 +54,9 @@ async def test_mutual_exclusion_8_clients_100_acquisitions_each(zk_connect: Fact
     assert all(a < b for a, b in itertools.pairwise(tokens)), "tokens not increasing"
     # Every contender got in: the queue is fair, nobody starved.
     assert {i for _, i, _ in enters} == set(range(8))
-    assert await children(clients[0], "/mutex") == []
+    # Releases return before their deletes are answered: wait for them before looking.
+    await asyncio.gather(*(c.wait_background() for c in clients))
+    assert await child_names(clients[0], "/mutex") == []
 
 
 async def test_uncontended_acquire_is_one_pipelined_round_trip(zk_client: Client) -> None:
@@ -114,7 +112,7 @@ async def test_contenders_in_queue_order_with_default_identifiers(zk_connect: Fa
 
 
 async def _count(client: Client, path: str, n: int) -> bool:
-    return len(await children(client, path)) == n
+    return len(await child_names(client, path)) == n
 
 
 async def test_reentrant_per_task(zk_connect: Factory) -> None:
@@ -135,7 +133,7 @@ async def test_reentrant_per_task(zk_connect: Factory) -> None:
     assert not await asyncio.create_task(other_task())
     await lock.release()
     assert not lock.is_held
-    assert await children(client, "/re") == []
+    assert await child_names(client, "/re") == []
 
     async def take_and_give() -> None:
         assert await lock.acquire(timeout=5)
@@ -182,7 +180,7 @@ async def test_mutex_is_not_reentrant(zk_client: Client) -> None:
     await mutex.release()
     with pytest.raises(LockNotOwnedError):
         await mutex.release()
-    assert await children(zk_client, "/mutex-nr") == []
+    assert await child_names(zk_client, "/mutex-nr") == []
 
 
 async def test_mutex_and_lock_on_one_path_exclude_each_other(zk_connect: Factory) -> None:

@@ -7,16 +7,12 @@ import asyncio
 from typing import Any
 
 import pytest
-from support import Factory, eventually
+from support import Factory, child_names, eventually
 
 from aiocoord import Client, State
 from aiocoord.errors import LockLostError
 from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.testing import FaultProxy, expire_session
-
-
-async def names(client: Client, path: str) -> list[str]:
-    return sorted(await client.children(path)) if await client.exists(path) else []
 
 
 async def test_waiter_acquires_after_a_connection_drop_with_one_node(
@@ -41,7 +37,7 @@ async def test_waiter_acquires_after_a_connection_drop_with_one_node(
     assert await asyncio.wait_for(task, 10)
     assert client.session_id == session_id
     assert waiter.node_path is not None
-    assert await names(holder_client, "/drop") == [waiter.node_path.rsplit("/", 1)[1]]
+    assert await child_names(holder_client, "/drop") == [waiter.node_path.rsplit("/", 1)[1]]
     await waiter.release()
 
 
@@ -56,9 +52,10 @@ async def test_lost_create_reply_is_found_by_its_prefix_not_created_twice(
     zk_fault_proxy.drop_after_request(lambda xid, opcode: opcode == 15)
     assert await lock.acquire(timeout=15)
     assert lock.node_path is not None
-    assert await names(observer, "/lost-reply") == [lock.node_path.rsplit("/", 1)[1]]
+    assert await child_names(observer, "/lost-reply") == [lock.node_path.rsplit("/", 1)[1]]
     await lock.release()
-    assert await names(observer, "/lost-reply") == []
+    await client.wait_background()  # the release's delete is answered: others see it
+    assert await child_names(observer, "/lost-reply") == []
 
 
 async def test_session_expiry_while_holding_fires_lost_cancels_the_body_and_frees_the_lock(
@@ -124,24 +121,24 @@ async def test_waiter_whose_session_expires_queues_again_with_one_node(
     waiter = Mutex(client, "/requeue")
     task = asyncio.create_task(waiter.acquire())
     await eventually(lambda: _len(holder_client, "/requeue", 2))
-    old = set(await names(holder_client, "/requeue"))
+    old = set(await child_names(holder_client, "/requeue"))
     await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
     # The old node vanished with the session and a new one took its place in the queue.
     await eventually(lambda: _replaced(holder_client, "/requeue", old))
     await holder.release()
     assert await asyncio.wait_for(task, 10)
     assert waiter.node_path is not None
-    assert await names(holder_client, "/requeue") == [waiter.node_path.rsplit("/", 1)[1]]
+    assert await child_names(holder_client, "/requeue") == [waiter.node_path.rsplit("/", 1)[1]]
     await waiter.release()
 
 
 async def _replaced(client: Client, path: str, old: set[str]) -> bool:
-    now = set(await names(client, path))
+    now = set(await child_names(client, path))
     return len(now) == 2 and len(now - old) == 1
 
 
 async def _len(client: Client, path: str, n: int) -> bool:
-    return len(await names(client, path)) == n
+    return len(await child_names(client, path)) == n
 
 
 async def test_release_while_disconnected_is_immediate_and_deletes_after_reconnect(

@@ -9,15 +9,11 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from support import Factory, eventually
+from support import Factory, child_names, eventually
 
 import aiocoord
 from aiocoord import Client
 from aiocoord.recipes.lock import Lock, Mutex
-
-
-async def count_children(client: Client, path: str) -> int:
-    return len(await client.children(path)) if await client.exists(path) else 0
 
 
 def server_watches(wchc: str, session_id: int) -> list[str]:
@@ -97,11 +93,11 @@ async def test_one_release_wakes_exactly_one_of_100_waiters(
     sent = {op: n - before.get(op, 0) for op, n in waiters_client.session.sent.items()}
     assert {op: n for op, n in sent.items() if n} == {2: 100}
     await waiters_client.wait_background()  # the last release's delete, answered
-    assert await count_children(holder_client, "/herd") == 0
+    assert len(await child_names(holder_client, "/herd")) == 0
 
 
 async def _has(client: Client, path: str, n: int) -> bool:
-    return await count_children(client, path) == n
+    return len(await child_names(client, path)) == n
 
 
 async def _watching(client: Client, n: int) -> bool:
@@ -185,13 +181,13 @@ async def test_500_waiters_that_give_up_leave_no_node_and_the_next_one_gets_it(
     await asyncio.gather(*cancelled, return_exceptions=True)
     assert all(t.cancelled() for t in cancelled)
     await waiters_client.wait_background()
-    assert await count_children(holder_client, "/crowd") == 2  # the holder and the last one
+    assert len(await child_names(holder_client, "/crowd")) == 2  # the holder and the last one
     assert waiters_client.session.watches.counts()["waiters"] == 0
     await holder.release()
     assert await asyncio.wait_for(last_task, 10)
     await last.release()
     await last_client.wait_background()  # its delete, answered
-    assert await count_children(holder_client, "/crowd") == 0
+    assert len(await child_names(holder_client, "/crowd")) == 0
 
 
 async def test_cancelling_while_the_create_is_in_flight_leaves_no_node(zk_connect: Factory) -> None:
@@ -209,7 +205,7 @@ async def test_cancelling_while_the_create_is_in_flight_leaves_no_node(zk_connec
 
     await asyncio.gather(*(give_up_after(k % 12) for k in range(240)))
     await client.wait_background()
-    assert await count_children(holder_client, "/race") == 1
+    assert len(await child_names(holder_client, "/race")) == 1
     await holder.release()
     lock = Lock(client, "/race")
     assert await lock.acquire(timeout=5)

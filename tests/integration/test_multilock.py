@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from support import Factory, eventually
+from support import Factory, child_names, eventually
 
 import aiocoord
 from aiocoord import Client
@@ -15,18 +15,15 @@ from aiocoord.recipes.multilock import MultiLock
 from aiocoord.recipes.rwlock import ReadWriteLock
 
 
-async def nodes(client: Client, path: str) -> int:
-    return len(await client.children(path)) if await client.exists(path) else 0
-
-
 async def test_all_locks_are_taken_and_released_together(zk_client: Client) -> None:
     rw = ReadWriteLock(zk_client, "/m/rw")
     multi = MultiLock([Lock(zk_client, "/m/a"), Mutex(zk_client, "/m/b"), rw.read])
+    paths = ("/m/a", "/m/b", "/m/rw")
     async with multi:
         assert multi.is_held
-        assert [await nodes(zk_client, p) for p in ("/m/a", "/m/b", "/m/rw")] == [1, 1, 1]
+        assert [len(await child_names(zk_client, p)) for p in paths] == [1, 1, 1]
     assert not multi.is_held
-    assert [await nodes(zk_client, p) for p in ("/m/a", "/m/b", "/m/rw")] == [0, 0, 0]
+    assert [len(await child_names(zk_client, p)) for p in paths] == [0, 0, 0]
 
 
 async def test_cancelled_while_waiting_for_the_last_lock_releases_the_others(
@@ -52,7 +49,7 @@ async def test_cancelled_while_waiting_for_the_last_lock_releases_the_others(
 
 
 async def _counts(client: Client, expected: list[int]) -> bool:
-    return [await nodes(client, f"/mc/{x}") for x in "abc"] == expected
+    return [len(await child_names(client, f"/mc/{x}")) for x in "abc"] == expected
 
 
 async def test_timeout_or_non_blocking_failure_holds_none(zk_connect: Factory) -> None:
@@ -64,8 +61,9 @@ async def test_timeout_or_non_blocking_failure_holds_none(zk_connect: Factory) -
         await multi.acquire(timeout=0.3)
     assert not await multi.acquire(blocking=False)
     assert not multi.locks[0].is_held
-    assert await nodes(b, "/mt/a") == 0
-    assert await nodes(b, "/mt/b") == 1
+    await a.wait_background()  # a give-up waits only briefly for its deletes to be answered
+    assert len(await child_names(b, "/mt/a")) == 0
+    assert len(await child_names(b, "/mt/b")) == 1
     await blocker.release()
 
 

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from support import Factory, eventually
+from support import Factory, child_names, eventually
 
 import aiocoord
 from aiocoord import Client, State
@@ -19,10 +19,6 @@ from aiocoord.testing import expire_session
 LEASE_NODE = re.compile(
     r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lease-\d{10}$"
 )
-
-
-async def nodes(client: Client, path: str) -> list[str]:
-    return sorted(await client.children(path)) if await client.exists(path) else []
 
 
 async def test_never_more_than_max_leases_under_20_contenders(zk_connect: Factory) -> None:
@@ -48,8 +44,10 @@ async def test_never_more_than_max_leases_under_20_contenders(zk_connect: Factor
     await asyncio.wait_for(asyncio.gather(*(worker(c) for c in clients)), 60)
     assert total == 100
     assert most == 3  # reached, never exceeded
-    assert await nodes(clients[0], "/sem/leases") == []
-    assert await nodes(clients[0], "/sem/locks") == []
+    # Releases return before their deletes are answered: wait for them before looking.
+    await asyncio.gather(*(c.wait_background() for c in clients))
+    assert await child_names(clients[0], "/sem/leases") == []
+    assert await child_names(clients[0], "/sem/locks") == []
 
 
 async def test_several_leases_at_once_and_the_layout(zk_connect: Factory) -> None:
@@ -58,11 +56,11 @@ async def test_several_leases_at_once_and_the_layout(zk_connect: Factory) -> Non
     leases = await sem.acquire(2)
     assert len(leases) == 2
     assert all(lease.is_held for lease in leases)
-    names = await nodes(a, "/sem-n/leases")
+    names = await child_names(a, "/sem-n/leases")
     assert len(names) == 2
     assert all(LEASE_NODE.match(n) for n in names)
     assert sorted(lease.path.rsplit("/", 1)[1] for lease in leases) == names
-    assert await nodes(a, "/sem-n/locks") == []  # the lock is only held while acquiring
+    assert await child_names(a, "/sem-n/locks") == []  # the lock is only held while acquiring
     holders = await sem.participants()
     assert [(p.identifier, p.holds) for p in holders] == [("a", True), ("a", True)]
     assert sorted(p.node_name for p in holders) == names
@@ -70,14 +68,14 @@ async def test_several_leases_at_once_and_the_layout(zk_connect: Factory) -> Non
     # One lease left: asking for two waits (and times out), asking for one works.
     with pytest.raises(aiocoord.TimeoutError):
         await other.acquire(2, timeout=0.5)
-    assert len(await nodes(a, "/sem-n/leases")) == 2
+    assert len(await child_names(a, "/sem-n/leases")) == 2
     (one,) = await other.acquire(1, timeout=5)
     await one.release()
     for lease in leases:
         await lease.release()
     await leases[0].release()  # releasing again does nothing
     assert not leases[0].is_held
-    assert await nodes(a, "/sem-n/leases") == []
+    assert await child_names(a, "/sem-n/leases") == []
 
 
 async def test_timed_out_and_cancelled_acquires_leave_no_node(zk_connect: Factory) -> None:
@@ -95,8 +93,8 @@ async def test_timed_out_and_cancelled_acquires_leave_no_node(zk_connect: Factor
     queued.cancel()
     await asyncio.gather(waiting, queued, return_exceptions=True)
     await b.wait_background()
-    assert len(await nodes(a, "/sem-gone/leases")) == 2
-    assert await nodes(a, "/sem-gone/locks") == []
+    assert len(await child_names(a, "/sem-gone/leases")) == 2
+    assert await child_names(a, "/sem-gone/locks") == []
     for lease in full:
         await lease.release()
     (lease,) = await sem.acquire(1, timeout=5)
@@ -104,7 +102,7 @@ async def test_timed_out_and_cancelled_acquires_leave_no_node(zk_connect: Factor
 
 
 async def _n(client: Client, path: str, n: int) -> bool:
-    return len(await nodes(client, path)) == n
+    return len(await child_names(client, path)) == n
 
 
 async def test_a_returned_lease_lets_the_next_waiter_in(zk_connect: Factory) -> None:
@@ -132,7 +130,7 @@ async def test_lease_context_times_out(zk_connect: Factory) -> None:
     with pytest.raises(asyncio.TimeoutError):
         async with Semaphore(b, "/sem-to", 1).lease(timeout=0.3):
             pytest.fail("entered without a lease")
-    assert len(await nodes(a, "/sem-to/leases")) == 1
+    assert len(await child_names(a, "/sem-to/leases")) == 1
     await held.release()
 
 
