@@ -74,6 +74,8 @@ async def test_latch_elects_one_leader_on_curators_layout(zk_connect: Factory) -
     assert leader.fencing_token == stat.czxid
     for latch in latches:
         await latch.close()
+    # close() waits only briefly for its delete to be answered: wait for them before looking.
+    await asyncio.gather(*(c.wait_background() for c in clients))
     assert await children(clients[0], "/latch") == []
 
 

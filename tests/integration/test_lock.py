@@ -208,6 +208,7 @@ async def test_failed_non_blocking_acquire_leaves_no_node(zk_connect: Factory) -
     assert sent.get(15) == 2
     assert sent.get(2) == 2
     await holder.release()
+    await a.wait_background()  # the release's delete, answered: b's listing no longer sees it
     assert await other.acquire(blocking=False)
     await other.release()
 

@@ -88,6 +88,8 @@ async def test_protected_sequential_node_gets_a_new_name_after_expiry(
             )
 
         await eventually(renamed)
+    # close() waits only briefly for its delete to be answered: wait for it before looking.
+    await client.wait_background()
     assert await children(admin, "/members") == []
 
 
@@ -108,6 +110,7 @@ async def test_persistent_node_is_recreated_with_its_latest_data(zk_connect: Fac
                 return False
 
         await eventually(back_with_new_data)
+    await client.wait_background()
     assert await admin.exists("/config/flag") is None  # Curator deletes on close, as here
 
 
@@ -160,6 +163,7 @@ async def test_group_membership_converges_after_a_members_session_expires(
     assert await members[1].wait_for(lambda m: m == gone, timeout=5) == gone
     for member in members[:2]:
         await member.close()
+    await asyncio.gather(*(c.wait_background() for c in clients))
     assert await children(clients[0], "/group") == []
 
 

@@ -140,6 +140,8 @@ async def test_unauthenticated_client_cannot_read_take_or_delete_protected_lock_
     colleague = await zk_connect(auth=[ALICE])
     assert not await Lock(colleague, "/locks/job").acquire(blocking=False)
     await lock.release()
+    # A failed non-blocking acquire waits only briefly for its node's delete to be answered.
+    await colleague.wait_background()
     assert await alice.children("/locks/job") == []
     assert await Lock(colleague, "/locks/job").acquire(timeout=10)
 

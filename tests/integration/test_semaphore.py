@@ -68,6 +68,7 @@ async def test_several_leases_at_once_and_the_layout(zk_connect: Factory) -> Non
     # One lease left: asking for two waits (and times out), asking for one works.
     with pytest.raises(aiocoord.TimeoutError):
         await other.acquire(2, timeout=0.5)
+    await b.wait_background()  # a give-up waits only briefly for its deletes to be answered
     assert len(await child_names(a, "/sem-n/leases")) == 2
     (one,) = await other.acquire(1, timeout=5)
     await one.release()
@@ -75,6 +76,7 @@ async def test_several_leases_at_once_and_the_layout(zk_connect: Factory) -> Non
         await lease.release()
     await leases[0].release()  # releasing again does nothing
     assert not leases[0].is_held
+    await b.wait_background()  # `one`'s release, answered
     assert await child_names(a, "/sem-n/leases") == []
 
 
@@ -84,6 +86,7 @@ async def test_timed_out_and_cancelled_acquires_leave_no_node(zk_connect: Factor
     sem = Semaphore(b, "/sem-gone", 2)
     with pytest.raises(aiocoord.TimeoutError):
         await sem.acquire(1, timeout=0.3)
+    await b.wait_background()  # its lease and lock nodes gone: they must not count below
     waiting = asyncio.create_task(sem.acquire(1))
     # The waiter holds <path>/locks and has made its lease node: 3 leases, 1 lock node.
     await eventually(lambda: _n(a, "/sem-gone/leases", 3))
@@ -130,6 +133,7 @@ async def test_lease_context_times_out(zk_connect: Factory) -> None:
     with pytest.raises(asyncio.TimeoutError):
         async with Semaphore(b, "/sem-to", 1).lease(timeout=0.3):
             pytest.fail("entered without a lease")
+    await b.wait_background()  # the timed-out lease node's delete, answered
     assert len(await child_names(a, "/sem-to/leases")) == 1
     await held.release()
 

@@ -109,6 +109,8 @@ async def test_persistent_node_in_a_ttl_mode_is_made_again_after_the_server_reap
         await _reaped(observer, "/kept")
         await eventually(lambda: _exists(observer, "/kept"), what="/kept made again")
         assert node.creations >= 2
+    # close() waits only briefly for its delete to be answered: wait for it before looking.
+    await zk_client.wait_background()
     assert await observer.exists("/kept") is None  # close() deletes it, as for any mode
 
 
