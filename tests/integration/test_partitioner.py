@@ -254,8 +254,11 @@ async def test_waits_for_an_item_held_elsewhere_and_leaves_nothing_when_closed(
         assert await part.wait_for_acquire(timeout=20) is PartitionState.ACQUIRED
         assert sorted(part) == ["q3", "q4"]
 
-    # Closed while waiting for a lock: no member or lock node of its own is left.
-    await kazoo.create("/work/locks/q3/ffff__lock__", ephemeral=True, sequential=True)
+    # Closed while waiting for a lock: no member or lock node of its own is left. (The item's
+    # lock path is a container, emptied above: the server may have removed it already.)
+    await kazoo.create(
+        "/work/locks/q3/ffff__lock__", ephemeral=True, sequential=True, make_parents=True
+    )
     waiting = SetPartitioner(client, "/work", ["q3"], identifier="w", time_boundary=0)
     async with waiting:
         await eventually(lambda: queued(kazoo, "/work/locks/q3", 2), what="the waiter queued")
