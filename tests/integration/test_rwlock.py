@@ -7,7 +7,7 @@ import asyncio
 import re
 
 import pytest
-from support import Factory, eventually
+from support import Factory, child_names, eventually
 
 import aiocoord
 from aiocoord import Client
@@ -59,7 +59,7 @@ async def test_writer_excludes_readers_and_writers(zk_connect: Factory) -> None:
         assert await theirs.read.acquire(blocking=False)  # readers share
         await theirs.read.release()
     await b.wait_background()  # b's release, answered
-    assert await a.children("/rw-ex") == []
+    assert await child_names(a, "/rw-ex") == []
 
 
 async def test_writers_are_fair_to_readers_queued_after_them(zk_connect: Factory) -> None:
