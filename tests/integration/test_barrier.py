@@ -8,22 +8,13 @@ import asyncio
 import re
 
 import pytest
-from support import Factory, eventually
+from support import Factory, child_names, eventually
 
 import aiocoord
 from aiocoord import Client, State
-from aiocoord.errors import NoNodeError
 from aiocoord.recipes.barrier import Barrier, BarrierError, DoubleBarrier
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-async def children(client: Client, path: str) -> list[str]:
-    """The children, [] if the node is gone (an empty container may be removed)."""
-    try:
-        return await client.children(path)
-    except NoNodeError:
-        return []
 
 
 async def test_barrier_holds_waiters_until_removed(zk_connect: Factory) -> None:
@@ -109,7 +100,7 @@ async def test_five_participants_enter_together_and_leave_together(zk_connect: F
             assert left == []
     await asyncio.wait_for(asyncio.gather(*tasks), 10)
     assert min(left) >= max(leaving)
-    assert await children(clients[0], "/double") == []
+    assert await child_names(clients[0], "/double") == []
     assert not any(b.entered for b in barriers)
 
 
@@ -132,7 +123,7 @@ async def test_enter_times_out_and_leaves_no_node(zk_connect: Factory) -> None:
         await barrier.enter(timeout=0.2)
     assert not barrier.entered
     await client.wait_background()
-    assert await children(client, "/lonely") == []
+    assert await child_names(client, "/lonely") == []
     with pytest.raises(BarrierError):
         await barrier.leave()
 
@@ -142,4 +133,4 @@ async def test_a_single_participant_barrier_opens_at_once(zk_connect: Factory) -
     async with DoubleBarrier(client, "/solo", 1) as barrier:
         assert barrier.entered
         assert sorted(await client.children("/solo")) == sorted([barrier.node_name, "ready"])
-    assert await children(client, "/solo") == []
+    assert await child_names(client, "/solo") == []

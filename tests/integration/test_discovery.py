@@ -13,13 +13,12 @@ import re
 from typing import Any
 
 import pytest
-from support import Factory, eventually
+from support import Factory, child_names, eventually
 
 import aiocoord
 from aiocoord import (
     CREATOR_ALL_ACL,
     CacheEventType,
-    Client,
     DiscoveryError,
     DownInstancePolicy,
     InstanceFormatError,
@@ -31,7 +30,7 @@ from aiocoord import (
     Sticky,
     UriSpec,
 )
-from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError, NoNodeError
+from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError
 from aiocoord.testing import expire_session
 
 # What Curator 5.4's JsonInstanceSerializer(Details.class, false) writes for
@@ -73,13 +72,6 @@ CURATOR_STATIC = (
 )
 
 
-async def node_names(client: Client, path: str) -> list[str]:
-    try:
-        return sorted(await client.children(path))
-    except NoNodeError:
-        return []
-
-
 async def test_register_find_update_unregister(zk_connect: Factory) -> None:
     client, other = await zk_connect(), await zk_connect()
     async with ServiceDiscovery(client, "/services") as discovery:
@@ -115,7 +107,7 @@ async def test_register_find_update_unregister(zk_connect: Factory) -> None:
             await discovery.update(moved)
     # Closing unregisters the rest, persistent ones included, as Curator's close() does.
     await client.wait_background()
-    assert await node_names(other, "/services/db") == []
+    assert await child_names(other, "/services/db") == []
 
 
 async def test_registration_comes_back_on_a_new_session(
@@ -143,7 +135,7 @@ async def test_registration_comes_back_on_a_new_session(
         assert stat.ephemeral_owner == client.session_id
         assert json.loads(data)["enabled"] is False  # re-created with what was seen last
     await client.wait_background()
-    assert await node_names(admin, "/svc/api") == []
+    assert await child_names(admin, "/svc/api") == []
 
 
 async def _true(value: bool) -> bool:
@@ -384,7 +376,7 @@ async def test_cancelled_or_timed_out_registration_leaves_no_node(zk_connect: Fa
                 assert await discovery.unregister(instance)
     await client.wait_background()
     await squatter.sync("/")
-    assert await node_names(squatter, "/services/api") == []
+    assert await child_names(squatter, "/services/api") == []
 
     # A timeout while another session holds the id: the registration is not kept.
     await squatter.create("/services/api/taken", b"theirs", ephemeral=True, make_parents=True)
@@ -393,7 +385,7 @@ async def test_cancelled_or_timed_out_registration_leaves_no_node(zk_connect: Fa
     assert discovery.registered() == []
     await squatter.close()
     await client.wait_background()
-    assert await node_names(client, "/services/api") == []
+    assert await child_names(client, "/services/api") == []
 
     # The ACL is the one given, and one the server refuses reaches the caller.
     await discovery.close()
@@ -419,7 +411,7 @@ async def test_sequential_instances_and_registering_an_id_again(zk_connect: Fact
             "jobs", id="w", service_type=ServiceType.DYNAMIC_SEQUENTIAL, port=1
         )
         await discovery.register(worker, timeout=10)
-        [name] = await node_names(admin, "/services/jobs")
+        [name] = await child_names(admin, "/services/jobs")
         assert re.fullmatch(r"_c_[0-9a-f-]{36}-w\d{10}", name)  # protected, as our sequentials
         _, stat = await admin.get(f"/services/jobs/{name}")
         assert stat.ephemeral_owner == client.session_id
@@ -427,10 +419,10 @@ async def test_sequential_instances_and_registering_an_id_again(zk_connect: Fact
         # Registering the same id again updates it, in place.
         again = dataclasses.replace(worker, port=2)
         await asyncio.gather(discovery.register(again), discovery.register(again))
-        assert await node_names(admin, "/services/jobs") == [name]
+        assert await child_names(admin, "/services/jobs") == [name]
         assert await discovery.instances("jobs") == [again]
         with pytest.raises(BadArgumentsError, match="unregister"):
             await discovery.update(dataclasses.replace(again, name="other"))
         assert await discovery.unregister(again)
         await client.wait_background()
-        assert await node_names(admin, "/services/jobs") == []
+        assert await child_names(admin, "/services/jobs") == []

@@ -10,11 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from support import Factory, eventually
+from support import Factory, child_names, eventually
 
 import aiocoord
 from aiocoord import Client, State
-from aiocoord.errors import NoNodeError
 from aiocoord.recipes.election import (
     Election,
     LeaderLatch,
@@ -27,14 +26,6 @@ from aiocoord.testing import expire_session
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 LATCH_NODE = re.compile(rf"^_c_{UUID}-latch-\d{{10}}$")
 ELECTION_NODE = re.compile(rf"^_c_{UUID}-lock-\d{{10}}$")
-
-
-async def children(client: Client, path: str) -> list[str]:
-    """The sorted children, [] if the node is gone (an empty container may be removed)."""
-    try:
-        return sorted(await client.children(path))
-    except NoNodeError:
-        return []
 
 
 async def one_leader(latches: list[LeaderLatch], timeout: float = 10.0) -> LeaderLatch:
@@ -56,7 +47,7 @@ async def test_latch_elects_one_leader_on_curators_layout(zk_connect: Factory) -
     for latch in latches:
         await latch.start()
     leader = await one_leader(latches)
-    names = await children(clients[0], "/latch")
+    names = await child_names(clients[0], "/latch")
     assert len(names) == 3
     assert all(LATCH_NODE.match(n) for n in names), names
     participants = await latches[0].participants()
@@ -76,7 +67,7 @@ async def test_latch_elects_one_leader_on_curators_layout(zk_connect: Factory) -
         await latch.close()
     # close() waits only briefly for its delete to be answered: wait for them before looking.
     await asyncio.gather(*(c.wait_background() for c in clients))
-    assert await children(clients[0], "/latch") == []
+    assert await child_names(clients[0], "/latch") == []
 
 
 async def test_closing_the_leader_hands_over_with_a_larger_fencing_token(
@@ -155,7 +146,7 @@ async def test_latch_rejoins_when_the_whole_path_vanishes(zk_connect: Factory) -
     await admin.delete("/gone", recursive=True)
 
     async def rejoined() -> bool:
-        names = await children(admin, "/gone/latch")
+        names = await child_names(admin, "/gone/latch")
         new_leader = [x for x in latches if x.is_leader]
         return (
             len(names) == 2
@@ -212,14 +203,14 @@ async def test_election_runs_the_body_only_while_leader(zk_connect: Factory) -> 
     async with first.leadership() as term:
         assert isinstance(term, LeadershipTerm)
         assert first.is_leader
-        names = await children(a, "/elect")
+        names = await child_names(a, "/elect")
         assert len(names) == 1
         assert ELECTION_NODE.match(names[0])
         with pytest.raises(asyncio.TimeoutError):
             async with second.leadership(timeout=0.2):
                 pytest.fail("two leaders")
         await b.wait_background()  # its node's delete, written before the timeout was raised
-        assert len(await children(a, "/elect")) == 1  # the timed-out contender left no node
+        assert len(await child_names(a, "/elect")) == 1  # the timed-out contender left no node
         leader = await second.leader()
         assert leader is not None
         assert leader.identifier == "first"
@@ -238,7 +229,7 @@ async def test_election_runs_the_body_only_while_leader(zk_connect: Factory) -> 
 
 
 async def _count(client: Client, path: str, n: int) -> bool:
-    return len(await children(client, path)) == n
+    return len(await child_names(client, path)) == n
 
 
 async def test_session_expiry_cancels_the_body_and_raises_leadership_lost(
@@ -288,7 +279,7 @@ async def test_deleted_node_cancels_the_body(zk_connect: Factory) -> None:
 
     with pytest.raises(LeadershipLostError, match="deleted"):
         await lead_until_deleted()
-    assert await children(admin, "/deleted") == []
+    assert await child_names(admin, "/deleted") == []
 
 
 async def test_cancelling_the_body_from_outside_is_not_a_loss(zk_connect: Factory) -> None:
@@ -307,7 +298,7 @@ async def test_cancelling_the_body_from_outside_is_not_a_loss(zk_connect: Factor
     with pytest.raises(asyncio.CancelledError):
         await task
     await client.wait_background()
-    assert await children(client, "/outside") == []
+    assert await child_names(client, "/outside") == []
 
 
 async def test_run_with_requeue_takes_turns_in_queue_order(zk_connect: Factory) -> None:
@@ -337,7 +328,7 @@ async def test_run_with_requeue_takes_turns_in_queue_order(zk_connect: Factory) 
     assert tokens == sorted(tokens)
     await a.wait_background()
     await b.wait_background()
-    assert await children(a, "/turns") == []
+    assert await child_names(a, "/turns") == []
 
 
 async def test_without_requeue_one_term_then_requeue_joins_again(zk_connect: Factory) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from support import Factory, eventually
+from support import Factory, child_names, eventually
 
 import aiocoord
 from aiocoord import Client
@@ -19,7 +19,6 @@ from aiocoord.errors import (
     CoordinationError,
     InvalidPathError,
     InvalidTypeError,
-    NoNodeError,
 )
 from aiocoord.recipes.lease import LeaseDataError, MultiNonBlockingLease, NonBlockingLease
 from aiocoord.testing.faults import FaultProxy
@@ -49,10 +48,7 @@ async def record(client: Client, path: str) -> dict[str, Any]:
 
 
 async def lock_nodes(client: Client, path: str) -> list[str]:
-    try:
-        return [n for n in await client.children(path) if "__lock__" in n]
-    except NoNodeError:
-        return []
+    return [n for n in await child_names(client, path) if "__lock__" in n]
 
 
 async def has_lock_nodes(client: Client, path: str, count: int) -> bool:

@@ -9,11 +9,10 @@ import re
 from typing import Any
 
 import pytest
-from support import Factory, eventually
+from support import Factory, child_names, eventually
 
 import aiocoord
 from aiocoord import Client
-from aiocoord.errors import NoNodeError
 from aiocoord.recipes.cache import CacheEventType
 from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
 from aiocoord.testing import expire_session
@@ -21,14 +20,6 @@ from aiocoord.testing import expire_session
 PROTECTED_SEQUENTIAL = re.compile(
     r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-member-\d{10}$"
 )
-
-
-async def children(client: Client, path: str) -> list[str]:
-    """The children, [] if the node is gone (an empty container may be removed)."""
-    try:
-        return await client.children(path)
-    except NoNodeError:
-        return []
 
 
 async def owned_by(client: Client, path: str, session_id: int) -> bool:
@@ -84,13 +75,13 @@ async def test_protected_sequential_node_gets_a_new_name_after_expiry(
                 path is not None
                 and path != first
                 and await owned_by(admin, path, client.session_id)
-                and await children(admin, "/members") == [path.rsplit("/", 1)[1]]
+                and await child_names(admin, "/members") == [path.rsplit("/", 1)[1]]
             )
 
         await eventually(renamed)
     # close() waits only briefly for its delete to be answered: wait for it before looking.
     await client.wait_background()
-    assert await children(admin, "/members") == []
+    assert await child_names(admin, "/members") == []
 
 
 async def test_persistent_node_is_recreated_with_its_latest_data(zk_connect: Factory) -> None:
@@ -164,7 +155,7 @@ async def test_group_membership_converges_after_a_members_session_expires(
     for member in members[:2]:
         await member.close()
     await asyncio.gather(*(c.wait_background() for c in clients))
-    assert await children(clients[0], "/group") == []
+    assert await child_names(clients[0], "/group") == []
 
 
 async def test_group_member_events_is_a_deprecated_alias_of_changes(zk_client: Client) -> None:
