@@ -278,8 +278,11 @@ class Connection(asyncio.Protocol):
 
     # --- sending ------------------------------------------------------------------------
 
-    def send(self, xid: int, request: Request[R]) -> asyncio.Future[Reply[R]]:
-        """Write one request and return the future its reply will resolve.
+    def send(
+        self, xid: int, request: Request[R], future: asyncio.Future[Reply[R]] | None = None
+    ) -> asyncio.Future[Reply[R]]:
+        """Write one request and return the future its reply will resolve (``future``, if
+        given: a held request's, so that its answer takes no extra hop).
 
         Raises :class:`NotSentError` when the socket is already closed (nothing was written,
         so the caller may safely wait for the next connection) and DataTooLargeError when the
@@ -294,7 +297,7 @@ class Connection(asyncio.Protocol):
             # Closed on our side but not yet reported lost: writing would only make asyncio
             # log a failed send, and the request would never leave.
             raise NotSentError(f"connection to {self.host}:{self.port} is closing")
-        fut: asyncio.Future[Reply[R]] = self._loop.create_future()
+        fut = self._loop.create_future() if future is None else future
         # Registered before the bytes leave, so even an instant reply finds its future.
         pending = self._pending[xid] = _Pending(request, fut, 0.0)
         self._write(frame)

@@ -17,11 +17,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from aiocoord._connection import Reply
 from aiocoord._logs import session_extra
 from aiocoord._paths import join, protected_prefix, split
 from aiocoord._watches import Watch
 from aiocoord._wire.data import ACL, Stat
-from aiocoord._wire.framing import Request
+from aiocoord._wire.framing import EmptyResponse, Request
 from aiocoord._wire.opcodes import CreateMode
 from aiocoord._wire.writes import (
     Create2Request,
@@ -31,6 +32,7 @@ from aiocoord._wire.writes import (
     DeleteRequest,
 )
 from aiocoord.errors import (
+    ClientClosedError,
     ConnectionLossError,
     CoordinationError,
     NodeExistsError,
@@ -39,6 +41,7 @@ from aiocoord.errors import (
     SessionExpiredError,
     UnimplementedError,
     ZooKeeperError,
+    error_for_code,
 )
 from aiocoord.transaction import create_mode
 
@@ -98,6 +101,10 @@ class PathOps:
 
         def _acls_for(self, path: str, acl: list[ACL] | None) -> list[ACL]: ...
         def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]: ...
+        def follow(
+            self, future: asyncio.Future[T], then: Callable[[asyncio.Future[T]], None]
+        ) -> None: ...
+        def bound(self, generation: int | None = None) -> PathOps: ...
         async def sync(self, path: str = ...) -> None: ...
         async def children(self, path: str) -> list[str]: ...
         async def exists(self, path: str) -> Stat | None: ...
@@ -318,23 +325,125 @@ class PathOps:
             except NotEmptyError:
                 continue  # a child appeared meanwhile
 
-    async def _delete_guaranteed(self, path: str, version: int, recursive: bool) -> None:
-        generation = self._session.generation
+    def delete_for_sure(
+        self, path: str, version: int = -1, *, on_deleted: Callable[[], None] | None = None
+    ) -> asyncio.Future[Reply[EmptyResponse]]:
+        """Delete ``path`` for sure without waiting: the future of the first answer.
 
-        async def attempt() -> None:
-            if recursive:
-                await self._delete_tree(path)
-            else:
-                await self._request(
-                    DeleteRequest(path=self._full(path), version=version),
-                    path=path,
-                    generation=generation,
+        The delete is written now, or held and written first thing on the next connection
+        (:meth:`Session.submit`: nothing this client accepts later overtakes it), and seen
+        through in the background (:meth:`wait_background` waits for it): written again after
+        a connection loss, and carried into the next session if this one expires first. There
+        an ephemeral node has gone with the session, so only a persistent node is deleted
+        (Curator's guaranteed delete carries on in the next session too). ``on_deleted`` is
+        called once the server has answered that the node is gone (the server's word, not a
+        guess). Validation is the caller's (:meth:`delete` validates).
+        """
+        reply = self._session.submit(
+            DeleteRequest(path=self._full(path), version=version),
+            generation=self._session.generation,
+        )
+        self._see_through(path, version, on_deleted, reply)
+        return reply
+
+    def _see_through(
+        self,
+        path: str,
+        version: int,
+        on_deleted: Callable[[], None] | None,
+        reply: asyncio.Future[Reply[EmptyResponse]],
+    ) -> None:
+        def settle(done: asyncio.Future[Reply[EmptyResponse]]) -> None:
+            if done.cancelled():  # only close() cancels what the client follows
+                return
+            exc = done.exception()
+            if isinstance(exc, ConnectionLossError) and not self._session.closed:
+                # It may or may not have been applied: once more, held for the reconnect.
+                try:
+                    again = self._session.submit(
+                        DeleteRequest(path=self._full(path), version=version),
+                        generation=self._session.generation,
+                    )
+                except CoordinationError:
+                    return  # closed meanwhile: the session's end removes what was ephemeral
+                self._see_through(path, version, on_deleted, again)
+            elif isinstance(exc, SessionExpiredError):
+                if self._session.reconnect_after_expiry and not self._session.closed:
+                    self.spawn(
+                        self._delete_after_expiry(path, version, on_deleted),
+                        f"aiocoord-delete:{path}",
+                    )
+            elif isinstance(exc, ClientClosedError | ConnectionLossError):
+                pass  # the session ended with the client: its ephemeral nodes with it
+            elif exc is not None:
+                log.warning(
+                    "could not delete %s: %r", path, exc, extra=session_extra(self._session)
                 )
+            else:
+                err = done.result().err
+                if not err or err == NoNodeError.code:
+                    if on_deleted is not None:
+                        on_deleted()
+                else:
+                    exc = error_for_code(err, path=path, op="delete")
+                    log.warning(
+                        "could not delete %s: %r", path, exc, extra=session_extra(self._session)
+                    )
+
+        self.follow(reply, settle)
+
+    def _delete_failed(self, path: str, exc: BaseException) -> None:
+        log.warning("could not delete %s: %r", path, exc, extra=session_extra(self._session))
+
+    async def _delete_after_expiry(
+        self, path: str, version: int, on_deleted: Callable[[], None] | None
+    ) -> None:
+        """A guaranteed delete whose session expired before it was answered: the node, if
+        still there and persistent, is deleted in the new session. An ephemeral node there now
+        is not the one asked for (that one went with the old session): it is left alone."""
+        while True:
+            view = self.bound()
+            try:
+                stat = await view.exists(path)
+                if stat is not None and stat.ephemeral_owner == 0:
+                    await view._delete_once(path, version)
+            except NoNodeError:
+                pass
+            except (ConnectionLossError, SessionExpiredError):
+                if self._session.closed or not self._session.reconnect_after_expiry:
+                    return
+                continue  # held until the next connection or session
+            except ClientClosedError:
+                return
+            except CoordinationError as exc:
+                log.warning(
+                    "could not delete %s: %r", path, exc, extra=session_extra(self._session)
+                )
+                return
+            if on_deleted is not None:
+                on_deleted()
+            return
+
+    async def _delete_guaranteed(self, path: str, version: int, recursive: bool) -> None:
+        if not recursive:
+            connected = self.connected
+            reply = self.delete_for_sure(path, version)
+            if not connected:
+                return  # held for the next connection, and seen through in the background
+            # Not awaited directly: cancelling the caller must not cancel the answer the
+            # background follows.
+            await asyncio.wait((reply,))
+            if reply.cancelled() or reply.exception() is not None:
+                return  # seen through in the background
+            err = reply.result().err
+            if err and err != NoNodeError.code:
+                raise error_for_code(err, path=path, op="delete")
+            return
 
         async def background() -> None:
             while True:
                 try:
-                    await attempt()
+                    await self._delete_tree(path)
                     return
                 except NoNodeError:
                     return
@@ -349,7 +458,7 @@ class PathOps:
             self.spawn(background(), f"aiocoord-delete:{path}")
             return
         try:
-            await attempt()
+            await self._delete_tree(path)
         except NoNodeError:
             return
         except ConnectionLossError:

@@ -10,9 +10,13 @@ when a client with no connection gives it up is worked out in :mod:`aiocoord._li
 what a new connection carries first (SASL, auth, watches) is :mod:`aiocoord._prelude`'s.
 
 Requests from any number of tasks are pipelined on the one socket. A request is written
-only while connected; one made while SUSPENDED waits for the reconnect (or fails with
-SessionExpiredError if the session is lost meanwhile), so nothing is ever sent twice here.
-Retries are the client's business, and only for operations that are safe to repeat.
+only while connected; one made while SUSPENDED is *held* (:mod:`aiocoord._held`) and written first
+thing on the next connection, before anyone hears that the session is back: **requests reach
+the server in the order the session accepted them, whatever the link did meanwhile** (a release
+held while offline, then ``sync()``: the delete is written before the sync). A held request
+fails with SessionExpiredError if the session it is pinned to is lost first. Nothing is ever
+sent twice here: retries are the client's business, and only for operations that are safe to
+repeat.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import TypeVar
 from aiocoord import _liveness as liveness
 from aiocoord._connection import Connection, Reply
 from aiocoord._connector import Connector, Expired
+from aiocoord._held import Held, HeldRequests
 from aiocoord._liveness import EXPIRY_MARGIN as EXPIRY_MARGIN
 from aiocoord._liveness import EXPIRY_MARGIN_MAX as EXPIRY_MARGIN_MAX
 from aiocoord._liveness import LIVENESS_WINDOW as LIVENESS_WINDOW
@@ -102,6 +107,8 @@ class Session:
         self.recorder = Recorder()  #: what Client.stats() reports (see aiocoord._stats)
 
         self._conn: Connection | None = None
+        #: requests accepted while no connection could take them, in the order accepted
+        self._held = HeldRequests()
         self._xid = 0
         self._states = StateBroadcast()
         self._watches = WatchTable(self)
@@ -149,6 +156,7 @@ class Session:
         if conn is not None:
             conn.abort()
         await self._stop_run()
+        self._held.fail(ClientClosedError("client closed before the request could be sent"))
         self._watches.fail_all(ClientClosedError("client closed"))
         self._set_state(State.CLOSED)
 
@@ -251,39 +259,48 @@ class Session:
 
         ``watch`` must already be registered in the watch table; it is withdrawn when the
         request fails before setting a server watch. ``generation`` pins the request to a
-        session: if that session is lost first, SessionExpiredError is raised unsent.
+        session: if that session is lost first, SessionExpiredError is raised unsent. While
+        not connected the request is held, and written in its turn (module docstring).
         """
+        conn = self._writable()
+        sent: tuple[Connection, int] | None = None
+        held: Held[R] | None = None
         try:
-            while True:
-                conn = self._writable()
-                if conn is None:
-                    conn = await self._ready_connection(generation)
-                elif generation is not None and generation != self.generation:
-                    raise SessionExpiredError("the session this request belonged to expired")
+            if generation is not None and generation != self.generation:
+                raise SessionExpiredError("the session this request belonged to expired")
+            if conn is not None and not self._held:
                 xid = self._next_xid()
                 try:
                     fut = conn.send(xid, request)
-                    break
+                    sent = (conn, xid)
+                    self.sent[request.opcode] += 1
                 except NotSentError:
-                    # The socket is closing and the loop has not heard yet: nothing left, so
-                    # wait until the connection is reported lost, then for the next one.
-                    await asyncio.wait((conn.closed,))
-                    continue
+                    # The socket is closing and the loop has not heard yet: hold it for the
+                    # next connection.
+                    pass
+            if sent is None:
+                held = self._hold(request, generation)
+                fut = held.reply
         except BaseException:
             # Nothing was sent, so no server watch was set: the waiter must not linger (a
             # reconnect would otherwise restore it on the server).
             if watch is not None:
                 self._watches.unregister(watch)
             raise
-        self.sent[request.opcode] += 1
         try:
             reply = await fut
         except asyncio.CancelledError:
-            conn.forget(xid)
+            if held is not None:
+                sent = held.sent  # awaiting it cancelled it: if not yet written, it never is
+            if sent is not None:
+                sent[0].forget(sent[1])
             if watch is not None:
-                # The request went out, so the server may set the watch: remove it there too
-                # (when nobody else shares it), or it would outlive its waiter.
-                watch.cancel()
+                if sent is not None:
+                    # The request went out, so the server may set the watch: remove it there
+                    # too (when nobody else shares it), or it would outlive its waiter.
+                    watch.cancel()
+                else:
+                    self._watches.unregister(watch)
             raise
         except ConnectionLossError as exc:
             if watch is not None:
@@ -292,12 +309,45 @@ class Session:
                 self._watches.unregister(watch)
             op = OP_NAMES.get(request.opcode)
             raise ConnectionLossError(str(exc), path=path, op=op) from None
+        except BaseException:
+            if watch is not None:  # never written (expired, closed, too large)
+                self._watches.unregister(watch)
+            raise
         if watch is not None:
             self._watches.settle(watch, request.opcode, reply.err)
         if reply.err:
             raise error_for_code(reply.err, path=path, op=OP_NAMES.get(request.opcode))
         assert reply.body is not None  # the connection decodes every successful reply
         return reply.body
+
+    def submit(
+        self, request: Request[R], *, generation: int | None = None
+    ) -> asyncio.Future[Reply[R]]:
+        """Write ``request`` now, or hold it for the next connection if there is none (it is
+        then written before any request accepted after it); the future of its answer.
+
+        The future fails with ConnectionLossError if the connection is lost after the request
+        was written, SessionExpiredError if the session ``generation`` (if given) ends before
+        it was, and ClientClosedError if the client closes first. For a request whose answer
+        is followed rather than awaited (a release's delete): unlike :meth:`send_now`, it is
+        never refused, and never overtaken by a later one.
+        """
+        if self._closing:
+            raise ClientClosedError("client is closed; open a new one with aiocoord.connect()")
+        if generation is not None and generation != self.generation:
+            raise SessionExpiredError("the session this request belonged to expired")
+        if not self._held:
+            fut = self.send_now(request)
+            if fut is not None:
+                return fut
+        return self._hold(request, generation).reply
+
+    def _hold(self, request: Request[R], generation: int | None) -> Held[R]:
+        if self._closing:
+            raise ClientClosedError("client is closed; open a new one with aiocoord.connect()")
+        if self.state is State.LOST and not self.reconnect_after_expiry:
+            raise SessionExpiredError("session expired and reconnect_after_expiry is off")
+        return self._held.hold(request, generation)
 
     @property
     def watches(self) -> WatchTable:
@@ -401,6 +451,11 @@ class Session:
         """The session is gone: fail its watches, forget its id, announce LOST."""
         self.generation += 1
         self.recorder.expiries += 1
+        # Requests pinned to the old session fail unsent; the others wait for the new one.
+        self._held.fail(
+            SessionExpiredError("the session this request belonged to expired"),
+            pinned_only=self.reconnect_after_expiry,
+        )
         self._watches.fail_all(SessionExpiredError("session expired; its watches are gone"))
         self._set_state(State.LOST)
         self.session_id = 0
@@ -477,6 +532,7 @@ class Session:
                 self._first.set_exception(refused)
             conn.abort()
             return
+        self._held.write(conn, self.generation, self._next_xid, self.sent)
         if self._first is not None and not self._first.done():
             self._set_state(State.READ_ONLY if reply.read_only else State.CONNECTED)
             self._first.set_result(None)

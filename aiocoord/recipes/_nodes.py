@@ -10,17 +10,17 @@ create is still in flight, the node is deleted when the answer comes; and if the
 lost to a connection loss, the node is found by its protected prefix after a ``sync`` and
 deleted. :meth:`Client.wait_background` waits for those background deletions.
 
-**Release.** A release writes the node's delete from the caller's task and returns without
-waiting for the answer, which the client settles in the background (and deletes again if the
-answer was lost): nobody is granted anything before the server has applied it, and the next
-request of the same session is answered after it. While the session is trusted it lets the
-client's own waiter right behind the node in at once (the local hand-over, see
-:func:`delete_node`).
+**Release.** A release writes the node's delete from the caller's task (or holds it for the
+next connection, ahead of anything accepted later) and returns without waiting for the answer,
+which the client sees through in the background (:meth:`Client.delete_for_sure`). Nobody is
+granted anything before the server has applied it, this client's waiters included: they hear
+that the node is gone from the delete's answer (the local hand-over, :func:`delete_node`) or
+from their watch, never from a guess that the session is still alive.
 
 **No grant on an untrusted session.** Whatever woke a waiter, its node is granted only while
 the session is trusted (connected, and answered within the liveness window; see
-:mod:`aiocoord.session`); otherwise it first asks the server, in the node's session, whether the
-node still exists (:func:`confirm_alive`).
+:mod:`aiocoord._liveness`); otherwise it first asks the server, in the node's session, whether
+the node still exists (:func:`confirm_alive`).
 """
 
 from __future__ import annotations
@@ -35,10 +35,9 @@ from aiocoord._pathops import find_protected, protected_matches
 from aiocoord._paths import join, protected_prefix, sequence_of
 from aiocoord._watches import Watch, WatchKind
 from aiocoord._wire.data import ACL, Stat
-from aiocoord._wire.framing import EmptyResponse
 from aiocoord._wire.opcodes import CreateMode, Op
 from aiocoord._wire.reads import GetDataRequest
-from aiocoord._wire.writes import Create2Request, Create2Response, DeleteRequest
+from aiocoord._wire.writes import Create2Request, Create2Response
 from aiocoord.acl import wire_acl
 from aiocoord.client import Client
 from aiocoord.errors import (
@@ -105,66 +104,33 @@ async def delete_node(
     client: Client, path: str, *, cleared: bool = False, confirm: bool = False
 ) -> None:
     """Delete a node of ours for sure, without waiting for the server: the delete is written
-    at once (or, with no connection, by a task of the client's once there is one), and its
-    answer is settled in the background (a lost answer: deleted again), so that cancelling
-    the caller does not stop it (a guaranteed delete) and :meth:`Client.wait_background`
-    waits for it. Requests this client writes later are answered after it (the server
-    answers a session's requests in order).
+    at once (or held and written first thing on the next connection), and seen through in the
+    background (:meth:`Client.delete_for_sure`), so that cancelling the caller does not stop
+    it and :meth:`Client.wait_background` waits for it. Requests this client makes later are
+    answered after it (the session writes them in the order accepted, and the server answers
+    a session's requests in order).
 
-    While the session is trusted (:meth:`Session.trusted`), the node counts as gone for this
-    client's waiters at once: it is ours and no longer held (released, given up or lost), so a
-    waiter of ours right behind it may go ahead while the delete is on its way (the local
-    hand-over); waiters elsewhere see the node until the server has deleted it. Otherwise
-    (SUSPENDED, or no answer for the liveness window) the session may be expiring unseen and
-    the server may hand the lock to another client, so the waiters hear of the deletion only
-    from the server (their watch on the node), or lose their own node with the session.
+    This client's waiters hear that the node is gone from the server's answer to the delete
+    (:func:`forget_node`), never before: a waiter of ours right behind the node goes ahead on
+    that answer, which arrives with the notification other clients' waiters get, so the local
+    hand-over costs no extra round trip. Until then the session may be ending unseen (an
+    operator's forced expiry while the link is cut off) and the server may hand the node's
+    place to another client: no task of ours is told it holds anything on a guess.
     ``cleared``: the node was granted by an exclusive driver, so no node ahead of it was left
-    (see :meth:`_PathState.mark_gone`). ``confirm``: wait up to :data:`CONFIRM_WAIT` for the
+    (see :meth:`QueueState.mark_gone`). ``confirm``: wait up to :data:`CONFIRM_WAIT` for the
     server's answer, so that other sessions find the node gone once this returns while the link
     is live (closing a :class:`PersistentNode`, leaving a barrier, a contender giving up); a
     lock's release does not.
     """
-    session = client.session
-    if session.trusted():
-        forget_node(client, path, cleared)
-    # Else the waiters' own watches on the node tell them once the server has deleted it.
-    reply = session.send_now(DeleteRequest(path=session.paths.add(path), version=-1))
-    if reply is None:  # no connection: the guaranteed delete waits for the next one
-        client.spawn(_delete_for_sure(client, path), f"aiocoord-release:{path}")
-        return
-    # The holding is over once the delete is written: nobody is granted anything before the
+    try:
+        reply = client.delete_for_sure(path, on_deleted=lambda: forget_node(client, path, cleared))
+    except ClientClosedError:
+        return  # the session's end removes what was ephemeral
+    # The holding is over once the delete is accepted: nobody is granted anything before the
     # server has applied it, and waiting for its answer would only hold up the caller (a
     # release on a dead link, not yet detected, would wait for the link's timeout).
-    client.follow(reply, lambda done: _settle_delete(client, path, done))
     if confirm:
         await asyncio.wait((reply,), timeout=CONFIRM_WAIT)
-
-
-def _settle_delete(client: Client, path: str, reply: asyncio.Future[Reply[EmptyResponse]]) -> None:
-    """What a release's delete came to: retried for sure if its answer was lost with the
-    connection (it may not have been applied), else done (deleted, or gone already)."""
-    if reply.cancelled():
-        return
-    exc = reply.exception()
-    if isinstance(exc, ConnectionLossError):
-        client.spawn(_delete_for_sure(client, path), f"aiocoord-release:{path}")
-    elif exc is not None:
-        log.warning("could not delete %s: %r", path, exc)
-    else:
-        err = reply.result().err
-        if err and err != NoNodeError.code:
-            log.warning("could not delete %s: %r", path, error_for_code(err, path=path))
-
-
-async def _delete_for_sure(client: Client, path: str) -> None:
-    try:
-        await client.delete(path, guaranteed=True)
-    except NoNodeError:
-        pass
-    except (ClientClosedError, SessionExpiredError):
-        pass  # the session, and with it every ephemeral node of ours, is gone
-    except CoordinationError as exc:
-        log.warning("could not delete %s: %r", path, exc)
 
 
 # --- making nodes ------------------------------------------------------------------------

@@ -186,7 +186,8 @@ class SequentialQueue:
 
     async def release(self, node: QueueNode) -> None:
         """Delete ``node`` for sure (in the background once reconnected, if need be); a
-        waiter of this client right behind it goes ahead at once (see :func:`delete_node`)."""
+        waiter of this client right behind it goes ahead on the server's answer (see
+        :func:`delete_node`)."""
         await delete_node(self.client, node.path, cleared=self.driver.exclusive)
 
     async def participants(self, name_filter: str | None = None) -> list[tuple[str, bytes]]:
