@@ -123,7 +123,9 @@ def validate_flag(value: Any, name: str) -> bool:
     return value
 
 
-def _utf8(value: str, name: str) -> bytes:
+def encode_utf8(value: str, name: str) -> bytes:
+    """``value`` in UTF-8; BadArgumentsError if it holds a lone surrogate (``"\\ud800"``),
+    which has no UTF-8 form (checked before anything is sent)."""
     try:
         return value.encode()
     except UnicodeEncodeError as exc:
@@ -134,9 +136,9 @@ def validate_auth(scheme: Any, credential: Any) -> tuple[str, bytes]:
     """Return ``(scheme, credential)`` with the credential as bytes, e.g. ``("digest", b"u:p")``."""
     if not isinstance(scheme, str):
         raise InvalidTypeError(f"auth scheme must be str, not {type(scheme).__name__}")
-    _utf8(scheme, "auth scheme")
+    encode_utf8(scheme, "auth scheme")
     if isinstance(credential, str):
-        return scheme, _utf8(credential, "auth credential")
+        return scheme, encode_utf8(credential, "auth credential")
     if isinstance(credential, (bytes, bytearray, memoryview)):
         return scheme, bytes(credential)
     raise InvalidTypeError(f"auth credential must be str or bytes, not {type(credential).__name__}")
@@ -165,7 +167,7 @@ def validate_acl(acl: Any) -> list[ACL]:
                     f"ACL {field} must be str (e.g. ACL(ACL.ALL, 'world', 'anyone')), "
                     f"not {type(value).__name__}"
                 )
-            _utf8(value, f"ACL {field}")
+            encode_utf8(value, f"ACL {field}")
     return list(acl)
 
 
@@ -209,6 +211,6 @@ def validate_sasl(value: Any) -> tuple[str, str] | GSSAPI | None:
             "sasl must be a (user, password) tuple of non-empty str for DIGEST-MD5, "
             "an aiocoord.GSSAPI(...) for Kerberos, or None"
         )
-    _utf8(value[0], "sasl user")
-    _utf8(value[1], "sasl password")
+    encode_utf8(value[0], "sasl user")
+    encode_utf8(value[1], "sasl password")
     return value

@@ -30,7 +30,6 @@ from __future__ import annotations
 import enum
 import functools
 import ipaddress
-import json
 import re
 import socket
 import time
@@ -40,7 +39,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from aiocoord._validation import encode_utf8
 from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError
+from aiocoord.recipes._json import ForeignDataError, dump_jackson, load_foreign
 
 __all__ = [
     "InstanceFormatError",
@@ -220,11 +221,36 @@ def _check_port(value: Any, what: str) -> None:
         raise BadArgumentsError(f"{what} must be a port number 0-65535, got {value}")
 
 
+# A Jackson type id: a Java binary class name ("java.lang.Long", "Outer$Inner") or an array
+# type's descriptor ("[Ljava.lang.String;", "[J").
+_JAVA_TYPE_ID = re.compile(r"\[*(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*|L[\w$.]+;|[ZBCSIJFD])")
+
+
 def _check_json(payload: Any) -> None:
     try:
-        json.dumps(payload, allow_nan=False)
+        dump_jackson(payload)
+    except UnicodeEncodeError:
+        raise BadArgumentsError(
+            "the payload holds a lone surrogate character, which has no UTF-8 form"
+        ) from None
     except (TypeError, ValueError) as exc:
         raise InstanceFormatError(f"the payload must be a JSON value: {exc}") from None
+    if isinstance(payload, list | tuple) and not (
+        len(payload) == 2
+        and isinstance(payload[0], str)
+        and _JAVA_TYPE_ID.fullmatch(payload[0]) is not None
+    ):
+        # Curator reads an array payload as Jackson's [type id, value] wrapper: any other
+        # array makes the whole service unreadable to its queryForInstances and ServiceCache.
+        raise InstanceFormatError(
+            "an array payload must be a Jackson type wrapper [java class name, value] "
+            f"(Curator cannot read any other): got {payload!r:.60}; wrap a list in an object"
+        )
+
+
+def _check_text(value: str | None, what: str) -> None:
+    if value is not None:
+        encode_utf8(value, what)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +289,8 @@ class ServiceInstance:
                     f"{what} must be str, not {type(getattr(self, what)).__name__}"
                 )
         _check_optional(self.address, str, "address")
+        for what in ("name", "id", "address"):
+            _check_text(getattr(self, what), what)
         _check_port(self.port, "port")
         _check_port(self.ssl_port, "ssl_port")
         _check_json(self.payload)
@@ -406,15 +434,11 @@ def encode_instance(instance: ServiceInstance) -> bytes:
     }
     doc.update(instance._extra)
     try:
-        text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:  # an _extra value given by hand
+        return dump_jackson(doc)
+    except UnicodeEncodeError:  # an _extra value given by hand
+        raise BadArgumentsError("the instance holds a lone surrogate character") from None
+    except (TypeError, ValueError) as exc:
         raise InstanceFormatError(f"the instance is not JSON-serializable: {exc}") from None
-    return text.encode("utf-8")
-
-
-def _no_constant(name: str) -> Any:
-    # Jackson refuses NaN and Infinity by default; so does this reader.
-    raise ValueError(f"{name} is not JSON")
 
 
 def _field(doc: Mapping[str, Any], key: str, kinds: tuple[type, ...], default: Any) -> Any:
@@ -459,9 +483,9 @@ def decode_instance(data: bytes, path: str | None = None) -> ServiceInstance:
     data is not one. ``path`` names the node in the error."""
     where = f" in {path}" if path else ""
     try:
-        doc = json.loads(data, parse_constant=_no_constant)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InstanceFormatError(f"not JSON{where}: {exc}") from None
+        doc = load_foreign(data)
+    except ForeignDataError as exc:
+        raise InstanceFormatError(f"{exc}{where}") from None
     if not isinstance(doc, dict):
         raise InstanceFormatError(f"not a JSON object{where}: {data[:60]!r}")
     try:
@@ -490,4 +514,6 @@ def decode_instance(data: bytes, path: str | None = None) -> ServiceInstance:
             _extra={k: v for k, v in doc.items() if k not in _KNOWN_KEYS},
         )
     except InstanceFormatError as exc:
+        raise InstanceFormatError(f"{exc}{where}") from None
+    except BadArgumentsError as exc:  # a lone surrogate escaped in the JSON ("\\ud800")
         raise InstanceFormatError(f"{exc}{where}") from None
