@@ -7,18 +7,25 @@ and keep serving the rest; a read of that one node raises the recipe's typed err
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import struct
+import time
 
 import pytest
 from support import Factory
 
 from aiocoord import (
     CacheEventType,
+    CorruptedValueError,
+    CountChange,
+    DelayQueue,
     InstanceFormatError,
     LeaseDataError,
     NonBlockingLease,
     ServiceDiscovery,
     ServiceInstance,
+    SharedCount,
 )
 
 #: Bytes another client may write where a JSON record is expected.
@@ -116,3 +123,39 @@ async def test_hostile_lease_record_is_a_typed_error(zk_connect: Factory) -> Non
             await lease.obtain()
         assert not lease.obtained, name
     assert _undecodable(client, "lease") >= 2 * len(HOSTILE)
+
+
+async def test_hostile_count_data_is_skipped_by_the_stream_and_wait_for(
+    zk_connect: Factory,
+) -> None:
+    client, writer = await zk_connect(), await zk_connect()
+    for i, data in enumerate((b"", b"\x01\x02\x03", b"[" * 1000, b"\xff" * 5)):
+        path = f"/count-{i}"
+        await writer.create(path, data)
+        count = SharedCount(client, path, 0)
+        changes = count.changes()
+        async with count:
+            # A direct read is the typed error; the stream and a wait skip the version.
+            with pytest.raises(CorruptedValueError):
+                _ = count.value
+            waiting = asyncio.ensure_future(count.wait_for(lambda n: n == 42, timeout=10))
+            await writer.set(path, struct.pack(">i", 42))
+            assert (await waiting).value == 42
+            assert await changes.get(10) == CountChange(42, 1)
+            await writer.set(path, struct.pack(">i", 43))
+            assert await changes.get(10) == CountChange(43, 2)
+    assert _undecodable(client, "shared_count") == 4  # once per bad version
+
+
+async def test_foreign_delay_item_names_are_read_as_curator_reads_them(
+    zk_connect: Factory,
+) -> None:
+    client, writer = await zk_connect(), await zk_connect()
+    # Times Long.parseLong(s, 16) refuses (too long for a long, Python-only syntax) are 0 for
+    # Curator: due at once. A thousand hex digits made the consumer's wait overflow.
+    await writer.create("/dq/queue-|" + "F" * 1000 + "|0000000000", b"huge", make_parents=True)
+    await writer.create("/dq/queue-|1_0|0000000001", b"underscore")
+    async with DelayQueue(client, "/dq") as queue:
+        await queue.put(b"later", int(time.time() * 1000) + 300)
+        got = [await queue.get(10) for _ in range(3)]
+    assert got == [b"huge", b"underscore", b"later"]
