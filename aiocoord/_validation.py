@@ -69,6 +69,41 @@ def validate_data(data: Any, path: str | None = None, limit: int = MAX_DATA_SIZE
     return out
 
 
+#: The largest request a default server reads (jute.maxbuffer = 0xfffff); a longer one makes
+#: it close the connection, losing every request in flight with it.
+MAX_REQUEST = 0xFFFFF
+#: What a create adds to its path, data and ACL entries: the frame's xid and opcode, the
+#: length prefixes of the path, the data and the ACL list, the flags, and a TTL.
+_CREATE_OVERHEAD = 4 + 4 + 4 + 4 + 4 + 4 + 8
+#: The longest a node name grows when created: a protected prefix ``_c_<uuid>-`` and a
+#: sequence number.
+_NAME_GROWTH = 40 + 10
+#: The ACL a create sends when given none (OPEN_ACL_UNSAFE: perms, "world", "anyone").
+_OPEN_ACL_SIZE = 4 + 4 + 5 + 4 + 6
+
+
+def validate_create_size(
+    path: str, data: bytes, acl: Sequence[ACL] | None = None, chroot: str = ""
+) -> None:
+    """DataTooLargeError if creating ``data`` at ``path`` (under ``chroot``, with its name
+    grown to the longest protected, sequential form) would be a request larger than a
+    server reads. For a recipe that keeps a node: refused up front, the create would be
+    refused at every attempt. ``acl`` None counts OPEN_ACL_UNSAFE (what an
+    ``acl_provider`` gives is checked when the request is sent)."""
+    if acl is None:
+        acl_size = _OPEN_ACL_SIZE
+    else:
+        acl_size = sum(12 + len(a.scheme.encode()) + len(a.id.encode()) for a in acl)
+    size = (
+        _CREATE_OVERHEAD
+        + len(chroot.encode()) + len(path.encode()) + _NAME_GROWTH
+        + len(data)
+        + acl_size
+    )  # fmt: skip
+    if size > MAX_REQUEST:
+        raise DataTooLargeError(size, MAX_REQUEST, path)
+
+
 def validate_version(version: Any) -> int:
     """Return ``version`` if it is an int >= -1."""
     if isinstance(version, bool) or not isinstance(version, int):

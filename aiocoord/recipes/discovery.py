@@ -42,7 +42,13 @@ from typing import Any
 
 from aiocoord._deadline import within
 from aiocoord._paths import join
-from aiocoord._validation import validate_data, validate_flag, validate_path, validate_timeout
+from aiocoord._validation import (
+    validate_create_size,
+    validate_data,
+    validate_flag,
+    validate_path,
+    validate_timeout,
+)
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
 from aiocoord.client import ChildData, Client
@@ -393,7 +399,9 @@ class ServiceDiscovery:
                 f"instance must be a ServiceInstance, not {type(instance).__name__}"
             )
         path = self.path_for_instance(instance.name, instance.id)
-        return validate_data(encode_instance(instance), path), path
+        data = validate_data(encode_instance(instance), path)
+        validate_create_size(path, data, self.acl, self.client.session.chroot)
+        return data, path
 
     async def _remove(self, reg: _Registration, *, sweep: bool) -> None:
         """Stop keeping ``reg`` and delete its node; with ``sweep``, also a node whose create
