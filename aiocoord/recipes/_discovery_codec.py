@@ -16,13 +16,20 @@ Curator 5.x readers ignore what they do not know, and accept it either way).
 as an object with an ``"@class"`` key first, a ``Long`` or a list as a two-element array
 ``["java.lang.Long", 5]``; strings, ints, doubles and booleans go bare. aiocoord passes any
 JSON value through unchanged, type hints included, so a Java reader with a concrete payload
-class needs the payload written with its ``"@class"`` key.
+class needs the payload written with its ``"@class"`` key. An array that is not such a
+wrapper is refused (InstanceFormatError): Curator could not read the service at all.
+
+**Bytes.** :func:`~aiocoord.recipes._json.dump_jackson` writes strings and doubles as
+Jackson does (escaped surrogate pairs beyond the BMP, upper-case ``\u001f``, Java's
+``Double.toString``); see :mod:`aiocoord.recipes._json` for the one JDK difference.
 
 **Reading** is as lenient as Jackson's defaults in Curator: a missing key takes the Java
 default (``name`` and ``id`` ``""``, ``registrationTimeUTC`` 0, ``serviceType`` DYNAMIC,
 ``enabled`` true), and keys it does not know are kept (``ServiceInstance._extra``) and written
 back after the known ones, so that a read-modify-write loses nothing a newer writer added.
-A value of the wrong JSON type raises :class:`InstanceFormatError`.
+A value of the wrong JSON type raises :class:`InstanceFormatError`, and so does anything
+:func:`~aiocoord.recipes._json.load_foreign` refuses (not UTF-8, not JSON, nested deeper
+than 200 levels, a number out of a double's range).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "ForeignDataError", "dump_jackson", "load_foreign"]
+__all__ = ["MAX_DEPTH", "ForeignDataError", "JavaDouble", "dump_jackson", "load_foreign"]
 
 #: Deepest nesting of arrays and objects a foreign document may have. Far below Python's
 #: recursion limit (so the value stays usable), far above any real record or payload.
@@ -63,8 +63,22 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+class JavaDouble(float):
+    """A double read from a node, with the text it was written as: :func:`dump_jackson`
+    writes that text back, so a node another writer made (Java 17's ``Double.toString``
+    writes ``1e23`` as ``9.999999999999999E22``) round-trips to its very bytes. Otherwise a
+    plain float."""
+
+    text: str
+
+    def __new__(cls, text: str) -> JavaDouble:
+        value = super().__new__(cls, text)
+        value.text = text
+        return value
+
+
 def _finite(text: str) -> float:
-    value = float(text)
+    value = JavaDouble(text)
     if math.isinf(value):  # 1e999: Jackson reads Infinity, which it would not write back
         raise ValueError(f"{text[:40]} is out of range for a double")
     return value
@@ -91,6 +105,20 @@ def load_foreign(data: bytes) -> Any:
 
 
 # --- writing -------------------------------------------------------------------------------
+
+# The forms Double.toString writes: plain from 1e-3 to 1e7, else computerized scientific;
+# no trailing zero but in "x.0". A read double whose text has another form ("1e20", "5",
+# "0.0001", "1.50") is written anew.
+_JAVA_PLAIN = re.compile(r"-?(?:[1-9]\d{0,6}|0)\.(?:0|\d*[1-9])")
+_JAVA_SCIENTIFIC = re.compile(r"-?[1-9]\.(?:0|\d*[1-9])E-?[1-9]\d{0,2}")
+
+
+def _java_form(value: JavaDouble) -> bool:
+    magnitude = abs(value)
+    if magnitude == 0.0 or 1e-3 <= magnitude < 1e7:
+        return _JAVA_PLAIN.fullmatch(value.text) is not None
+    return _JAVA_SCIENTIFIC.fullmatch(value.text) is not None
+
 
 _SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # Characters Jackson escapes: the quote, the backslash, C0 controls, and (one by one, as
@@ -158,6 +186,8 @@ def _write(value: Any, out: list[str], depth: int) -> None:
         out.append(java_string(value))
     elif isinstance(value, int):
         out.append(str(int(value)))
+    elif isinstance(value, JavaDouble) and _java_form(value):
+        out.append(value.text)  # as read: another writer's digits (see JavaDouble)
     elif isinstance(value, float):
         out.append(java_double(float(value)))
     elif isinstance(value, Mapping):
