@@ -35,10 +35,7 @@ than 200 levels, a number out of a double's range).
 from __future__ import annotations
 
 import enum
-import functools
-import ipaddress
 import re
-import socket
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -48,7 +45,8 @@ from typing import Any
 
 from aiocoord._validation import encode_utf8
 from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError
-from aiocoord.recipes._json import ForeignDataError, dump_jackson, load_foreign
+from aiocoord.recipes._discovery_host import local_address
+from aiocoord.recipes._json import ForeignDataError, dump_jackson, is_type_wrapper, load_foreign
 
 __all__ = [
     "InstanceFormatError",
@@ -228,11 +226,6 @@ def _check_port(value: Any, what: str) -> None:
         raise BadArgumentsError(f"{what} must be a port number 0-65535, got {value}")
 
 
-# A Jackson type id: a Java binary class name ("java.lang.Long", "Outer$Inner") or an array
-# type's descriptor ("[Ljava.lang.String;", "[J").
-_JAVA_TYPE_ID = re.compile(r"\[*(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*|L[\w$.]+;|[ZBCSIJFD])")
-
-
 def _check_json(payload: Any) -> None:
     try:
         dump_jackson(payload)
@@ -242,11 +235,7 @@ def _check_json(payload: Any) -> None:
         ) from None
     except (TypeError, ValueError) as exc:
         raise InstanceFormatError(f"the payload must be a JSON value: {exc}") from None
-    if isinstance(payload, list | tuple) and not (
-        len(payload) == 2
-        and isinstance(payload[0], str)
-        and _JAVA_TYPE_ID.fullmatch(payload[0]) is not None
-    ):
+    if isinstance(payload, list | tuple) and not is_type_wrapper(payload):
         # Curator reads an array payload as Jackson's [type id, value] wrapper: any other
         # array makes the whole service unreadable to its queryForInstances and ServiceCache.
         raise InstanceFormatError(
@@ -384,39 +373,6 @@ class ServiceInstance:
     def build_uri_spec(self, variables: Mapping[str, Any] | None = None) -> str:
         """This instance's URI from its ``uri_spec`` (``""`` if it has none)."""
         return "" if self.uri_spec is None else self.uri_spec.build(self, variables)
-
-
-@functools.lru_cache(maxsize=1)
-def local_address() -> str | None:
-    """This host's address as Curator's builder picks one: not a loopback nor a link-local
-    address. The address of the interface that routes outwards if there is one (found
-    without sending anything), else one the host name resolves to; None if neither."""
-    for family, probe in ((socket.AF_INET, "192.0.2.1"), (socket.AF_INET6, "2001:db8::1")):
-        try:
-            with socket.socket(family, socket.SOCK_DGRAM) as sock:
-                sock.connect((probe, 9))  # a UDP connect only picks a route
-                address = str(sock.getsockname()[0])
-        except OSError:
-            continue
-        if _usable(address):
-            return address
-    try:
-        infos = socket.getaddrinfo(socket.gethostname(), None, type=socket.SOCK_STREAM)
-    except OSError:
-        return None
-    for info in infos:
-        address = str(info[4][0])
-        if _usable(address):
-            return address
-    return None
-
-
-def _usable(address: str) -> bool:
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return False
-    return not (ip.is_loopback or ip.is_link_local or ip.is_unspecified)
 
 
 # --- the JSON form -----------------------------------------------------------------------

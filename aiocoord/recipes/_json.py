@@ -28,7 +28,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "ForeignDataError", "JavaDouble", "dump_jackson", "load_foreign"]
+__all__ = [
+    "MAX_DEPTH",
+    "ForeignDataError",
+    "JavaDouble",
+    "dump_jackson",
+    "is_type_wrapper",
+    "load_foreign",
+]
 
 #: Deepest nesting of arrays and objects a foreign document may have. Far below Python's
 #: recursion limit (so the value stays usable), far above any real record or payload.
@@ -212,6 +219,22 @@ def _write(value: Any, out: list[str], depth: int) -> None:
         out.append("]")
     else:
         raise TypeError(f"{type(value).__name__} is not JSON-serializable")
+
+
+# A Jackson type id: a Java binary class name ("java.lang.Long", "Outer$Inner") or an array
+# type's descriptor ("[Ljava.lang.String;", "[J").
+_JAVA_TYPE_ID = re.compile(r"\[*(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*|L[\w$.]+;|[ZBCSIJFD])")
+
+
+def is_type_wrapper(value: Any) -> bool:
+    """Whether ``value`` is Jackson's ``[type id, value]`` wrapper, the one array form a
+    polymorphic value (Curator's payload) takes: ``["java.lang.Long", 5]``."""
+    return (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and _JAVA_TYPE_ID.fullmatch(value[0]) is not None
+    )
 
 
 def dump_jackson(value: Any) -> bytes:
