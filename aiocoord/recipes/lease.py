@@ -251,7 +251,7 @@ class NonBlockingLease:
         try:
             return decode_holder(path, data)
         except LeaseDataError:
-            self.client.session.recorder.undecodable("lease")
+            self.client.session.recorder.undecodable("nonblocking_lease")
             raise
 
     async def _obtain(self) -> datetime.datetime | None:
