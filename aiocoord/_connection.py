@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from aiocoord._stats import Recorder, error_name
+from aiocoord._validation import MAX_REQUEST
 from aiocoord._wire.framing import (
     EMPTY,
     REPLY_HEADER_SIZE,
@@ -39,9 +40,6 @@ from aiocoord.errors import (
 
 # A frame larger than this is garbage, not a reply: drop the connection instead of allocating.
 MAX_FRAME = 64 * 1024 * 1024
-#: The largest request a default server reads (jute.maxbuffer = 0xfffff); a longer one makes
-#: it close the connection, losing every request in flight with it.
-MAX_REQUEST = 0xFFFFF
 
 R = TypeVar("R")
 

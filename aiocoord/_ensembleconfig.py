@@ -5,7 +5,8 @@ and of the member specs :meth:`~aiocoord.Client.reconfig` is given.
 
 A line reads ``server.<id>=<host>:<quorum port>:<election port>[:<role>][;[<client host>:]
 <client port>]``; IPv6 hosts are in brackets, and a member reachable on several networks
-lists more addresses separated by ``|`` (the first is kept here, the whole line in ``spec``).
+lists more addresses separated by ``|`` (the first in ``host``, ``quorum_port`` and
+``election_port``, the others in ``more_addresses``; ``spec`` writes them all).
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ class EnsembleMember:
 
     ``client_host`` and ``client_port`` are None when the line names no client address (the
     server then serves clients only on the port of its static configuration, which the
-    ensemble does not publish).
+    ensemble does not publish). ``more_addresses`` are the member's other server addresses,
+    ``(host, quorum port, election port)`` each, when it is reachable on several networks
+    (ZooKeeper 3.6+'s ``host:q:e|host2:q2:e2``).
     """
 
     id: int
@@ -51,6 +54,7 @@ class EnsembleMember:
     role: MemberRole = "participant"
     client_host: str | None = None
     client_port: int | None = None
+    more_addresses: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def client_address(self) -> str | None:
@@ -75,6 +79,8 @@ class EnsembleMember:
             f"server.{self.id}={_bracketed(self.host)}:{self.quorum_port}:"
             f"{self.election_port}:{self.role}"
         )
+        for host, quorum, election in self.more_addresses:
+            line += f"|{_bracketed(host)}:{quorum}:{election}"
         if self.client_port is not None:
             client = f"{_bracketed(self.client_host)}:" if self.client_host else ""
             line += f";{client}{self.client_port}"
@@ -177,22 +183,29 @@ def parse_member(line: str) -> EnsembleMember:
     if member_id is None:
         raise bad(f"the id {id_text!r} is not a non-negative integer")
     server_part, _, client_part = value.strip().partition(";")
-    # Several addresses of one member are separated by '|'; the first one is kept.
-    first = server_part.split("|")[0]
-    host, rest = _split_host(first)
-    if host is None:
-        raise bad("its server address is not host:port:port")
-    fields = rest.split(":")
-    if len(fields) not in (2, 3):
-        raise bad("its server address needs a quorum port and an election port")
-    quorum, election = _number(fields[0], 1, 65535), _number(fields[1], 1, 65535)
-    if quorum is None or election is None:
-        raise bad("a server port is not a number in 1..65535")
-    role: MemberRole = "participant"
-    if len(fields) == 3:
-        if fields[2] not in _ROLES:
-            raise bad(f"the role {fields[2]!r} is neither participant nor observer")
-        role = "observer" if fields[2] == "observer" else "participant"
+    # A member on several networks lists one address per network, separated by '|'; the
+    # server requires the same role on each that names one.
+    addresses: list[tuple[str, int, int]] = []
+    roles: set[str] = set()
+    for address in server_part.split("|"):
+        host, rest = _split_host(address)
+        if host is None:
+            raise bad("its server address is not host:port:port")
+        fields = rest.split(":")
+        if len(fields) not in (2, 3):
+            raise bad("its server address needs a quorum port and an election port")
+        quorum, election = _number(fields[0], 1, 65535), _number(fields[1], 1, 65535)
+        if quorum is None or election is None:
+            raise bad("a server port is not a number in 1..65535")
+        if len(fields) == 3:
+            if fields[2] not in _ROLES:
+                raise bad(f"the role {fields[2]!r} is neither participant nor observer")
+            roles.add(fields[2])
+        addresses.append((host, quorum, election))
+    if len(roles) > 1:
+        raise bad("its addresses name different roles")
+    role: MemberRole = "observer" if roles == {"observer"} else "participant"
+    (host, quorum, election), *more = addresses
     client_host: str | None = None
     client_port: int | None = None
     if client_part.strip():
@@ -206,7 +219,9 @@ def parse_member(line: str) -> EnsembleMember:
         client_port = _number(port_text, 1, 65535)
         if client_port is None:
             raise bad("the client port is not a number in 1..65535")
-    return EnsembleMember(member_id, host, quorum, election, role, client_host or None, client_port)
+    return EnsembleMember(
+        member_id, host, quorum, election, role, client_host or None, client_port, tuple(more)
+    )
 
 
 def _split_host(text: str) -> tuple[str | None, str]:
@@ -218,9 +233,16 @@ def _split_host(text: str) -> tuple[str | None, str]:
             return None, ""
         return host, rest[1:]
     host, colon, rest = text.partition(":")
-    if not host or not colon or any(c.isspace() or c in "[]/=;|," for c in host):
+    if not host or not colon or any(_bad_host_char(c) for c in host):
         return None, ""
     return host, rest
+
+
+def _bad_host_char(c: str) -> bool:
+    # Separators of the config line, control characters, lone surrogates, and characters
+    # beyond the BMP (no host name or address has them; the server would store them as
+    # garbage in /zookeeper/config).
+    return c.isspace() or c in "[]/=;|," or not c.isprintable() or ord(c) > 0xFFFF
 
 
 def _number(text: str, low: int, high: int) -> int | None:
@@ -313,6 +335,9 @@ def _members(value: object, name: str) -> list[EnsembleMember] | None:
             raise InvalidTypeError(
                 f"{name} entries must be EnsembleMember or str, not {type(item).__name__}"
             )
+    if not out:
+        # [""] or [","]: no member at all; sent, it would be an empty change.
+        raise BadArgumentsError(f"{name} names no server; leave it out (None) instead")
     return out
 
 

@@ -87,7 +87,7 @@ class SessionView:
         server watches held by kind, reconnects, session expiries, the server, the session
         and its negotiated timeout, background deletes pending, and per recipe kind
         (``"lock"``, ``"lease"``, ``"leadership"``, ``"latch"``) the grants, waits, wait
-        time and losses.
+        time and losses, and the nodes of others a recipe could not read (``undecodable``).
 
         Counting is always on and costs a few integer operations per reply (the latency
         histogram is fixed in size, see :mod:`aiocoord._stats`); a snapshot costs more, so

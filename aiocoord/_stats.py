@@ -76,6 +76,9 @@ class RecipeStats:
     wait_seconds_max: float = 0.0
     #: holdings lost while held (session loss, node deleted)
     losses: int = 0
+    #: nodes this kind of recipe skipped (or refused to read) because their data was not
+    #: what it reads: counted once per version of each node, the version logged once
+    undecodable: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,10 +147,10 @@ class _Op:
 
 
 class _Recipe:
-    __slots__ = ("holds", "losses", "wait_max", "wait_total", "waits")
+    __slots__ = ("holds", "losses", "undecodable", "wait_max", "wait_total", "waits")
 
     def __init__(self) -> None:
-        self.holds = self.waits = self.losses = 0
+        self.holds = self.waits = self.losses = self.undecodable = 0
         self.wait_total = self.wait_max = 0.0
 
 
@@ -219,6 +222,10 @@ class Recorder:
         """A holding of a recipe of ``kind`` was lost while held."""
         self._recipe(kind).losses += 1
 
+    def undecodable(self, kind: str) -> None:
+        """A recipe of ``kind`` met a node whose data it cannot read (a new version of it)."""
+        self._recipe(kind).undecodable += 1
+
     def requests(self) -> dict[str, OpStats]:
         """Per operation name, a snapshot (the opcodes of one call, such as the four kinds of
         create, are counted together)."""
@@ -237,6 +244,6 @@ class Recorder:
     def recipes(self) -> dict[str, RecipeStats]:
         """Per recipe kind, a snapshot."""
         return {
-            kind: RecipeStats(r.holds, r.waits, r.wait_total, r.wait_max, r.losses)
+            kind: RecipeStats(r.holds, r.waits, r.wait_total, r.wait_max, r.losses, r.undecodable)
             for kind, r in self._recipes.items()
         }

@@ -69,6 +69,41 @@ def validate_data(data: Any, path: str | None = None, limit: int = MAX_DATA_SIZE
     return out
 
 
+#: The largest request a default server reads (jute.maxbuffer = 0xfffff); a longer one makes
+#: it close the connection, losing every request in flight with it.
+MAX_REQUEST = 0xFFFFF
+#: What a create adds to its path, data and ACL entries: the frame's xid and opcode, the
+#: length prefixes of the path, the data and the ACL list, the flags, and a TTL.
+_CREATE_OVERHEAD = 4 + 4 + 4 + 4 + 4 + 4 + 8
+#: The longest a node name grows when created: a protected prefix ``_c_<uuid>-`` and a
+#: sequence number.
+_NAME_GROWTH = 40 + 10
+#: The ACL a create sends when given none (OPEN_ACL_UNSAFE: perms, "world", "anyone").
+_OPEN_ACL_SIZE = 4 + 4 + 5 + 4 + 6
+
+
+def validate_create_size(
+    path: str, data: bytes, acl: Sequence[ACL] | None = None, chroot: str = ""
+) -> None:
+    """DataTooLargeError if creating ``data`` at ``path`` (under ``chroot``, with its name
+    grown to the longest protected, sequential form) would be a request larger than a
+    server reads. For a recipe that keeps a node: refused up front, the create would be
+    refused at every attempt. ``acl`` None counts OPEN_ACL_UNSAFE (what an
+    ``acl_provider`` gives is checked when the request is sent)."""
+    if acl is None:
+        acl_size = _OPEN_ACL_SIZE
+    else:
+        acl_size = sum(12 + len(a.scheme.encode()) + len(a.id.encode()) for a in acl)
+    size = (
+        _CREATE_OVERHEAD
+        + len(chroot.encode()) + len(path.encode()) + _NAME_GROWTH
+        + len(data)
+        + acl_size
+    )  # fmt: skip
+    if size > MAX_REQUEST:
+        raise DataTooLargeError(size, MAX_REQUEST, path)
+
+
 def validate_version(version: Any) -> int:
     """Return ``version`` if it is an int >= -1."""
     if isinstance(version, bool) or not isinstance(version, int):
@@ -123,7 +158,9 @@ def validate_flag(value: Any, name: str) -> bool:
     return value
 
 
-def _utf8(value: str, name: str) -> bytes:
+def encode_utf8(value: str, name: str) -> bytes:
+    """``value`` in UTF-8; BadArgumentsError if it holds a lone surrogate (``"\\ud800"``),
+    which has no UTF-8 form (checked before anything is sent)."""
     try:
         return value.encode()
     except UnicodeEncodeError as exc:
@@ -134,9 +171,9 @@ def validate_auth(scheme: Any, credential: Any) -> tuple[str, bytes]:
     """Return ``(scheme, credential)`` with the credential as bytes, e.g. ``("digest", b"u:p")``."""
     if not isinstance(scheme, str):
         raise InvalidTypeError(f"auth scheme must be str, not {type(scheme).__name__}")
-    _utf8(scheme, "auth scheme")
+    encode_utf8(scheme, "auth scheme")
     if isinstance(credential, str):
-        return scheme, _utf8(credential, "auth credential")
+        return scheme, encode_utf8(credential, "auth credential")
     if isinstance(credential, (bytes, bytearray, memoryview)):
         return scheme, bytes(credential)
     raise InvalidTypeError(f"auth credential must be str or bytes, not {type(credential).__name__}")
@@ -165,7 +202,7 @@ def validate_acl(acl: Any) -> list[ACL]:
                     f"ACL {field} must be str (e.g. ACL(ACL.ALL, 'world', 'anyone')), "
                     f"not {type(value).__name__}"
                 )
-            _utf8(value, f"ACL {field}")
+            encode_utf8(value, f"ACL {field}")
     return list(acl)
 
 
@@ -209,6 +246,6 @@ def validate_sasl(value: Any) -> tuple[str, str] | GSSAPI | None:
             "sasl must be a (user, password) tuple of non-empty str for DIGEST-MD5, "
             "an aiocoord.GSSAPI(...) for Kerberos, or None"
         )
-    _utf8(value[0], "sasl user")
-    _utf8(value[1], "sasl password")
+    encode_utf8(value[0], "sasl user")
+    encode_utf8(value[1], "sasl password")
     return value

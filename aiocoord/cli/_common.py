@@ -18,6 +18,7 @@ from aiocoord.errors import CoordinationError, NoNodeError, NoServersError
 
 __all__ = [
     "CONNECT_ENV",
+    "shown",
     "add_hosts",
     "hosts_of",
     "servers_of",
@@ -129,3 +130,16 @@ async def read_only(
     except CoordinationError as exc:
         print(f"aiocoord {what}: {exc}", file=sys.stderr)
     return EXIT_SERVER, None
+
+
+#: A foreign value (an identifier read from a node) is cut to this many characters in a table.
+SHOWN_MAX = 80
+
+
+def shown(text: str) -> str:
+    """``text`` safe for a terminal: a value any client wrote to a node (an identifier) may
+    hold escape sequences or line breaks that would rewrite what the operator sees, or be a
+    megabyte long; each non-printable character is shown as its Python escape, and the
+    text is cut to :data:`SHOWN_MAX` characters."""
+    safe = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: SHOWN_MAX + 1])
+    return safe if len(safe) <= SHOWN_MAX else safe[: SHOWN_MAX - 3] + "..."

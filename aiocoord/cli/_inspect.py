@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from aiocoord._paths import join, sort_by_sequence
 from aiocoord._wire.data import Stat
-from aiocoord.cli._common import connect_help, default_connect, read_only, timeout_help
+from aiocoord.cli._common import connect_help, default_connect, read_only, shown, timeout_help
 from aiocoord.cli._locks import adding_lease
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError
@@ -140,7 +140,7 @@ def _summary(kind: str, rows: list[Contender]) -> str:
         held = sum(r.role == "lease" for r in rows)
         return f"{held} lease(s) held, {len(rows) - held} waiting or acquiring"
     holding = [r for r in rows if not r.role.startswith("waiting")]
-    who = ", ".join(r.identifier for r in holding) or "nobody"
+    who = ", ".join(shown(r.identifier) for r in holding) or "nobody"
     return f"held by {who}; {len(rows) - len(holding)} waiting"
 
 
@@ -149,14 +149,14 @@ def queue_lines(kind: str, path: str, rows: list[Contender]) -> list[str]:
     table: position, role, identifier, owning session, node name, creation zxid."""
     if not rows:
         return [f"{kind} {path}: nobody holds or waits"]
-    width = max(10, *(len(r.identifier) for r in rows))
+    idents = [shown(r.identifier) for r in rows]
+    width = max(10, *(len(i) for i in idents))
     header = f"{'#':>3}  {'role':<14}  {'identifier':<{width}}  {'session':<18}  node  (czxid)"
     lines = [f"{kind} {path}: {_summary(kind, rows)}", header]
-    for r in rows:
+    for r, ident in zip(rows, idents, strict=True):
         session = f"0x{r.session_id:x}" if r.session_id else "-"
         lines.append(
-            f"{r.position:>3}  {r.role:<14}  {r.identifier:<{width}}  {session:<18}  "
-            f"{r.node}  ({r.czxid})"
+            f"{r.position:>3}  {r.role:<14}  {ident:<{width}}  {session:<18}  {r.node}  ({r.czxid})"
         )
     return lines
 

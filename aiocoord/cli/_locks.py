@@ -22,7 +22,15 @@ from dataclasses import dataclass
 from aiocoord._paths import join, sequence_of, sort_by_sequence
 from aiocoord._servers import Server
 from aiocoord._wire.data import Stat
-from aiocoord.cli._common import EXIT_OK, add_hosts, hosts_of, read_only, servers_of, timeout_help
+from aiocoord.cli._common import (
+    EXIT_OK,
+    add_hosts,
+    hosts_of,
+    read_only,
+    servers_of,
+    shown,
+    timeout_help,
+)
 from aiocoord.cli._fourletter import (
     FourLetterError,
     SessionConnection,
@@ -210,7 +218,7 @@ def _summary(layout: str, rows: list[dict[str, object]]) -> str:
     if layout == "semaphore":
         held = sum(r["role"] == "lease" for r in rows)
         return f"{held} lease(s) held; {len(rows) - held} waiting or acquiring"
-    holding = [str(r["identifier"]) for r in rows if r["holds"]]
+    holding = [shown(str(r["identifier"])) for r in rows if r["holds"]]
     if layout == "latch":
         return f"leader {holding[0]}; {len(rows) - 1} candidate(s)" if holding else "no leader"
     return f"held by {', '.join(holding) or 'nobody'}; {len(rows) - len(holding)} waiting"
@@ -225,7 +233,7 @@ def locks_lines(path: str, layout: str | None, rows: list[dict[str, object]]) ->
         (
             str(r["position"]),
             str(r["role"]),
-            str(r["identifier"] or "-"),
+            shown(str(r["identifier"] or "-")),
             str(r["session_id"] or "-"),
             str(r["client"] or "-"),
             str(r["fencing_token"]),

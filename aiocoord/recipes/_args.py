@@ -8,6 +8,7 @@ import socket
 from functools import lru_cache
 from typing import Any
 
+from aiocoord._validation import encode_utf8
 from aiocoord.client import Client
 from aiocoord.errors import InvalidTypeError
 
@@ -41,7 +42,10 @@ def check_client(client: Any) -> Client:
 
 
 def check_identifier(identifier: Any) -> str | None:
-    """``identifier`` if it is None or a str, else InvalidTypeError."""
+    """``identifier`` if it is None or a str that has a UTF-8 form (it is written to a node),
+    else InvalidTypeError / BadArgumentsError (a lone surrogate such as ``"\\ud800"``)."""
     if identifier is not None and not isinstance(identifier, str):
         raise InvalidTypeError(f"identifier must be str or None, not {type(identifier).__name__}")
+    if identifier is not None:
+        encode_utf8(identifier, "identifier")
     return identifier

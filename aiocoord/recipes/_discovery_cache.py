@@ -5,8 +5,11 @@
 
 The stream is the children cache's, each event turned into an instance event as it is read:
 no task of its own, and the cache's guarantees hold (bounded buffer, RESYNCED on overflow,
-connection events). A node whose data is not an instance is left out of :meth:`instances`
-and of the stream, with a warning logged, as Curator's cache does.
+connection events). A node whose data is not an instance (anything another client wrote:
+not JSON, not UTF-8, nested too deep, fields of the wrong type) is left out of
+:meth:`instances`, of :meth:`wait_for` and of the stream, with a warning logged once per
+version of the node and counted in ``client.stats().recipes["discovery"].undecodable``;
+the rest is served as before.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiocoord._deadline import within
-from aiocoord.client import ChildData
+from aiocoord.client import ChildData, Client
 from aiocoord.errors import InvalidTypeError
 from aiocoord.recipes._discovery_codec import InstanceFormatError, ServiceInstance, decode_instance
 from aiocoord.recipes.cache import CacheEventType, ChildrenCache, EventSubscription, NodeEvent
@@ -53,10 +56,13 @@ class InstanceEvent:
     previous: ServiceInstance | None = None
 
 
-class _Decoder:
-    """Decodes a service's nodes, once per version of each node."""
+class InstanceDecoder:
+    """Decodes a service's nodes, once per version of each node: a node that is not an
+    instance (written by anyone, hostile or not) is left out, logged once per version and
+    counted in the client's ``stats().recipes["discovery"].undecodable``."""
 
-    def __init__(self) -> None:
+    def __init__(self, client: Client) -> None:
+        self._client = client
         self._seen: dict[str, tuple[int, int, ServiceInstance | None]] = {}
 
     def __call__(self, child: ChildData | None) -> ServiceInstance | None:
@@ -70,6 +76,7 @@ class _Decoder:
             instance: ServiceInstance | None = decode_instance(child.data, child.path)
         except InstanceFormatError as exc:
             log.warning("skipping a node that is not a service instance: %s", exc)
+            self._client.session.recorder.undecodable("discovery")
             instance = None
         self._seen[child.path] = (stat.czxid, stat.mzxid, instance)
         return instance
@@ -90,7 +97,7 @@ class InstanceSubscription:
 
     __slots__ = ("_decode", "_inner")
 
-    def __init__(self, inner: EventSubscription[NodeEvent], decode: _Decoder) -> None:
+    def __init__(self, inner: EventSubscription[NodeEvent], decode: InstanceDecoder) -> None:
         self._inner = inner
         self._decode = decode
 
@@ -155,7 +162,7 @@ class ServiceCache:
         self.name = name
         self.path = discovery.path_for_name(name)
         self._cache = ChildrenCache(discovery.client, self.path, **options)
-        self._decode = _Decoder()
+        self._decode = InstanceDecoder(discovery.client)
 
     def instances(self) -> list[ServiceInstance]:
         """The instances as the cache sees them now, sorted by id."""

@@ -16,23 +16,26 @@ Curator 5.x readers ignore what they do not know, and accept it either way).
 as an object with an ``"@class"`` key first, a ``Long`` or a list as a two-element array
 ``["java.lang.Long", 5]``; strings, ints, doubles and booleans go bare. aiocoord passes any
 JSON value through unchanged, type hints included, so a Java reader with a concrete payload
-class needs the payload written with its ``"@class"`` key.
+class needs the payload written with its ``"@class"`` key. An array that is not such a
+wrapper is refused (InstanceFormatError): Curator could not read the service at all.
+
+**Bytes.** :func:`~aiocoord.recipes._json.dump_jackson` writes strings and doubles as
+Jackson does (escaped surrogate pairs beyond the BMP, upper-case ``\u001f``, Java's
+``Double.toString``); see :mod:`aiocoord.recipes._json` for the one JDK difference.
 
 **Reading** is as lenient as Jackson's defaults in Curator: a missing key takes the Java
 default (``name`` and ``id`` ``""``, ``registrationTimeUTC`` 0, ``serviceType`` DYNAMIC,
 ``enabled`` true), and keys it does not know are kept (``ServiceInstance._extra``) and written
 back after the known ones, so that a read-modify-write loses nothing a newer writer added.
-A value of the wrong JSON type raises :class:`InstanceFormatError`.
+A value of the wrong JSON type raises :class:`InstanceFormatError`, and so does anything
+:func:`~aiocoord.recipes._json.load_foreign` refuses (not UTF-8, not JSON, nested deeper
+than 200 levels, a number out of a double's range).
 """
 
 from __future__ import annotations
 
 import enum
-import functools
-import ipaddress
-import json
 import re
-import socket
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -40,7 +43,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from aiocoord._validation import encode_utf8
 from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError
+from aiocoord.recipes._discovery_host import local_address
+from aiocoord.recipes._json import ForeignDataError, dump_jackson, is_type_wrapper, load_foreign
 
 __all__ = [
     "InstanceFormatError",
@@ -222,9 +228,25 @@ def _check_port(value: Any, what: str) -> None:
 
 def _check_json(payload: Any) -> None:
     try:
-        json.dumps(payload, allow_nan=False)
+        dump_jackson(payload)
+    except UnicodeEncodeError:
+        raise BadArgumentsError(
+            "the payload holds a lone surrogate character, which has no UTF-8 form"
+        ) from None
     except (TypeError, ValueError) as exc:
         raise InstanceFormatError(f"the payload must be a JSON value: {exc}") from None
+    if isinstance(payload, list | tuple) and not is_type_wrapper(payload):
+        # Curator reads an array payload as Jackson's [type id, value] wrapper: any other
+        # array makes the whole service unreadable to its queryForInstances and ServiceCache.
+        raise InstanceFormatError(
+            "an array payload must be a Jackson type wrapper [java class name, value] "
+            f"(Curator cannot read any other): got {payload!r:.60}; wrap a list in an object"
+        )
+
+
+def _check_text(value: str | None, what: str) -> None:
+    if value is not None:
+        encode_utf8(value, what)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +285,8 @@ class ServiceInstance:
                     f"{what} must be str, not {type(getattr(self, what)).__name__}"
                 )
         _check_optional(self.address, str, "address")
+        for what in ("name", "id", "address"):
+            _check_text(getattr(self, what), what)
         _check_port(self.port, "port")
         _check_port(self.ssl_port, "ssl_port")
         _check_json(self.payload)
@@ -351,39 +375,6 @@ class ServiceInstance:
         return "" if self.uri_spec is None else self.uri_spec.build(self, variables)
 
 
-@functools.lru_cache(maxsize=1)
-def local_address() -> str | None:
-    """This host's address as Curator's builder picks one: not a loopback nor a link-local
-    address. The address of the interface that routes outwards if there is one (found
-    without sending anything), else one the host name resolves to; None if neither."""
-    for family, probe in ((socket.AF_INET, "192.0.2.1"), (socket.AF_INET6, "2001:db8::1")):
-        try:
-            with socket.socket(family, socket.SOCK_DGRAM) as sock:
-                sock.connect((probe, 9))  # a UDP connect only picks a route
-                address = str(sock.getsockname()[0])
-        except OSError:
-            continue
-        if _usable(address):
-            return address
-    try:
-        infos = socket.getaddrinfo(socket.gethostname(), None, type=socket.SOCK_STREAM)
-    except OSError:
-        return None
-    for info in infos:
-        address = str(info[4][0])
-        if _usable(address):
-            return address
-    return None
-
-
-def _usable(address: str) -> bool:
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return False
-    return not (ip.is_loopback or ip.is_link_local or ip.is_unspecified)
-
-
 # --- the JSON form -----------------------------------------------------------------------
 
 
@@ -406,15 +397,11 @@ def encode_instance(instance: ServiceInstance) -> bytes:
     }
     doc.update(instance._extra)
     try:
-        text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:  # an _extra value given by hand
+        return dump_jackson(doc)
+    except UnicodeEncodeError:  # an _extra value given by hand
+        raise BadArgumentsError("the instance holds a lone surrogate character") from None
+    except (TypeError, ValueError) as exc:
         raise InstanceFormatError(f"the instance is not JSON-serializable: {exc}") from None
-    return text.encode("utf-8")
-
-
-def _no_constant(name: str) -> Any:
-    # Jackson refuses NaN and Infinity by default; so does this reader.
-    raise ValueError(f"{name} is not JSON")
 
 
 def _field(doc: Mapping[str, Any], key: str, kinds: tuple[type, ...], default: Any) -> Any:
@@ -459,9 +446,9 @@ def decode_instance(data: bytes, path: str | None = None) -> ServiceInstance:
     data is not one. ``path`` names the node in the error."""
     where = f" in {path}" if path else ""
     try:
-        doc = json.loads(data, parse_constant=_no_constant)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InstanceFormatError(f"not JSON{where}: {exc}") from None
+        doc = load_foreign(data)
+    except ForeignDataError as exc:
+        raise InstanceFormatError(f"{exc}{where}") from None
     if not isinstance(doc, dict):
         raise InstanceFormatError(f"not a JSON object{where}: {data[:60]!r}")
     try:
@@ -490,4 +477,6 @@ def decode_instance(data: bytes, path: str | None = None) -> ServiceInstance:
             _extra={k: v for k, v in doc.items() if k not in _KNOWN_KEYS},
         )
     except InstanceFormatError as exc:
+        raise InstanceFormatError(f"{exc}{where}") from None
+    except BadArgumentsError as exc:  # a lone surrogate escaped in the JSON ("\\ud800")
         raise InstanceFormatError(f"{exc}{where}") from None

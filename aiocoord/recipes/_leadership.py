@@ -8,7 +8,8 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from aiocoord.errors import CoordinationError, InvalidTypeError
+from aiocoord.errors import CoordinationError
+from aiocoord.recipes._args import check_identifier
 
 __all__ = [
     "ELECTION_NAME",
@@ -63,9 +64,10 @@ class LeadershipChange:
 
 
 def check_leader_identifier(identifier: Any) -> str:
-    """``identifier``, or ``host:pid`` for None; InvalidTypeError if it is not a str."""
+    """``identifier``, or ``host:pid`` for None; InvalidTypeError if it is not a str,
+    BadArgumentsError if it has no UTF-8 form (see check_identifier)."""
     if identifier is None:
         return f"{socket.gethostname()}:{os.getpid()}"
-    if not isinstance(identifier, str):
-        raise InvalidTypeError(f"identifier must be str, not {type(identifier).__name__}")
-    return identifier
+    checked = check_identifier(identifier)
+    assert checked is not None
+    return checked

@@ -81,10 +81,14 @@ class SharedCount(_SharedNode[int]):
     ``count.changes()`` streams every change (:class:`CountChange`); ``await
     count.wait_for(predicate)`` waits for a value. ``close()`` stops the cache and its
     tasks; the node stays. Reading a node that holds something else than 4 bytes raises
-    :class:`CorruptedValueError`. ``acl`` is the ACL of the nodes it creates, parents
-    included (None: OPEN_ACL_UNSAFE). It is :class:`~aiocoord.SharedValue`'s mechanism over
-    Curator's 4-byte big-endian integer.
+    :class:`CorruptedValueError` (``value``, ``versioned``); the change stream and
+    ``wait_for`` skip such a version (logged once, counted in
+    ``client.stats().recipes["shared_count"].undecodable``) and go on. ``acl`` is the ACL
+    of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE). It is
+    :class:`~aiocoord.SharedValue`'s mechanism over Curator's 4-byte big-endian integer.
     """
+
+    _kind = "shared_count"
 
     def __init__(
         self, client: Client, path: str, seed: int = 0, *, acl: Sequence[ACL] | None = None
@@ -175,7 +179,11 @@ class AtomicCounter:
             data, stat = await self.client.get(self.path)
         except NoNodeError:
             return None, -1
-        return self._decode(data), stat.version
+        try:
+            return self._decode(data), stat.version
+        except CorruptedValueError:
+            self.client.session.recorder.undecodable("atomic_counter")
+            raise
 
     async def get(self) -> int:
         """The current value (0 if the node does not exist)."""

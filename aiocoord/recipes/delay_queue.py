@@ -19,6 +19,7 @@ lost, and a cancelled ``get`` loses no item.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -33,17 +34,22 @@ _SEPARATOR = "|"
 _LONG_MAX = 2**63 - 1
 # A timer fires a hair early now and then against the wall clock: wait this much longer.
 _MARGIN = 0.002
+_HEX_LONG = re.compile(r"[+-]?[0-9A-Fa-f]+")
 
 
 def _epoch_of(name: str) -> int:
-    """The time in a delay item's name (Curator's reading: 0 if there is none)."""
+    """The time in a delay item's name (Curator's reading: 0 if there is none, or if it is
+    not a Java long in hex: Long.parseLong fails on it)."""
     end = name.rfind(_SEPARATOR)
     start = name.rfind(_SEPARATOR, 0, end) if end > 0 else -1
     if start > 0 and end > start + 1:
-        try:
-            return int(name[start + 1 : end], 16)
-        except ValueError:
-            return 0
+        text = name[start + 1 : end]
+        # Python's int() also takes "_" and spaces; a foreign name with a thousand digits
+        # would overflow the float arithmetic of the wait.
+        if _HEX_LONG.fullmatch(text):
+            value = int(text, 16)
+            if -_LONG_MAX - 1 <= value <= _LONG_MAX:
+                return value
     return 0
 
 

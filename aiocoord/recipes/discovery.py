@@ -42,10 +42,16 @@ from typing import Any
 
 from aiocoord._deadline import within
 from aiocoord._paths import join
-from aiocoord._validation import validate_data, validate_flag, validate_path, validate_timeout
+from aiocoord._validation import (
+    validate_create_size,
+    validate_data,
+    validate_flag,
+    validate_path,
+    validate_timeout,
+)
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
-from aiocoord.client import Client
+from aiocoord.client import ChildData, Client
 from aiocoord.errors import (
     BadArgumentsError,
     ClientClosedError,
@@ -57,7 +63,12 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._args import check_client
-from aiocoord.recipes._discovery_cache import InstanceEvent, InstanceSubscription, ServiceCache
+from aiocoord.recipes._discovery_cache import (
+    InstanceDecoder,
+    InstanceEvent,
+    InstanceSubscription,
+    ServiceCache,
+)
 from aiocoord.recipes._discovery_codec import (
     InstanceFormatError,
     ServiceInstance,
@@ -157,6 +168,7 @@ class ServiceDiscovery:
         self._registrations: dict[str, _Registration] = {}
         self._opened: set[ServiceCache | ServiceProvider] = set()
         self._closed = False
+        self._decoders: dict[str, InstanceDecoder] = {}
 
     # --- paths ---------------------------------------------------------------------------
 
@@ -292,26 +304,38 @@ class ServiceDiscovery:
             *(self.client.get(join(parent, i)) for i in ids), return_exceptions=True
         )
         found = []
+        decode = self._decoders.get(parent)
+        if decode is None:
+            # One per service: a bad node is logged and counted once per version, however
+            # often the service is listed.
+            decode = self._decoders[parent] = InstanceDecoder(self.client)
+        children = {}
         for node_name, read in zip(ids, reads, strict=True):
             if isinstance(read, NoNodeError):
                 continue  # deleted since the listing
             if isinstance(read, BaseException):
                 raise read
-            try:
-                found.append(decode_instance(read[0], join(parent, node_name)))
-            except InstanceFormatError as exc:
-                log.warning("skipping a node that is not a service instance: %s", exc)
+            child = children[node_name] = ChildData(join(parent, node_name), *read)
+            instance = decode(child)
+            if instance is not None:
+                found.append(instance)
+        decode.forget(children)
         return sorted(found, key=lambda i: i.id)
 
     async def instance(self, name: str, instance_id: str) -> ServiceInstance | None:
         """Instance ``instance_id`` of service ``name``, None if there is no such node;
-        InstanceFormatError if its data is not an instance."""
+        InstanceFormatError if its data is not an instance (counted in the client's
+        ``stats().recipes["discovery"].undecodable``)."""
         path = self.path_for_instance(name, instance_id)
         try:
             data, _ = await self.client.get(path)
         except NoNodeError:
             return None
-        return decode_instance(data, path)
+        try:
+            return decode_instance(data, path)
+        except InstanceFormatError:
+            self.client.session.recorder.undecodable("discovery")
+            raise
 
     # --- caches and providers ------------------------------------------------------------
 
@@ -375,7 +399,9 @@ class ServiceDiscovery:
                 f"instance must be a ServiceInstance, not {type(instance).__name__}"
             )
         path = self.path_for_instance(instance.name, instance.id)
-        return validate_data(encode_instance(instance), path), path
+        data = validate_data(encode_instance(instance), path)
+        validate_create_size(path, data, self.acl, self.client.session.chroot)
+        return data, path
 
     async def _remove(self, reg: _Registration, *, sweep: bool) -> None:
         """Stop keeping ``reg`` and delete its node; with ``sweep``, also a node whose create

@@ -59,6 +59,7 @@ from aiocoord.errors import (
 )
 from aiocoord.recipes._args import check_client, check_identifier
 from aiocoord.recipes._drivers import LeaseDriver
+from aiocoord.recipes._json import ForeignDataError, load_foreign
 from aiocoord.recipes._nodes import delete_node
 from aiocoord.recipes._queue import SequentialQueue
 
@@ -155,9 +156,9 @@ def encode_holder(identifier: str, end: datetime.datetime) -> bytes:
 def decode_holder(path: str, data: bytes) -> LeaseHolder:
     """The record in a holder node's data; LeaseDataError if it is not one."""
     try:
-        record = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise LeaseDataError(path, data, "not UTF-8 JSON") from None
+        record = load_foreign(data)
+    except ForeignDataError as exc:
+        raise LeaseDataError(path, data, f"not UTF-8 JSON ({exc})") from None
     if not isinstance(record, dict) or not isinstance(record.get("version"), int):
         raise LeaseDataError(path, data, "no integer 'version'")
     version = record["version"]
@@ -244,7 +245,14 @@ class NonBlockingLease:
             data, _ = await self.client.get(self.holder_path)
         except NoNodeError:
             return None
-        return decode_holder(self.holder_path, data)
+        return self._decode(self.holder_path, data)
+
+    def _decode(self, path: str, data: bytes) -> LeaseHolder:
+        try:
+            return decode_holder(path, data)
+        except LeaseDataError:
+            self.client.session.recorder.undecodable("nonblocking_lease")
+            raise
 
     async def _obtain(self) -> datetime.datetime | None:
         while True:
@@ -267,7 +275,7 @@ class NonBlockingLease:
                 version = None
                 now = self._now()
             else:
-                current = decode_holder(path, data)
+                current = self._decode(path, data)
                 now = self._now()
                 if current.version != FORMAT_VERSION:
                     log.info("lease %s has a version %d record; leaving it", path, current.version)

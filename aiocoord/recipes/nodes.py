@@ -36,6 +36,7 @@ from typing import Any
 from aiocoord._deadline import within
 from aiocoord._validation import (
     MAX_TTL_MS,
+    validate_create_size,
     validate_data,
     validate_duration_ms,
     validate_flag,
@@ -147,6 +148,8 @@ class PersistentNode:
         self.protected = protected or mode.sequential
         self._data = validate_data(data, path)
         self.acl = check_acl(acl)
+        # Refused now, not at every attempt of the task that keeps the node.
+        validate_create_size(path, self._data, self.acl, self.client.session.chroot)
         self._actual: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._created = asyncio.Event()
@@ -180,6 +183,7 @@ class PersistentNode:
         ``write=False`` only keeps it for the re-creations: the node holds it already
         (someone else wrote it), and writing it again could undo a newer change."""
         payload = validate_data(data, self.path)
+        validate_create_size(self.path, payload, self.acl, self.client.session.chroot)
         validate_flag(write, "write")
         self._data = payload
         actual = self._actual

@@ -63,7 +63,7 @@ from aiocoord.errors import (
 from aiocoord.errors import (
     TimeoutError as CoordTimeoutError,
 )
-from aiocoord.recipes._args import check_client
+from aiocoord.recipes._args import check_client, check_identifier
 from aiocoord.recipes._drivers import LeaseDriver
 from aiocoord.recipes._holding import Holding
 from aiocoord.recipes._partition import (
@@ -129,10 +129,8 @@ class SetPartitioner:
             raise BadArgumentsError("a SetPartitioner cannot live on the root node")
         self.locks_path = join(self.path, LOCKS)
         self.items = self._check_items(items)
-        if identifier is None:
-            identifier = default_identifier()
-        elif not isinstance(identifier, str):
-            raise InvalidTypeError(f"identifier must be str, not {type(identifier).__name__}")
+        checked = check_identifier(identifier)
+        identifier = default_identifier() if checked is None else checked
         self.identifier = identifier
         if partition_func is not None and not callable(partition_func):
             raise InvalidTypeError("partition_func must be callable")

@@ -20,6 +20,7 @@ bytes and read back; :class:`~aiocoord.SharedCount` is it over Curator's 4-byte 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -38,12 +39,14 @@ from aiocoord.errors import (
     TransactionFailedError,
 )
 from aiocoord.recipes._args import check_client
-from aiocoord.recipes._counter_codec import INT32_MAX, check_int
+from aiocoord.recipes._counter_codec import INT32_MAX, CorruptedValueError, check_int
 from aiocoord.recipes._marker import MarkedCommit
 from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import CacheEventType, NodeCache, NodeEvent
 
 __all__ = ["SharedValue", "ValueChange", "ValueChanges", "VersionedValue"]
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _S = TypeVar("_S", bound="_SharedNode[Any]")
@@ -107,6 +110,9 @@ class _SharedNode(Generic[T]):
     """The mechanism of a followed, compare-and-set value; see the module docstring.
     Subclasses say how a value is written (:meth:`_encode`) and read (:meth:`_decode`)."""
 
+    #: the recipe kind in ``client.stats().recipes``
+    _kind = "shared_value"
+
     def __init__(self, client: Client, path: str, seed: bytes, acl: Sequence[ACL] | None) -> None:
         self.client = check_client(client)
         self.path = validate_path(path)
@@ -118,12 +124,28 @@ class _SharedNode(Generic[T]):
         self._marked = MarkedCommit(client, path, acl=self.acl)
         # The newest write of ours whose event the cache may not have seen yet.
         self._written: ChildData | None = None
+        # The last version of the node found unreadable (czxid, mzxid): logged and counted
+        # once, however many streams and waits look at it.
+        self._unreadable: tuple[int, int] | None = None
 
     def _encode(self, value: T) -> bytes:
         raise NotImplementedError
 
     def _decode(self, data: bytes) -> T:
         raise NotImplementedError
+
+    def _readable(self, child: ChildData) -> tuple[T] | None:
+        """``(value,)`` of ``child``, or None if another writer left data that is not a
+        value (a stream skips it, a wait goes on; see CorruptedValueError)."""
+        try:
+            return (self._decode(child.data),)
+        except CorruptedValueError as exc:
+            version = (child.stat.czxid, child.stat.mzxid)
+            if version != self._unreadable:
+                self._unreadable = version
+                log.warning("skipping a value that cannot be read: %s", exc)
+                self.client.session.recorder.undecodable(self._kind)
+            return None
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -192,14 +214,20 @@ class _SharedNode(Generic[T]):
     def _change_of(self, event: NodeEvent) -> ValueChange[T] | None:
         if event.type in (CacheEventType.CREATED, CacheEventType.UPDATED):
             assert event.data is not None
-            return ValueChange(self._decode(event.data.data), event.data.stat.version)
+            read = self._readable(event.data)
+            if read is None:
+                return None  # not a value: the next value written is the next change
+            return ValueChange(read[0], event.data.stat.version)
         if event.type is CacheEventType.DELETED:
             return ValueChange(None, -1)
         if event.type is CacheEventType.RESYNCED:
             current = self._cache.current
             if current is None:
                 return ValueChange(None, -1, resynced=True)
-            return ValueChange(self._decode(current.data), current.stat.version, resynced=True)
+            read = self._readable(current)
+            if read is None:
+                return None
+            return ValueChange(read[0], current.stat.version, resynced=True)
         return None
 
     async def wait_for(
@@ -215,7 +243,8 @@ class _SharedNode(Generic[T]):
         timeout = validate_timeout(timeout)
 
         def check(current: ChildData | None) -> bool:
-            return current is not None and predicate(self._decode(current.data))
+            read = None if current is None else self._readable(current)
+            return read is not None and predicate(read[0])
 
         if check(self._latest()):
             return self.versioned

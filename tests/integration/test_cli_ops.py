@@ -489,3 +489,25 @@ async def test_demo_json_prints_its_checks_as_one_object(zookeeper: ServerHandle
     assert result["ok"] is True and all(result["checks"].values())
     assert result["ledger"] == result["jobs"] > 0
     assert "result: all checks passed" in err  # the log and summary went to stderr
+
+
+async def test_a_hostile_identifier_is_shown_escaped_and_cut(
+    zookeeper: ServerHandle, zk_connect: ClientFactory, zk_namespace: str
+) -> None:
+    # Any client may write any bytes as a contender's identifier: escape sequences that
+    # would rewrite the operator's terminal, bad UTF-8, a megabyte of text.
+    hostile = b"\x1b[2J\x1b]0;owned\x07\n\xff" + b"A" * 100_000
+    writer = await zk_connect()
+    await writer.create("/locks/h/_c_x-lock-0000000000", hostile, make_parents=True)
+    hosts = zookeeper.connect_string + zk_namespace
+    outputs = [
+        await cli("locks", hosts, "/locks/h"),
+        await cli("inspect", "lock", "/locks/h", "--connect", hosts),
+    ]
+    for code, out, err in outputs:
+        assert code == 0, out + err
+        assert "\x1b" not in out and "\x07" not in out, out[:200]
+        assert "\\x1b[2J" in out
+        assert max(len(line) for line in out.splitlines()) < 300
+    code, out, _ = await cli("locks", hosts, "/locks/h", "--json")
+    assert json.loads(out)["entries"][0]["identifier"].startswith("\x1b[2J")  # JSON: whole

@@ -9,6 +9,8 @@ is tested without Java in test_discovery.py."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import os
 import shutil
 import subprocess
@@ -18,7 +20,15 @@ from typing import Any
 import pytest
 from support import Factory
 
-from aiocoord import CacheEventType, ServiceDiscovery, ServiceInstance, ServiceType
+from aiocoord import (
+    CacheEventType,
+    InstanceFormatError,
+    ServiceDiscovery,
+    ServiceInstance,
+    ServiceType,
+    UriPart,
+    UriSpec,
+)
 
 LIBS = Path(os.environ.get("AIOCOORD_JAVA_LIBS", "/usr/share/java"))
 JARS = [
@@ -34,21 +44,34 @@ JARS = [
     "jackson-core",
     "jackson-databind",
 ]
-SOURCE = Path(__file__).parent / "java" / "DiscoveryPeer.java"
+JAVA = Path(__file__).parent / "java"
 
 
-@pytest.fixture(scope="module")
-def curator_peer(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs the compiled peer (skips the module without Java or jars)."""
+def _compiled(tmp_path_factory: pytest.TempPathFactory, name: str) -> list[str]:
+    """The command that runs ``java/<name>.java`` compiled (skips without Java or jars)."""
     missing = [jar for jar in JARS if not (LIBS / f"{jar}.jar").exists()]
     if shutil.which("javac") is None or shutil.which("java") is None or missing:
         pytest.skip(f"needs a JDK and Curator 5's jars in {LIBS} (missing: {missing or 'javac'})")
     classpath = ":".join(str(LIBS / f"{jar}.jar") for jar in JARS)
-    out = tmp_path_factory.mktemp("curator-peer")
+    out = tmp_path_factory.mktemp(name)
     subprocess.run(
-        ["javac", "-d", str(out), "-cp", classpath, str(SOURCE)], check=True, timeout=120
+        ["javac", "-d", str(out), "-cp", classpath, str(JAVA / f"{name}.java")],
+        check=True,
+        timeout=120,
     )
-    return ["java", "-cp", f"{classpath}:{out}", "DiscoveryPeer"]
+    return ["java", "-cp", f"{classpath}:{out}", name]
+
+
+@pytest.fixture(scope="module")
+def curator_peer(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command that runs the compiled DiscoveryPeer."""
+    return _compiled(tmp_path_factory, "DiscoveryPeer")
+
+
+@pytest.fixture(scope="module")
+def jackson_echo(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command that runs the compiled JacksonEcho (Curator's serializer as a filter)."""
+    return _compiled(tmp_path_factory, "JacksonEcho")
 
 
 async def test_curator_and_aiocoord_find_each_others_instances(
@@ -134,3 +157,113 @@ async def test_curator_and_aiocoord_find_each_others_instances(
         if peer.returncode is None:
             peer.kill()
             await peer.wait()
+
+
+#: Strings at every edge of Jackson's escaping: C0 controls (short escapes and \u00XX in
+#: upper-case hex), DEL and C1 (raw), the quote and backslash, non-ASCII of two and three
+#: UTF-8 bytes, U+2028, the last BMP characters, and characters beyond the BMP (which Jackson
+#: writes as an escaped surrogate pair).
+EDGY = [
+    '\x00\x01\x08\t\n\x0b\x0c\r\x1f "\\/',
+    "\x7f\x80\x9f é 中 \u2028 \ufffd \uffff",
+    "\U0001f600 smile \U00010000\U0010ffff",
+    "</script>",
+]
+#: Doubles of every magnitude where Java's Double.toString switches notation (1e-3, 1e7),
+#: integral ones, the extremes, negative zero.
+DOUBLES = [
+    0.0, -0.0, 1.0, -1.0, 0.5, 0.1, 0.001, 0.00099, 0.0001, 1e-7, 1.5e-7, 123.456,
+    1234567.0, 9999999.0, 1e7, 12345678.9, 1e16, 2.0**53, 1e20, 1e21, 1e22, 1e23,
+    1.7976931348623157e308, 5e-324, 2.2250738585072014e-308, -2.5e-5, 3.141592653589793,
+    100.0, 1e100, 6.02214076e23,
+]  # fmt: skip
+
+
+def _instances() -> list[ServiceInstance]:
+    out = []
+    for i, text in enumerate(EDGY):
+        out.append(
+            ServiceInstance(
+                name=f"api{text}",
+                id=f"id-{i}{text}",
+                address=text,
+                port=80,
+                ssl_port=443 if i % 2 else None,
+                payload=text,
+                registration_time_utc=1764111600000 + i,
+                service_type=ServiceType.STATIC,
+                uri_spec=UriSpec.from_parts([UriPart(text, False), UriPart("port", True)]),
+                enabled=bool(i % 2),
+            )
+        )
+    for j, value in enumerate(DOUBLES):
+        out.append(ServiceInstance(name="api", id=f"d{j}", payload=value))
+    nested = {
+        "@class": "java.util.LinkedHashMap",
+        "doubles": DOUBLES,
+        "text": EDGY,
+        "deep": {"a": [1, -2, 2**31, 2**63 - 1, 2**64, True, None, {"b": [1e-7, "\U0001f600"]}]},
+        "\U0001f600\x1f": 1e20,
+    }
+    out.append(ServiceInstance(name="api", id="nested", payload=nested))
+    out.append(ServiceInstance(name="api", id="long", payload=["java.lang.Long", 2**40]))
+    listed = ["java.util.ArrayList", [1.0, 1e20, "x\U0001f600"]]
+    out.append(ServiceInstance(name="api", id="list", payload=listed))
+    return out
+
+
+async def _echo(command: list[str], lines: list[bytes]) -> tuple[int, list[str]]:
+    """The Java feature version, and what Curator's serializer writes back for each node
+    data (base64 lines)."""
+    peer = await asyncio.create_subprocess_exec(
+        *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    stdin = b"".join(base64.b64encode(line) + b"\n" for line in lines)
+    out, _ = await asyncio.wait_for(peer.communicate(stdin), 120)
+    assert peer.returncode == 0
+    first, *answers = out.decode().splitlines()
+    return int(first.removeprefix("JAVA ")), answers
+
+
+def _rewritten(data: bytes) -> bytes:
+    """``data`` read with Python's json (doubles lose their text) and written by aiocoord."""
+    text = json.dumps(json.loads(data), ensure_ascii=False)
+    return ServiceInstance.from_json(text.encode()).to_json()
+
+
+async def test_instances_are_byte_for_byte_what_jackson_writes(jackson_echo: list[str]) -> None:
+    instances = _instances()
+    ours = [i.to_json() for i in instances]
+    java, answers = await _echo(jackson_echo, ours)
+    assert len(answers) == len(ours)
+    differing = []
+    for instance, mine, answer in zip(instances, ours, answers, strict=True):
+        assert not answer.startswith("ERROR"), (instance.id, answer)
+        theirs = base64.b64decode(answer)
+        if theirs != mine:
+            # Java 17's Double.toString prints a few doubles with other digits than the
+            # shortest (JDK-4511638, fixed in Java 19: 1e23 is 9.999999999999999E22): the
+            # same double, so the bytes differ there and nowhere else.
+            assert java < 19, (instance.id, mine, theirs)
+            assert _rewritten(theirs) == mine, (instance.id, theirs)
+            differing.append(instance.id)
+        # A node Curator wrote reads back to the same instance, and is written back to the
+        # very bytes Curator wrote, its doubles' digits included.
+        assert ServiceInstance.from_json(theirs) == instance
+        assert ServiceInstance.from_json(theirs).to_json() == theirs
+    # On Java 17: 1e23 and 5e-324 (4.9E-324), alone and in the nested payload.
+    assert differing in ([], ["d21", "d23", "nested"]), differing
+
+
+async def test_a_payload_curator_cannot_read_is_refused_before_sending(
+    jackson_echo: list[str],
+) -> None:
+    # Curator reads an array payload as a [type id, value] wrapper: a bare list makes the
+    # node (and so queryForInstances of the whole service) unreadable to it.
+    bare = b'{"name":"api","id":"x","payload":[1,2,3],"serviceType":"DYNAMIC","enabled":true}'
+    _, [answer] = await _echo(jackson_echo, [bare])
+    assert answer.startswith("ERROR"), answer
+    with pytest.raises(InstanceFormatError, match="type wrapper"):
+        ServiceInstance.build("api", payload=[1, 2, 3])
+    with pytest.raises(InstanceFormatError, match="type wrapper"):
+        ServiceInstance.build("api", payload=["not a class", 1])

@@ -15,11 +15,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiocoord import (
+    BadArgumentsError,
     Client,
     CoordinationError,
+    DataTooLargeError,
+    Election,
     InvalidPathError,
+    LeaderLatch,
+    Lock,
     NodeExistsError,
+    NonBlockingLease,
     NoServersError,
+    PersistentNode,
+    Semaphore,
+    ServiceDiscovery,
+    ServiceInstance,
+    SetPartitioner,
     open_client,
 )
 from aiocoord._validation import validate_path
@@ -115,3 +126,45 @@ def test_cli_tree_against_a_refused_port_fails_fast() -> None:
     assert done.returncode != 0
     assert "refused" in (done.stdout + done.stderr)
     assert time.monotonic() - start < 4.0
+
+
+async def test_strings_without_a_utf8_form_and_oversized_nodes_are_refused_unsent(
+    zk_client: Client,
+) -> None:
+    # A lone surrogate has no UTF-8 form: a typed BadArgumentsError before anything is
+    # sent, never a bare UnicodeEncodeError from deep in a request.
+    lone = "x\ud800"
+    before = sum(zk_client.session.sent.values())
+    makers = [
+        lambda: ServiceInstance.build("api", address=lone),
+        lambda: ServiceInstance.build("api", payload={"k": lone}),
+        lambda: ServiceInstance.build("api", payload=[lone]),
+        lambda: NonBlockingLease(zk_client, "/lease", 60, identifier=lone),
+        lambda: SetPartitioner(zk_client, "/part", ["a"], identifier=lone),
+        lambda: Lock(zk_client, "/lock", identifier=lone),
+        lambda: Semaphore(zk_client, "/sem", 2, identifier=lone),
+        lambda: Election(zk_client, "/el", identifier=lone),
+        lambda: LeaderLatch(zk_client, "/latch", identifier=lone),
+    ]
+    for make in makers:
+        with pytest.raises(BadArgumentsError):
+            make()
+    # Data within 1 MiB whose create request is over the server's packet limit (the path
+    # and the protected name's prefix push it over): refused at construction, not retried
+    # for ever by the task that keeps the node.
+    data = b"x" * (1024 * 1024 - 40)
+    with pytest.raises(DataTooLargeError):
+        PersistentNode(zk_client, "/big", data, protected=True)
+    node = PersistentNode(zk_client, "/small", b"")
+    with pytest.raises(DataTooLargeError):
+        await node.set_data(data)
+    discovery = ServiceDiscovery(zk_client, "/services")
+    with pytest.raises(DataTooLargeError):
+        await discovery.register(
+            ServiceInstance.build("api", payload="x" * (1024 * 1024 - 300)), timeout=5
+        )
+    # A reconfig naming no server, or a host with a control or astral character.
+    for joining in ([""], [" , "], "server.4=a\x1bb:1:2;3", "server.4=\U0001f600:1:2;3"):
+        with pytest.raises(BadArgumentsError):
+            await zk_client.reconfig(joining=joining)
+    assert sum(zk_client.session.sent.values()) == before

@@ -119,6 +119,38 @@ def test_payloads_pass_through_with_their_type_hints() -> None:
         ServiceInstance(name="n", id="i", payload=float("inf"))
 
 
+def test_strings_and_doubles_are_written_as_jackson_writes_them() -> None:
+    # What Curator 5.4's JsonInstanceSerializer writes for this instance (checked against
+    # the Java serializer itself in tests/integration/test_discovery_curator.py).
+    payload = {
+        "@class": "java.util.LinkedHashMap",
+        "s": '\x01\x1f\t"\\/\x7f é \U0001f600',
+        "d": [1e20, 1e-7, 100.0, 0.001, 1e-4, 1e7, 9999999.0, -0.0, 1.5, 2.0**53],
+    }
+    instance = ServiceInstance(name="api", id="x", payload=payload, address="\U0001f600")
+    assert (
+        instance.to_json()
+        == (
+            '{"name":"api","id":"x","address":"\\uD83D\\uDE00","port":null,"sslPort":null,'
+            '"payload":{"@class":"java.util.LinkedHashMap",'
+            '"s":"\\u0001\\u001F\\t\\"\\\\/\x7f é \\uD83D\\uDE00",'
+            '"d":[1.0E20,1.0E-7,100.0,0.001,1.0E-4,1.0E7,9999999.0,-0.0,1.5,9.007199254740992E15]},'
+            '"registrationTimeUTC":0,"serviceType":"DYNAMIC","uriSpec":null,"enabled":true}'
+        ).encode()
+    )
+    # A double read keeps its digits (Java 17 writes 1e23 so): written back the same.
+    data = instance.to_json().replace(b"1.0E20", b"9.999999999999999E22")
+    assert ServiceInstance.from_json(data).to_json() == data
+
+
+def test_array_payloads_must_be_jackson_type_wrappers() -> None:
+    for payload in ([1, 2, 3], [], ["java.lang.Long"], [5, 5], ["not a class", 1]):
+        with pytest.raises(InstanceFormatError, match="type wrapper"):
+            ServiceInstance(name="n", id="i", payload=payload)
+    for payload in (["java.lang.Long", 5], ["[Ljava.lang.String;", ["a"]], ["Outer$In", {}]):
+        assert ServiceInstance(name="n", id="i", payload=payload).payload == payload
+
+
 def test_missing_keys_take_javas_defaults() -> None:
     empty = ServiceInstance.from_json(b"{}")
     assert empty == ServiceInstance(name="", id="")
@@ -156,6 +188,10 @@ def test_missing_keys_take_javas_defaults() -> None:
         b'{"uriSpec":{"parts":{}}}',
         b'{"uriSpec":{"parts":[{"value":1}]}}',
         b'{"payload":NaN}',
+        b'{"payload":[1,2,3]}',
+        b'{"address":"\\ud800"}',
+        b"[" * 1000 + b"]" * 1000,
+        b'{"payload":' + b"[" * 999 + b"]" * 999 + b"}",
     ],
 )
 def test_data_that_is_not_an_instance_raises_a_typed_error(data: bytes) -> None:

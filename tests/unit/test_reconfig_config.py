@@ -35,8 +35,10 @@ def test_published_config_reads_into_members_in_id_order() -> None:
     assert config.ids == (1, 2, 3)
     one, two, three = config.members
     assert one == EnsembleMember(1, "127.0.0.1", 2888, 3888, "participant", "0.0.0.0", 2181)
-    # The first of several addresses; no role means participant; a bare port, no host.
-    assert two == EnsembleMember(2, "10.0.0.2", 2889, 3889, "participant", None, 2182)
+    # Several addresses, every one kept; no role means participant; a bare port, no host.
+    assert two == EnsembleMember(
+        2, "10.0.0.2", 2889, 3889, "participant", None, 2182, (("10.1.0.2", 2889, 3889),)
+    )
     assert three == EnsembleMember(3, "::1", 2890, 3890, "observer", "::1", 2183)
     assert config.participants == (one, two)
     assert config.observers == (three,)
@@ -66,6 +68,8 @@ def test_a_member_without_client_address_has_none() -> None:
         "server.1=127.0.0.1:2888:3888:participant;127.0.0.1:2181",
         "server.3=[::1]:2890:3890:observer;[::1]:2183",
         "server.12=host.example:1:2:participant;9",
+        "server.4=a:1:2:participant|b:3:4;2181",
+        "server.6=a:1:2:observer|[::1]:3:4|c:5:6;[::1]:7",
     ],
 )
 def test_member_spec_round_trips(line: str) -> None:
@@ -86,6 +90,15 @@ def test_member_spec_round_trips(line: str) -> None:
         ("server.1=h:1:2;h:p", "client port"),
         ("server.1=h:1:2;[::1:3", "client address"),
         ("version=xyz", "hex"),
+        ("server.1=a:1:2:observer|b:3:4:participant;5", "different roles"),
+        ("server.1=a:1:2|b:3;5", "election port"),
+        ("server.1=a:1:2|;5", "host:port:port"),
+        ("server.1=a\x01b:1:2;3", "host:port:port"),
+        ("server.1=a\x7fb:1:2;3", "host:port:port"),
+        ("server.1=\U0001f600:1:2;3", "host:port:port"),
+        ("server.1=\ud800:1:2;3", "host:port:port"),
+        ("server.1=h:1:2;a\x1b[2Jb:3", "client address"),
+        ("server.1=h:1:2;\U0001f600:3", "client address"),
     ],
 )
 def test_malformed_lines_are_refused_saying_why(line: str, why: str) -> None:
@@ -106,6 +119,11 @@ def test_reconfig_arguments_take_members_strings_and_ids() -> None:
     assert reconfig_arguments(None, None, [JOINER, two], -1) == (None, None, f"{JOINER},{two}", -1)
     # One string may list several, comma-separated, as ZooKeeper's CLI takes them.
     assert reconfig_arguments(f"{JOINER},{two}", None, None, -1)[0] == f"{JOINER},{two}"
+    # A member on two networks is sent with both addresses (the second was lost).
+    multi = "server.6=a:1:2|b:3:4;2181"
+    assert reconfig_arguments([multi], None, None, -1)[0] == (
+        "server.6=a:1:2:participant|b:3:4;2181"
+    )
 
 
 @pytest.mark.parametrize(
@@ -115,6 +133,10 @@ def test_reconfig_arguments_take_members_strings_and_ids() -> None:
         ((None, 3, [JOINER], -1), BadArgumentsError, "cannot be combined"),
         ((None, None, None, -1), BadArgumentsError, "needs joining, leaving or new_members"),
         (([], None, None, -1), BadArgumentsError, "empty"),
+        (([""], None, None, -1), BadArgumentsError, "names no server"),
+        (("", None, None, -1), BadArgumentsError, "names no server"),
+        (([" , "], None, None, -1), BadArgumentsError, "names no server"),
+        ((None, None, [""], -1), BadArgumentsError, "names no server"),
         ((None, [], None, -1), BadArgumentsError, "empty"),
         (([JOINER, JOINER], None, None, -1), BadArgumentsError, "more than once"),
         ((None, [1, 1], None, -1), BadArgumentsError, "more than once"),
