@@ -12,10 +12,11 @@ import pytest
 from support import Factory, child_names, eventually
 
 import aiocoord
-from aiocoord import Client
+from aiocoord import Client, State
 from aiocoord.recipes.cache import CacheEventType
 from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
-from aiocoord.testing import expire_session
+from aiocoord.recipes.ttl_node import PersistentTtlNode
+from aiocoord.testing import FaultProxy, expire_session
 
 PROTECTED_SEQUENTIAL = re.compile(
     r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-member-\d{10}$"
@@ -226,3 +227,62 @@ async def test_close_while_the_first_create_is_in_flight_leaves_no_node(
     await node.close()
     await zk_client.wait_background()
     assert await zk_client.children("/inflight") == []
+
+
+async def test_a_cut_link_leaves_the_node_and_its_owner_alone(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    admin = await zk_connect()
+    async with PersistentNode(client, "/cut/node", b"mine") as node:
+        await node.wait_for_initial_create(timeout=10)
+        _, before = await admin.get("/cut/node")
+        zk_fault_proxy.blackhole()
+        zk_fault_proxy.drop()
+        await client.wait_for(State.SUSPENDED, timeout=5)
+        assert await admin.exists("/cut/node") is not None
+        zk_fault_proxy.heal()
+        await client.wait_for(State.RECONNECTED, timeout=10)
+        data, after = await admin.get("/cut/node")
+        # The same node of the same session: nothing was deleted or made again.
+        assert (data, after.czxid, after.ephemeral_owner) == (
+            b"mine",
+            before.czxid,
+            client.session_id,
+        )
+
+
+async def test_a_ttl_node_cut_off_for_less_than_its_ttl_stays_and_is_touched_again(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    admin = await zk_connect()
+    async with PersistentTtlNode(client, "/cut/ttl", ttl=2, data=b"busy") as node:
+        await node.wait_for_initial_create(timeout=10)
+        zk_fault_proxy.blackhole()
+        zk_fault_proxy.drop()
+        await client.wait_for(State.SUSPENDED, timeout=5)
+        zk_fault_proxy.heal()
+        await client.wait_for(State.RECONNECTED, timeout=10)
+        # The next touch after the reconnect writes the child (again, or for the first time).
+        stat, touched = await admin.exists("/cut/ttl/touch", watch=True)
+        assert (await asyncio.wait_for(touched, 10)).path == "/cut/ttl/touch"
+        assert (await admin.get("/cut/ttl"))[0] == b"busy"
+        again = await admin.exists("/cut/ttl/touch")
+        assert again is not None and (stat is None or again.mzxid > stat.mzxid)
+
+
+async def test_a_ttl_node_created_while_cut_off_times_out_then_appears(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    admin = await zk_connect()
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    async with PersistentTtlNode(client, "/cut/ttl-late", ttl=2, data=b"late") as node:
+        with pytest.raises(aiocoord.TimeoutError):
+            await node.wait_for_initial_create(timeout=0.2)
+        zk_fault_proxy.heal()
+        await node.wait_for_initial_create(timeout=10)  # kept being made meanwhile
+        assert (await admin.get("/cut/ttl-late"))[0] == b"late"

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from support import Factory, eventually
 
+import aiocoord
 from aiocoord import Client
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import (
@@ -21,6 +22,8 @@ from aiocoord.errors import (
     NodeExistsError,
     TransactionFailedError,
 )
+from aiocoord.recipes.delay_queue import DelayQueue
+from aiocoord.recipes.id_queue import IdQueue
 from aiocoord.recipes.locking_queue import LockingQueue
 from aiocoord.recipes.queue import PriorityQueue, Queue, frame, unframe
 from aiocoord.testing import FaultProxy, expire_session
@@ -315,3 +318,39 @@ async def test_consume_whose_reply_is_lost_happens_once(
     assert (await queue.take(5)).data == b"b"
     await queue.close()
     await client.close()
+
+
+async def test_delay_queue_put_and_claim_whose_replies_are_lost_happen_once(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=10)
+    observer = await zk_connect()
+    async with DelayQueue(client, "/lossy-delay") as queue:
+        lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
+        await queue.put(b"once", 0)
+        await lost.wait(5)
+        items = [n for n in await observer.children("/lossy-delay") if n.startswith("queue-")]
+        assert len(items) == 1  # put once, though its reply was lost
+        lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
+        assert await queue.get(timeout=10) == b"once"
+        await lost.wait(5)
+        with pytest.raises(aiocoord.TimeoutError):
+            await queue.get(timeout=0.1)  # claimed once, not twice, not lost
+    assert await observer.children("/lossy-delay") == []
+
+
+async def test_id_queue_remove_whose_reply_is_lost_counts_each_item_once(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=10)
+    observer = await zk_connect()
+    async with IdQueue(client, "/lossy-ids") as queue:
+        await queue.put(b"a1", "a")
+        await queue.put(b"b1", "b")
+        await queue.put(b"a2", "a")
+        lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
+        assert await queue.remove("a") == 2  # the lost reply is resolved by the marker
+        assert lost.done()
+        assert await queue.ids() == ["b"]
+        assert await queue.get(timeout=10) == b"b1"
+    assert await observer.children("/lossy-ids") == []
