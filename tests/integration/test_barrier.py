@@ -17,20 +17,21 @@ from aiocoord.recipes.barrier import Barrier, BarrierError, DoubleBarrier
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
-#: The failure-semantics rows of docs/recipes/barriers.md and its row of docs/recipes.md, with the tests that hold each under the fault it names
+#: The failure-semantics rows of docs/recipes/barriers.md and its row of docs/recipes.md, with
+#: the tests that hold each under the fault it names
 #: (checked by tests/unit/test_semantics_rows.py).
 SEMANTICS = {
-    'recipes.md | Failure semantics: what SUSPENDED and LOST do | `Barrier`, `DoubleBarrier`': [
-        'test_barrier_removed_while_the_waiter_is_disconnected',
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | `Barrier`, `DoubleBarrier`": [
+        "test_barrier_removed_while_the_waiter_is_disconnected",
     ],
-    'recipes/barriers.md | Failure semantics | Connection lost / session expired': [
-        'test_barrier_removed_while_the_waiter_is_disconnected',
+    "recipes/barriers.md | Failure semantics | Connection lost / session expired": [
+        "test_barrier_removed_while_the_waiter_is_disconnected",
     ],
-    'recipes/barriers.md | Failure semantics | Cancellation': [
-        'test_enter_times_out_and_leaves_no_node',
+    "recipes/barriers.md | Failure semantics | Cancellation": [
+        "test_enter_times_out_and_leaves_no_node",
     ],
-    'recipes/barriers.md | Failure semantics | Timeout': [
-        'test_enter_times_out_and_leaves_no_node',
+    "recipes/barriers.md | Failure semantics | Timeout": [
+        "test_enter_times_out_and_leaves_no_node",
     ],
 }
 

@@ -27,35 +27,37 @@ UPDATED = {T.UPDATED, T.CHILD_UPDATED, T.NODE_UPDATED}
 REMOVED = {T.DELETED, T.CHILD_REMOVED, T.NODE_REMOVED}
 
 
-#: The failure-semantics rows of docs/recipes/caches.md and its row of docs/recipes.md, with the tests that hold each under the fault it names
+#: The failure-semantics rows of docs/recipes/caches.md and its row of docs/recipes.md, with the
+#: tests that hold each under the fault it names
 #: (checked by tests/unit/test_semantics_rows.py).
 SEMANTICS = {
-    'recipes.md | Failure semantics: what SUSPENDED and LOST do | `NodeCache`, `ChildrenCache`, `TreeCache`': [
-        'test_cache_converges_under_drops_and_expiry',
-        'test_changes_made_while_disconnected_still_arrive',
-        'test_cache_rearms_after_session_expiry',
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | "
+    "`NodeCache`, `ChildrenCache`, `TreeCache`": [
+        "test_cache_converges_under_drops_and_expiry",
+        "test_changes_made_while_disconnected_still_arrive",
+        "test_cache_rearms_after_session_expiry",
     ],
-    'recipes/caches.md | Failure semantics | Connection lost (SUSPENDED)': [
-        'test_changes_made_while_disconnected_still_arrive',
-        'test_cache_converges_under_drops_and_expiry',
+    "recipes/caches.md | Failure semantics | Connection lost (SUSPENDED)": [
+        "test_changes_made_while_disconnected_still_arrive",
+        "test_cache_converges_under_drops_and_expiry",
     ],
-    'recipes/caches.md | Failure semantics | Reconnected (same session)': [
-        'test_node_recreated_while_away_is_removed_then_added',
-        'test_changes_made_while_disconnected_still_arrive',
+    "recipes/caches.md | Failure semantics | Reconnected (same session)": [
+        "test_node_recreated_while_away_is_removed_then_added",
+        "test_changes_made_while_disconnected_still_arrive",
     ],
-    'recipes/caches.md | Failure semantics | Session expired (LOST)': [
-        'test_cache_rearms_after_session_expiry',
-        'test_cache_converges_under_drops_and_expiry',
+    "recipes/caches.md | Failure semantics | Session expired (LOST)": [
+        "test_cache_rearms_after_session_expiry",
+        "test_cache_converges_under_drops_and_expiry",
     ],
-    'recipes/caches.md | Failure semantics | Client closed': [
-        'test_cache.py::test_cache_ends_streams_when_its_client_closes',
-        'test_cache.py::test_stopping_removes_watches_and_leaves_no_task',
+    "recipes/caches.md | Failure semantics | Client closed": [
+        "test_cache.py::test_cache_ends_streams_when_its_client_closes",
+        "test_cache.py::test_stopping_removes_watches_and_leaves_no_task",
     ],
-    'recipes/caches.md | Failure semantics | Cancellation': [
-        'test_cache.py::test_cancelled_start_closes_the_cache_and_leaves_no_task',
+    "recipes/caches.md | Failure semantics | Cancellation": [
+        "test_cache.py::test_cancelled_start_closes_the_cache_and_leaves_no_task",
     ],
-    'recipes/caches.md | Failure semantics | Timeout': [
-        'test_cache.py::test_node_cache_wait_for_returns_matching_state',
+    "recipes/caches.md | Failure semantics | Timeout": [
+        "test_cache.py::test_node_cache_wait_for_returns_matching_state",
     ],
 }
 

@@ -160,7 +160,9 @@ async def test_a_static_instance_unregistered_while_cut_off_is_gone_after_an_exp
         zk_fault_proxy.heal()
         await expire_client(client, zookeeper.connect_string)
         await eventually(
-            lambda: _gone(admin, "/faults/static/api/s"), timeout=10, what="the STATIC instance deleted"
+            lambda: _gone(admin, "/faults/static/api/s"),
+            timeout=10,
+            what="the STATIC instance deleted",
         )
 
 

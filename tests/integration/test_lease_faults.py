@@ -98,7 +98,9 @@ async def test_a_hostile_holder_record_is_a_lease_data_error(zk_connect: Factory
     """Valid JSON nested 1,000 deep, written by someone else: a typed error, not a crash of
     the decoder (issue 26, item 3)."""
     client, admin = await zk_connect(), await zk_connect()
-    await admin.create("/faults/lease-bad/lease_holder", b"[" * 1000 + b"]" * 1000, make_parents=True)
+    await admin.create(
+        "/faults/lease-bad/lease_holder", b"[" * 1000 + b"]" * 1000, make_parents=True
+    )
     lease = NonBlockingLease(client, "/faults/lease-bad", MINUTE, identifier="a", utcnow=_clock())
     with pytest.raises(LeaseDataError):
         await lease.obtain(timeout=10)

@@ -23,38 +23,49 @@ PROTECTED_SEQUENTIAL = re.compile(
 )
 
 
-#: The failure-semantics rows of docs/recipes/nodes.md (PersistentTtlNode's included) and its row of docs/recipes.md, with the tests that hold each under the fault it names
+#: The failure-semantics rows of docs/recipes/nodes.md (PersistentTtlNode's included) and its
+#: row of docs/recipes.md, with the tests that hold each under the fault it names
 #: (checked by tests/unit/test_semantics_rows.py).
 SEMANTICS = {
-    'recipes.md | Failure semantics: what SUSPENDED and LOST do | `PersistentNode`, `GroupMember`': [
-        'test_ephemeral_node_comes_back_after_deletion_and_session_expiry',
-        'test_group_membership_converges_after_a_members_session_expires',
-        'test_another_sessions_node_is_waited_out',
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | "
+    "`PersistentNode`, `GroupMember`": [
+        "test_ephemeral_node_comes_back_after_deletion_and_session_expiry",
+        "test_group_membership_converges_after_a_members_session_expires",
+        "test_another_sessions_node_is_waited_out",
     ],
-    'recipes/nodes.md | Failure semantics | Session expired (LOST)': [
-        'test_ephemeral_node_comes_back_after_deletion_and_session_expiry',
-        'test_protected_sequential_node_gets_a_new_name_after_expiry',
-        'test_persistent_node_is_recreated_with_its_latest_data',
-        'test_another_sessions_node_is_waited_out',
+    "recipes/nodes.md | Failure semantics | Connection lost (SUSPENDED)": [
+        "test_a_cut_link_leaves_the_node_and_its_owner_alone",
     ],
-    'recipes/nodes.md | Failure semantics | Cancellation': [
-        'test_close_while_the_first_create_is_in_flight_leaves_no_node',
+    "recipes/nodes.md | Failure semantics | Session expired (LOST)": [
+        "test_ephemeral_node_comes_back_after_deletion_and_session_expiry",
+        "test_protected_sequential_node_gets_a_new_name_after_expiry",
+        "test_persistent_node_is_recreated_with_its_latest_data",
+        "test_another_sessions_node_is_waited_out",
     ],
-    'recipes/nodes.md | Failure semantics | Timeout': [
-        'test_another_sessions_node_is_waited_out',
+    "recipes/nodes.md | Failure semantics | Cancellation": [
+        "test_close_while_the_first_create_is_in_flight_leaves_no_node",
     ],
-    'recipes/nodes.md | Failure semantics of PersistentTtlNode | Session expired (LOST)': [
-        'test_ttl_node.py::test_persistent_ttl_node_keeps_touching_on_a_new_session_after_expiry',
+    "recipes/nodes.md | Failure semantics | Timeout": [
+        "test_another_sessions_node_is_waited_out",
     ],
-    'recipes/nodes.md | Failure semantics of PersistentTtlNode | Process dies': [
-        'test_ttl_node.py::test_an_untouched_ttl_node_is_reaped_after_its_ttl_and_a_touched_one_is_not',
+    "recipes/nodes.md | Failure semantics of PersistentTtlNode | Connection lost (SUSPENDED)": [
+        "test_a_ttl_node_cut_off_for_less_than_its_ttl_stays_and_is_touched_again",
     ],
-    'recipes/nodes.md | Failure semantics of PersistentTtlNode | Cancellation / close': [
-        'test_ttl_node.py::test_persistent_ttl_node_stays_while_it_runs_and_goes_after_close',
-        'test_ttl_node.py::test_persistent_ttl_node_closed_at_once_leaves_nothing',
+    "recipes/nodes.md | Failure semantics of PersistentTtlNode | Timeout": [
+        "test_a_ttl_node_created_while_cut_off_times_out_then_appears",
     ],
-    'recipes/nodes.md | Failure semantics of PersistentTtlNode | Server without TTL nodes': [
-        'test_ttl_node.py::test_a_server_without_ttl_nodes_is_named_in_the_error',
+    "recipes/nodes.md | Failure semantics of PersistentTtlNode | Session expired (LOST)": [
+        "test_ttl_node.py::test_persistent_ttl_node_keeps_touching_on_a_new_session_after_expiry",
+    ],
+    "recipes/nodes.md | Failure semantics of PersistentTtlNode | Process dies": [
+        "test_ttl_node.py::test_an_untouched_ttl_node_is_reaped_after_its_ttl_and_a_touched_one_is_not",
+    ],
+    "recipes/nodes.md | Failure semantics of PersistentTtlNode | Cancellation / close": [
+        "test_ttl_node.py::test_persistent_ttl_node_stays_while_it_runs_and_goes_after_close",
+        "test_ttl_node.py::test_persistent_ttl_node_closed_at_once_leaves_nothing",
+    ],
+    "recipes/nodes.md | Failure semantics of PersistentTtlNode | Server without TTL nodes": [
+        "test_ttl_node.py::test_a_server_without_ttl_nodes_is_named_in_the_error",
     ],
 }
 

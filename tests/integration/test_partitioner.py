@@ -35,24 +35,25 @@ ITEMS = [f"q{i}" for i in range(10)]
 BOUNDARY = 0.3
 
 
-#: The failure-semantics rows of SetPartitioner (docs/recipes/partitioning.md) and its row of docs/recipes.md, with the tests that hold each under the fault it names
+#: The failure-semantics rows of SetPartitioner (docs/recipes/partitioning.md) and its row of
+#: docs/recipes.md, with the tests that hold each under the fault it names
 #: (checked by tests/unit/test_semantics_rows.py).
 SEMANTICS = {
-    'recipes.md | Failure semantics: what SUSPENDED and LOST do | `SetPartitioner`': [
-        'test_a_lost_connection_asks_for_release_and_the_share_comes_back',
-        'test_a_member_whose_session_expires_fails_and_is_covered',
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | `SetPartitioner`": [
+        "test_a_lost_connection_asks_for_release_and_the_share_comes_back",
+        "test_a_member_whose_session_expires_fails_and_is_covered",
     ],
-    'recipes/partitioning.md | Failure semantics of SetPartitioner | Connection lost (SUSPENDED)': [
-        'test_a_lost_connection_asks_for_release_and_the_share_comes_back',
+    "recipes/partitioning.md | Failure semantics of SetPartitioner | Connection lost (SUSPENDED)": [
+        "test_a_lost_connection_asks_for_release_and_the_share_comes_back",
     ],
-    'recipes/partitioning.md | Failure semantics of SetPartitioner | Session expired (LOST)': [
-        'test_a_member_whose_session_expires_fails_and_is_covered',
+    "recipes/partitioning.md | Failure semantics of SetPartitioner | Session expired (LOST)": [
+        "test_a_member_whose_session_expires_fails_and_is_covered",
     ],
-    'recipes/partitioning.md | Failure semantics of SetPartitioner | Cancellation': [
-        'test_waits_for_an_item_held_elsewhere_and_leaves_nothing_when_closed',
+    "recipes/partitioning.md | Failure semantics of SetPartitioner | Cancellation": [
+        "test_waits_for_an_item_held_elsewhere_and_leaves_nothing_when_closed",
     ],
-    'recipes/partitioning.md | Failure semantics of SetPartitioner | Timeout': [
-        'test_waits_for_an_item_held_elsewhere_and_leaves_nothing_when_closed',
+    "recipes/partitioning.md | Failure semantics of SetPartitioner | Timeout": [
+        "test_waits_for_an_item_held_elsewhere_and_leaves_nothing_when_closed",
     ],
 }
 

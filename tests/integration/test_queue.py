@@ -32,31 +32,36 @@ from aiocoord.transaction import Transaction
 PRODUCERS, CONSUMERS, ITEMS = 3, 3, 500
 
 
-#: The failure-semantics rows of docs/recipes/queues.md (SimpleQueue's, DelayQueue's and IdQueue's are Queue's) and its row of docs/recipes.md, with the tests that hold each under the fault it names
+#: The failure-semantics rows of docs/recipes/queues.md (SimpleQueue's, DelayQueue's and
+#: IdQueue's are Queue's) and its row of docs/recipes.md, with the tests that hold each under
+#: the fault it names
 #: (checked by tests/unit/test_semantics_rows.py).
 SEMANTICS = {
-    'recipes.md | Failure semantics: what SUSPENDED and LOST do | `LockingQueue`': [
-        'test_item_is_redelivered_when_its_consumers_session_expires_before_consume',
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | `LockingQueue`": [
+        "test_item_is_redelivered_when_its_consumers_session_expires_before_consume",
     ],
-    'recipes/queues.md | Failure semantics | Connection lost (SUSPENDED)': [
-        'test_put_and_claim_whose_replies_are_lost_happen_exactly_once',
-        'test_a_put_still_on_its_way_after_its_connection_was_given_up_applies_once',
-        'test_consume_whose_reply_is_lost_happens_once',
-        'test_simple_queue.py::test_claim_whose_reply_is_lost_is_delivered_once',
-        'test_queue_faults.py::test_delay_queue_put_and_claim_whose_replies_are_lost_happen_once',
-        'test_queue_faults.py::test_id_queue_remove_whose_reply_is_lost_counts_each_item_once',
+    "recipes/queues.md | Failure semantics | Connection lost (SUSPENDED)": [
+        "test_put_and_claim_whose_replies_are_lost_happen_exactly_once",
+        "test_a_put_still_on_its_way_after_its_connection_was_given_up_applies_once",
+        "test_consume_whose_reply_is_lost_happens_once",
+        "test_simple_queue.py::test_claim_whose_reply_is_lost_is_delivered_once",
+        "test_delay_queue_put_and_claim_whose_replies_are_lost_happen_once",
+        "test_id_queue_remove_whose_reply_is_lost_counts_each_item_once",
     ],
-    'recipes/queues.md | Failure semantics | Session expired (LOST)': [
-        'test_item_is_redelivered_when_its_consumers_session_expires_before_consume',
-        'test_delay_queue.py::test_a_waiting_consumer_gets_its_item_across_a_session_expiry',
+    "recipes/queues.md | Failure semantics | Session expired (LOST)": [
+        "test_item_is_redelivered_when_its_consumers_session_expires_before_consume",
+        "test_delay_queue.py::test_a_waiting_consumer_gets_its_item_across_a_session_expiry",
     ],
-    'recipes/queues.md | Failure semantics | Cancellation': [
-        'test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get',
-        'test_close_puts_back_what_was_claimed_and_not_handed_out',
-        'test_simple_queue.py::test_a_cancelled_take_leaves_no_watch_and_loses_no_item',
+    "recipes/queues.md | Failure semantics | Consumer crash": [
+        "test_item_is_redelivered_when_its_consumers_session_expires_before_consume",
     ],
-    'recipes/queues.md | Failure semantics | Timeout': [
-        'test_get_waits_for_a_put_and_times_out_empty',
+    "recipes/queues.md | Failure semantics | Cancellation": [
+        "test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get",
+        "test_close_puts_back_what_was_claimed_and_not_handed_out",
+        "test_simple_queue.py::test_a_cancelled_take_leaves_no_watch_and_loses_no_item",
+    ],
+    "recipes/queues.md | Failure semantics | Timeout": [
+        "test_get_waits_for_a_put_and_times_out_empty",
     ],
 }
 

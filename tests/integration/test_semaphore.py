@@ -21,29 +21,31 @@ LEASE_NODE = re.compile(
 )
 
 
-#: The failure-semantics rows of docs/recipes/semaphore.md and its row of docs/recipes.md, with the tests that hold each under the fault it names
+#: The failure-semantics rows of docs/recipes/semaphore.md and its row of docs/recipes.md, with
+#: the tests that hold each under the fault it names
 #: (checked by tests/unit/test_semantics_rows.py).
 SEMANTICS = {
-    'recipes.md | Failure semantics: what SUSPENDED and LOST do | `Semaphore` leases': [
-        'test_lease_lost_with_the_session_cancels_the_body',
-        'test_a_lease_is_kept_through_a_cut_link_and_lost_at_once_under_suspended_is_loss',
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | `Semaphore` leases": [
+        "test_lease_lost_with_the_session_cancels_the_body",
+        "test_a_lease_is_kept_through_a_cut_link_and_lost_at_once_under_suspended_is_loss",
     ],
-    'recipes/semaphore.md | Failure semantics | Loss: connection lost (SUSPENDED)': [
-        'test_a_lease_is_kept_through_a_cut_link_and_lost_at_once_under_suspended_is_loss',
+    "recipes/semaphore.md | Failure semantics | Loss: connection lost (SUSPENDED)": [
+        "test_a_lease_is_kept_through_a_cut_link_and_lost_at_once_under_suspended_is_loss",
     ],
-    'recipes/semaphore.md | Failure semantics | Loss: session expired (LOST), or the lease node deleted': [
-        'test_lease_lost_with_the_session_cancels_the_body',
-        'test_lock_partition.py::test_semaphore_lease_is_lost_when_its_node_is_deleted',
+    "recipes/semaphore.md | Failure semantics | "
+    "Loss: session expired (LOST), or the lease node deleted": [
+        "test_lease_lost_with_the_session_cancels_the_body",
+        "test_lock_partition.py::test_semaphore_lease_is_lost_when_its_node_is_deleted",
     ],
-    'recipes/semaphore.md | Failure semantics | Cancellation': [
-        'test_timed_out_and_cancelled_acquires_leave_no_node',
+    "recipes/semaphore.md | Failure semantics | Cancellation": [
+        "test_timed_out_and_cancelled_acquires_leave_no_node",
     ],
-    'recipes/semaphore.md | Failure semantics | Timeout': [
-        'test_timed_out_and_cancelled_acquires_leave_no_node',
-        'test_lease_context_times_out',
+    "recipes/semaphore.md | Failure semantics | Timeout": [
+        "test_timed_out_and_cancelled_acquires_leave_no_node",
+        "test_lease_context_times_out",
     ],
-    'recipes/semaphore.md | Failure semantics | Release': [
-        'test_lock_partition.py::test_semaphore_lease_and_latch_leave_at_once_on_a_blackholed_link',
+    "recipes/semaphore.md | Failure semantics | Release": [
+        "test_lock_partition.py::test_semaphore_lease_and_latch_leave_at_once_on_a_blackholed_link",
     ],
 }
 

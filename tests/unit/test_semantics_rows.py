@@ -169,9 +169,7 @@ def test_every_failure_semantics_row_names_a_test() -> None:
 def test_every_mapping_is_a_documented_row() -> None:
     rows = set(documented_rows())
     stale = [f"{m.module.relative_to(ROOT)}: {m.key}" for m in mappings() if m.key not in rows]
-    assert not stale, "SEMANTICS keys that are no row of the docs (renamed?):\n" + "\n".join(
-        stale
-    )
+    assert not stale, "SEMANTICS keys that are no row of the docs (renamed?):\n" + "\n".join(stale)
 
 
 def test_each_row_is_mapped_in_one_place() -> None:
