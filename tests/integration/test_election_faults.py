@@ -24,14 +24,17 @@ pytestmark = pytest.mark.ensemble
 #: (checked by tests/unit/test_semantics_rows.py).
 SEMANTICS = {
     "recipes.md | Failure semantics: what SUSPENDED and LOST do | `LeaderLatch`": [
+        "test_election.py::test_a_term_ends_on_a_cut_link_and_goes_on_under_the_session_policy",
         "test_election.py::test_suspension_ends_leadership_under_the_default_policy",
         "test_election.py::test_session_policy_keeps_leadership_through_a_dropped_connection",
         "test_leader_is_unique_and_replaced_when_its_server_dies_and_its_session_expires",
     ],
     "recipes.md | Failure semantics: what SUSPENDED and LOST do | `Election`": [
+        "test_election.py::test_a_term_ends_on_a_cut_link_and_goes_on_under_the_session_policy",
         "test_election.py::test_session_expiry_cancels_the_body_and_raises_leadership_lost",
     ],
     "recipes/leader.md | Failure semantics | Loss: connection lost (SUSPENDED)": [
+        "test_election.py::test_a_term_ends_on_a_cut_link_and_goes_on_under_the_session_policy",
         "test_election.py::test_suspension_ends_leadership_under_the_default_policy",
         "test_election.py::test_session_policy_keeps_leadership_through_a_dropped_connection",
     ],
