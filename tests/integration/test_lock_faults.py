@@ -60,6 +60,7 @@ SEMANTICS = {
         "test_lock_partition.py::test_lock_holder_is_told_when_another_client_deletes_its_node",
     ],
     "recipes/locks.md | Failure semantics | Cancellation": [
+        "test_a_waiter_cancelled_while_cut_off_leaves_no_node_once_reconnected",
         "test_lock_queue.py::test_cancelling_while_the_create_is_in_flight_leaves_no_node",
         "test_lock_queue.py::test_500_waiters_that_give_up_leave_no_node_and_the_next_one_gets_it",
         "test_multilock.py::test_cancelled_while_waiting_for_the_last_lock_releases_the_others",
@@ -335,3 +336,27 @@ async def test_each_lock_of_a_multilock_reports_its_own_loss_on_expiry(
     # The server freed both: another session takes them at once.
     assert await Lock(other, "/multi-loss/a").acquire(timeout=0)
     assert await Lock(other, "/multi-loss/b").acquire(timeout=0)
+
+
+async def test_a_waiter_cancelled_while_cut_off_leaves_no_node_once_reconnected(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    holder_client = await zk_connect()
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    holder = Lock(holder_client, "/cancel-cut")
+    await holder.acquire()
+    waiter = Lock(client, "/cancel-cut")
+    task = asyncio.create_task(waiter.acquire())
+    await eventually(lambda: _len(holder_client, "/cancel-cut", 2))
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    zk_fault_proxy.heal()
+    await client.wait_for(State.RECONNECTED, timeout=10)
+    await asyncio.wait_for(client.wait_background(), 10)
+    assert holder.node_path is not None
+    assert await child_names(holder_client, "/cancel-cut") == [holder.node_path.rsplit("/", 1)[1]]
+    await holder.release()
