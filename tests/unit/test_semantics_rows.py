@@ -2,7 +2,8 @@
 
 A row is a promise: what a recipe does when the connection is lost, the session expires, a
 call is cancelled or times out, input is bad or a node holds hostile data. Each recipe's
-fault test module (``tests/integration/test_<recipe>_faults.py``) declares, at its top,
+fault test module (``tests/integration/test_<recipe>_faults.py``, or ``test_<recipe>.py``
+while it has none) declares, at its top,
 
     SEMANTICS = {"recipes/locks.md | Failure semantics | Timeout": ["test_...", ...]}
 
