@@ -58,6 +58,9 @@ async def test_a_lease_is_held_through_a_cut_link_and_an_obtain_under_way_finish
     other = await zk_connect()
     mine = NonBlockingLease(client, "/faults/lease", MINUTE, identifier="a", utcnow=_clock())
     assert await mine.obtain(timeout=10)
+    # The obtain's short-lived lock is deleted in the background: let that land first, or the
+    # other client would wait for the lock node of a session nobody hears from.
+    await client.wait_background()
     zk_fault_proxy.blackhole()
     zk_fault_proxy.drop()
     await client.wait_for(State.SUSPENDED, timeout=5)
