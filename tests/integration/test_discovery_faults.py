@@ -10,9 +10,9 @@ import pytest
 from support import Factory, child_names, eventually
 
 from aiocoord import CacheEventType, ServiceDiscovery, ServiceInstance, ServiceType, State
-from aiocoord.errors import ConnectionLossError
+from aiocoord.errors import ConnectionLossError, CoordinationError
 from aiocoord.recipes._discovery_cache import InstanceSubscription
-from aiocoord.testing import FaultProxy, expire_client
+from aiocoord.testing import FaultProxy, expire_client, expire_session
 
 SET_DATA = 5  # ZooKeeper's opcode
 
@@ -36,6 +36,7 @@ SEMANTICS = {
         "test_discovery.py::test_cancelled_or_timed_out_registration_leaves_no_node",
     ],
     "recipes/discovery.md | Failure semantics | Bad input": [
+        "test_an_instance_that_cannot_be_written_is_refused_typed_before_anything_is_sent",
         "test_discovery.py::test_bad_input_is_refused_before_anything_is_sent",
     ],
 }
@@ -157,8 +158,12 @@ async def test_a_static_instance_unregistered_while_cut_off_is_gone_after_an_exp
         zk_fault_proxy.drop()
         await client.wait_for(State.SUSPENDED, timeout=5)
         assert await discovery.unregister(instance)
+        # The session ends while the client is cut off, so the delete cannot go out on it.
+        session = client.session_id
+        await expire_session(session, client.session.password, zookeeper.connect_string)
         zk_fault_proxy.heal()
-        await expire_client(client, zookeeper.connect_string)
+        await client.wait_for(State.CONNECTED, timeout=10)
+        assert client.session_id != session
         await eventually(
             lambda: _gone(admin, "/faults/static/api/s"),
             timeout=10,
@@ -168,3 +173,25 @@ async def test_a_static_instance_unregistered_while_cut_off_is_gone_after_an_exp
 
 async def _gone(client: Any, path: str) -> bool:
     return await client.exists(path) is None
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"address": "host-\ud800"},  # a lone surrogate: no UTF-8 for it
+        {"payload": {"note": "\udfff"}},
+        {"payload": [1, 2]},  # Curator's readers cannot take an array (issue 26, item 7)
+    ],
+    ids=["surrogate-address", "surrogate-payload", "array-payload"],
+)
+async def test_an_instance_that_cannot_be_written_is_refused_typed_before_anything_is_sent(
+    zk_connect: Factory, fields: dict[str, Any]
+) -> None:
+    """Bad input gets our typed error, never a bare UnicodeEncodeError (issue 26, item 5)."""
+    client = await zk_connect()
+    before = dict(client.session.sent)
+    async with ServiceDiscovery(client, "/faults/bad") as discovery:
+        with pytest.raises(CoordinationError):
+            await discovery.register(ServiceInstance.build("api", port=1, **fields))
+        assert discovery.registered() == []
+    assert dict(client.session.sent) == before

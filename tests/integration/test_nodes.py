@@ -43,6 +43,7 @@ SEMANTICS = {
         "test_another_sessions_node_is_waited_out",
     ],
     "recipes/nodes.md | Failure semantics | Cancellation": [
+        "test_a_persistent_node_closed_while_cut_off_is_gone_after_an_expiry",
         "test_close_while_the_first_create_is_in_flight_leaves_no_node",
     ],
     "recipes/nodes.md | Failure semantics | Timeout": [
@@ -297,3 +298,31 @@ async def test_a_ttl_node_created_while_cut_off_times_out_then_appears(
         zk_fault_proxy.heal()
         await node.wait_for_initial_create(timeout=10)  # kept being made meanwhile
         assert (await admin.get("/cut/ttl-late"))[0] == b"late"
+
+
+async def test_a_persistent_node_closed_while_cut_off_is_gone_after_an_expiry(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, zookeeper: Any
+) -> None:
+    """close() deletes the node, guaranteed: a persistent node outlives the session it was
+    closed on, so the delete goes on on the next one (issue 26, item 2)."""
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=2)
+    admin = await zk_connect()
+    node = PersistentNode(client, "/cut/persistent", b"mine", mode=CreateMode.PERSISTENT)
+    await node.start()
+    await node.wait_for_initial_create(timeout=10)
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    await node.close()
+    session = client.session_id
+    await expire_session(session, client.session.password, zookeeper.connect_string)
+    zk_fault_proxy.heal()
+    await client.wait_for(State.CONNECTED, timeout=10)
+    assert client.session_id != session
+    await eventually(
+        lambda: _absent(admin, "/cut/persistent"), timeout=10, what="the closed node deleted"
+    )
+
+
+async def _absent(client: Client, path: str) -> bool:
+    return await client.exists(path) is None
