@@ -162,7 +162,8 @@ def test_every_failure_semantics_row_names_a_test() -> None:
     missing = [row for row in documented_rows() if row not in mapped]
     assert not missing, (
         "rows without a test: add each to SEMANTICS in the recipe's "
-        "tests/integration/test_<recipe>_faults.py, with the test that holds it under the "
+        "tests/integration/test_<recipe>_faults.py (test_<recipe>.py while it has none), with "
+        "the test that holds it under the "
         "fault the row names:\n" + "\n".join(missing)
     )
 
