@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from typing import Any
 
 import pytest
 from support import Factory, child_names, eventually
@@ -13,8 +14,31 @@ from support import Factory, child_names, eventually
 import aiocoord
 from aiocoord import Client, State
 from aiocoord.recipes.barrier import Barrier, BarrierError, DoubleBarrier
+from aiocoord.testing import FaultProxy, expire_client
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+#: The failure-semantics rows of docs/recipes/barriers.md and its row of docs/recipes.md, with
+#: the tests that hold each under the fault it names
+#: (checked by tests/unit/test_semantics_rows.py).
+SEMANTICS = {
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | `Barrier`, `DoubleBarrier`": [
+        "test_a_barrier_waiter_goes_on_through_a_cut_link_and_an_expiry",
+        "test_a_double_barrier_participant_whose_session_expires_makes_its_node_again",
+    ],
+    "recipes/barriers.md | Failure semantics | Connection lost / session expired": [
+        "test_barrier_removed_while_the_waiter_is_disconnected",
+        "test_a_barrier_waiter_goes_on_through_a_cut_link_and_an_expiry",
+        "test_a_double_barrier_participant_whose_session_expires_makes_its_node_again",
+    ],
+    "recipes/barriers.md | Failure semantics | Cancellation": [
+        "test_a_cancelled_wait_or_enter_leaves_nothing",
+    ],
+    "recipes/barriers.md | Failure semantics | Timeout": [
+        "test_enter_times_out_and_leaves_no_node",
+    ],
+}
 
 
 async def test_barrier_holds_waiters_until_removed(zk_connect: Factory) -> None:
@@ -134,3 +158,69 @@ async def test_a_single_participant_barrier_opens_at_once(zk_connect: Factory) -
         assert barrier.entered
         assert sorted(await client.children("/solo")) == sorted([barrier.node_name, "ready"])
     assert await child_names(client, "/solo") == []
+
+
+async def test_a_barrier_waiter_goes_on_through_a_cut_link_and_an_expiry(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, zookeeper: Any
+) -> None:
+    waiter_client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=4)
+    owner = Barrier(await zk_connect(), "/gate/faults")
+    await owner.set()
+    waiting = asyncio.ensure_future(Barrier(waiter_client, "/gate/faults").wait(30))
+    await eventually(lambda: _waiters(waiter_client, 1))
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await waiter_client.wait_for(State.SUSPENDED, timeout=5)
+    zk_fault_proxy.heal()
+    await waiter_client.wait_for(State.RECONNECTED, timeout=10)
+    await expire_client(waiter_client, zookeeper.connect_string)
+    assert not waiting.done()  # still waiting, on the new session
+    await eventually(lambda: _waiters(waiter_client, 1))
+    await owner.remove()
+    assert await asyncio.wait_for(waiting, 10)
+
+
+async def test_a_double_barrier_participant_whose_session_expires_makes_its_node_again(
+    zk_connect: Factory, zookeeper: Any
+) -> None:
+    a, b = await zk_connect(session_timeout=4), await zk_connect()
+    first, second = DoubleBarrier(a, "/double-exp", 2), DoubleBarrier(b, "/double-exp", 2)
+    entering = asyncio.ensure_future(first.enter(timeout=30))
+    await eventually(lambda: _participants(b, "/double-exp", 1))
+    await expire_client(a, zookeeper.connect_string)
+
+    async def remade() -> bool:
+        for name in await child_names(b, "/double-exp"):
+            stat = await b.exists(f"/double-exp/{name}")
+            if stat is not None and stat.ephemeral_owner == a.session_id:
+                return True
+        return False
+
+    await eventually(remade, what="the participant's node on the new session")
+    await second.enter(timeout=10)
+    await asyncio.wait_for(entering, 10)
+    assert first.entered and second.entered
+    await asyncio.gather(first.leave(timeout=10), second.leave(timeout=10))
+
+
+async def test_a_cancelled_wait_or_enter_leaves_nothing(zk_connect: Factory) -> None:
+    client, owner_client = await zk_connect(), await zk_connect()
+    await Barrier(owner_client, "/gate/cancel").set()
+    waiting = asyncio.ensure_future(Barrier(client, "/gate/cancel").wait())
+    await eventually(lambda: _waiters(client, 1))
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert client.session.watches.counts()["waiters"] == 0  # its watch is withdrawn
+    barrier = DoubleBarrier(client, "/double-cancel", 2)
+    entering = asyncio.ensure_future(barrier.enter())
+    await eventually(lambda: _participants(owner_client, "/double-cancel", 1))
+    entering.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await entering
+    await client.wait_background()
+    assert await child_names(owner_client, "/double-cancel") == []
+
+
+async def _participants(client: Client, path: str, n: int) -> bool:
+    return len([c for c in await child_names(client, path) if c != "ready"]) == n

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from support import Factory
 
+import aiocoord
 from aiocoord import ChildData, Client, State
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import NodeExistsError, NoNodeError, NoServersError, NotEmptyError
@@ -25,6 +26,43 @@ T = CacheEventType
 ADDED = {T.CREATED, T.CHILD_ADDED, T.NODE_ADDED}
 UPDATED = {T.UPDATED, T.CHILD_UPDATED, T.NODE_UPDATED}
 REMOVED = {T.DELETED, T.CHILD_REMOVED, T.NODE_REMOVED}
+
+
+#: The failure-semantics rows of docs/recipes/caches.md and its row of docs/recipes.md, with the
+#: tests that hold each under the fault it names
+#: (checked by tests/unit/test_semantics_rows.py).
+SEMANTICS = {
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | "
+    "`NodeCache`, `ChildrenCache`, `TreeCache`": [
+        "test_cache_converges_under_drops_and_expiry",
+        "test_changes_made_while_disconnected_still_arrive",
+        "test_cache_rearms_after_session_expiry",
+    ],
+    "recipes/caches.md | Failure semantics | Connection lost (SUSPENDED)": [
+        "test_changes_made_while_disconnected_still_arrive",
+        "test_cache_converges_under_drops_and_expiry",
+    ],
+    "recipes/caches.md | Failure semantics | Reconnected (same session)": [
+        "test_node_recreated_while_away_is_removed_then_added",
+        "test_changes_made_while_disconnected_still_arrive",
+    ],
+    "recipes/caches.md | Failure semantics | Session expired (LOST)": [
+        "test_cache_rearms_after_session_expiry",
+        "test_cache_converges_under_drops_and_expiry",
+    ],
+    "recipes/caches.md | Failure semantics | Client closed": [
+        "test_cache.py::test_cache_ends_streams_when_its_client_closes",
+        "test_cache.py::test_stopping_removes_watches_and_leaves_no_task",
+    ],
+    "recipes/caches.md | Failure semantics | Cancellation": [
+        "test_a_timed_out_or_cancelled_get_consumes_nothing",
+        "test_cache.py::test_cancelled_start_closes_the_cache_and_leaves_no_task",
+    ],
+    "recipes/caches.md | Failure semantics | Timeout": [
+        "test_a_timed_out_or_cancelled_get_consumes_nothing",
+        "test_cache.py::test_node_cache_wait_for_returns_matching_state",
+    ],
+}
 
 
 def summary(nodes: Iterable[ChildData]) -> Summary:
@@ -404,3 +442,21 @@ async def test_initial_load_of_10000_children_is_pipelined(zk_connect: Factory, 
     assert sent[Op.GET_DATA] == 10_000
     assert get_data_sent_at_first_child == [10_000]
     await cache.close()
+
+
+async def test_a_timed_out_or_cancelled_get_consumes_nothing(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    await client.create("/timeouts", b"0")
+    async with NodeCache(client, "/timeouts") as cache:
+        events = cache.changes()
+        with pytest.raises(aiocoord.TimeoutError):
+            await cache.wait_for(lambda d: d is None, timeout=0.05)
+        with pytest.raises(aiocoord.TimeoutError):
+            await events.get(timeout=0.05)
+        with pytest.raises(asyncio.TimeoutError):  # wait_for cancels the waiting get
+            await asyncio.wait_for(events.get(), 0.05)
+        await client.set("/timeouts", b"1")
+        # The change goes to the next get: neither the timeout nor the cancellation took it.
+        event = await events.get(timeout=10)
+        assert event.type is CacheEventType.UPDATED and event.data is not None
+        assert event.data.data == b"1"

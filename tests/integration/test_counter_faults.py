@@ -6,16 +6,52 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
+import pytest
 from support import Factory
 
-from aiocoord import ExponentialBackoff
+from aiocoord import ExponentialBackoff, State
 from aiocoord._wire.opcodes import Op
-from aiocoord.recipes.counter import AtomicCounter, AtomicValue
-from aiocoord.testing import FaultProxy, PendingDrop
+from aiocoord.errors import ConnectionLossError
+from aiocoord.recipes.counter import AtomicCounter, AtomicValue, SharedCount
+from aiocoord.testing import FaultProxy, PendingDrop, expire_client, expire_session
 
 CLIENTS = 8
 INCREMENTS = 200
+
+
+#: The failure-semantics rows of docs/recipes/counters.md (SharedValue's are SharedCount's) and
+#: its rows of docs/recipes.md, with the tests that hold each under the fault it names
+#: (checked by tests/unit/test_semantics_rows.py).
+SEMANTICS = {
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | `SharedCount`": [
+        "test_shared_value.py::test_try_set_whose_reply_is_lost_is_applied_once",
+        "test_a_shared_count_is_stale_while_cut_off_and_re_read_after_an_expiry",
+    ],
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | "
+    "`AtomicCounter`, `Queue.put`/`get`, `PriorityQueue`": [
+        "test_concurrent_increments_are_exact_under_dropped_connections_and_lost_replies",
+        "test_queue.py::test_put_and_claim_whose_replies_are_lost_happen_exactly_once",
+        "test_an_increment_whose_reply_is_lost_before_an_expiry_is_a_connection_loss",
+    ],
+    "recipes/counters.md | Failure semantics | Connection lost (SUSPENDED)": [
+        "test_shared_value.py::test_try_set_whose_reply_is_lost_is_applied_once",
+        "test_a_shared_count_is_stale_while_cut_off_and_re_read_after_an_expiry",
+        "test_concurrent_increments_are_exact_under_dropped_connections_and_lost_replies",
+    ],
+    "recipes/counters.md | Failure semantics | Session expired (LOST)": [
+        "test_a_shared_count_is_stale_while_cut_off_and_re_read_after_an_expiry",
+        "test_an_increment_whose_reply_is_lost_before_an_expiry_is_a_connection_loss",
+    ],
+    "recipes/counters.md | Failure semantics | Cancellation": [
+        "test_shared_value.py::test_a_cancelled_wait_leaves_the_value_working",
+    ],
+    "recipes/counters.md | Failure semantics | Timeout": [
+        "test_shared_value.py::test_a_cancelled_wait_leaves_the_value_working",
+        "test_counter.py::test_gives_up_with_succeeded_false_when_retries_run_out",
+    ],
+}
 
 
 async def test_concurrent_increments_are_exact_under_dropped_connections_and_lost_replies(
@@ -72,3 +108,49 @@ async def test_concurrent_increments_are_exact_under_dropped_connections_and_los
     assert sum(1 for arm in lost_replies if arm.done()) >= 2
     # No marker node is left behind.
     assert await observer.children("/counters/hits") == []
+
+
+async def test_a_shared_count_is_stale_while_cut_off_and_re_read_after_an_expiry(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, zookeeper: Any
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=4)
+    other = await zk_connect()
+    async with (
+        SharedCount(client, "/counters/shared", 1) as mine,
+        SharedCount(other, "/counters/shared", 1) as theirs,
+    ):
+        zk_fault_proxy.blackhole()
+        zk_fault_proxy.drop()
+        await client.wait_for(State.SUSPENDED, timeout=5)
+        await theirs.set(2)
+        assert mine.value == 1  # stale, not wrong: nothing can reach it
+        zk_fault_proxy.heal()
+        assert (await mine.wait_for(lambda v: v == 2, timeout=10)).value == 2
+        await expire_client(client, zookeeper.connect_string)
+        await theirs.set(3)
+        assert (await mine.wait_for(lambda v: v == 3, timeout=10)).value == 3
+        assert await mine.try_set(4, mine.versioned.version)
+        assert (await theirs.wait_for(lambda v: v == 4, timeout=10)).value == 4
+
+
+async def test_an_increment_whose_reply_is_lost_before_an_expiry_is_a_connection_loss(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, zookeeper: Any
+) -> None:
+    """The marker went with the session: the change may or may not have been applied, and
+    it is not silently sent again."""
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=2)
+    observer = await zk_connect()
+    counter = AtomicCounter(client, "/counters/expiry")
+    await counter.increment()
+    session = client.session_id
+    password = client.session.password
+    zk_fault_proxy.hold_new_connections()
+    lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
+    changing = asyncio.ensure_future(counter.increment())
+    await lost  # applied on the server, the reply lost; no new connection gets through
+    await expire_session(session, password, zookeeper.connect_string)
+    zk_fault_proxy.hold_new_connections(False)
+    with pytest.raises(ConnectionLossError, match="may or may not"):
+        await asyncio.wait_for(changing, 20)
+    assert await AtomicCounter(observer, "/counters/expiry").get() == 2  # applied once
+    await counter.close()

@@ -21,7 +21,7 @@ from aiocoord.recipes.election import (
     LeadershipLostError,
     LeadershipTerm,
 )
-from aiocoord.testing import expire_session
+from aiocoord.testing import FaultProxy, expire_session
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 LATCH_NODE = re.compile(rf"^_c_{UUID}-latch-\d{{10}}$")
@@ -353,3 +353,47 @@ async def _done(terms: list[LeadershipTerm], n: int) -> bool:
 
 async def _true(func: Callable[[], bool]) -> bool:
     return func()
+
+
+@pytest.mark.parametrize("suspended_is_loss", [True, False])
+async def test_a_term_ends_on_a_cut_link_and_goes_on_under_the_session_policy(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, suspended_is_loss: bool
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    other = await zk_connect()
+    election = Election(client, "/cut-term", identifier="a", suspended_is_loss=suspended_is_loss)
+    latch = LeaderLatch(client, "/cut-latch", identifier="a", suspended_is_loss=suspended_is_loss)
+    await latch.start()
+    assert await latch.wait_until_leader(10)
+    latch_changes = latch.changes()
+    entered, cut, healed = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def lead() -> None:
+        async with election.leadership(timeout=10):
+            entered.set()
+            await cut.wait()
+            await healed.wait()  # cancelled here under the standard policy
+
+    term = asyncio.ensure_future(lead())
+    await asyncio.wait_for(entered.wait(), 10)
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    cut.set()
+    if suspended_is_loss:
+        with pytest.raises(LeadershipLostError):
+            await asyncio.wait_for(term, 5)
+        ended = await latch_changes.get(5)
+        assert (ended.is_leader, ended.reason) == (False, "suspended")
+    zk_fault_proxy.heal()
+    await client.wait_for(State.RECONNECTED, timeout=10)
+    if not suspended_is_loss:
+        healed.set()
+        await asyncio.wait_for(term, 5)  # the term went on through the cut
+        assert latch.is_leader and latch_changes.pending == 0
+    await latch.close()
+    await election.close()
+    await client.wait_background()
+    # Nothing of either is left on the server.
+    assert await child_names(other, "/cut-term") == []
+    assert await child_names(other, "/cut-latch") == []

@@ -19,6 +19,42 @@ from aiocoord.testing import ZooKeeperEnsemble, expire_session
 pytestmark = pytest.mark.ensemble
 
 
+#: The failure-semantics rows of docs/recipes/leader.md and its rows of docs/recipes.md, with
+#: the tests that hold each under the fault it names
+#: (checked by tests/unit/test_semantics_rows.py).
+SEMANTICS = {
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | `LeaderLatch`": [
+        "test_election.py::test_a_term_ends_on_a_cut_link_and_goes_on_under_the_session_policy",
+        "test_election.py::test_suspension_ends_leadership_under_the_default_policy",
+        "test_election.py::test_session_policy_keeps_leadership_through_a_dropped_connection",
+        "test_leader_is_unique_and_replaced_when_its_server_dies_and_its_session_expires",
+    ],
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | `Election`": [
+        "test_election.py::test_a_term_ends_on_a_cut_link_and_goes_on_under_the_session_policy",
+        "test_election.py::test_session_expiry_cancels_the_body_and_raises_leadership_lost",
+    ],
+    "recipes/leader.md | Failure semantics | Loss: connection lost (SUSPENDED)": [
+        "test_election.py::test_a_term_ends_on_a_cut_link_and_goes_on_under_the_session_policy",
+        "test_election.py::test_suspension_ends_leadership_under_the_default_policy",
+        "test_election.py::test_session_policy_keeps_leadership_through_a_dropped_connection",
+    ],
+    "recipes/leader.md | Failure semantics | Loss: session expired, or the node deleted": [
+        "test_election.py::test_session_expiry_cancels_the_body_and_raises_leadership_lost",
+        "test_election.py::test_deleted_node_cancels_the_body",
+        "test_election.py::test_latch_rejoins_when_the_whole_path_vanishes",
+        "test_leader_is_unique_and_replaced_when_its_server_dies_and_its_session_expires",
+    ],
+    "recipes/leader.md | Failure semantics | Cancellation": [
+        "test_election.py::test_closing_the_leader_hands_over_with_a_larger_fencing_token",
+        "test_election.py::test_cancelling_the_body_from_outside_is_not_a_loss",
+        "test_lock_partition.py::test_semaphore_lease_and_latch_leave_at_once_on_a_blackholed_link",
+    ],
+    "recipes/leader.md | Failure semantics | Timeout": [
+        "test_election.py::test_wait_until_leader_times_out_with_timeout_error",
+    ],
+}
+
+
 @dataclass
 class Term:
     identifier: str

@@ -10,9 +10,70 @@ import pytest
 from support import Factory, child_names, eventually
 
 from aiocoord import Client, State
+from aiocoord._wire.opcodes import Op
 from aiocoord.errors import LockLostError
 from aiocoord.recipes.lock import Lock, Mutex
-from aiocoord.testing import FaultProxy, expire_session
+from aiocoord.recipes.multilock import MultiLock
+from aiocoord.testing import FaultProxy, expire_client, expire_session
+
+#: The failure-semantics rows of docs/recipes/locks.md and of the lock rows of docs/recipes.md,
+#: with the tests that hold each under the fault it names
+#: (checked by tests/unit/test_semantics_rows.py).
+SEMANTICS = {
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | "
+    "`Lock`, `Mutex`, `ReadWriteLock`": [
+        "test_session_policy_keeps_the_lock_through_a_disconnect",
+        "test_suspended_is_loss_policy_gives_the_lock_up_on_disconnect",
+        "test_session_expiry_while_holding_fires_lost_cancels_the_body_and_frees_the_lock",
+        "test_loss_without_cancel_on_loss_is_raised_when_the_body_ends",
+        "test_waiter_whose_session_expires_queues_again_with_one_node",
+    ],
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | `MultiLock`": [
+        "test_each_lock_of_a_multilock_reports_its_own_loss_on_expiry",
+    ],
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | waiting for any lock": [
+        "test_waiter_acquires_after_a_connection_drop_with_one_node",
+        "test_lock_partition.py::test_no_stale_grant_to_a_same_client_waiter_when_the_holder_releases_cut_off",
+        "test_waiter_whose_session_expires_queues_again_with_one_node",
+    ],
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | "
+    "releasing (`release()`, leaving `async with`, a lease's `release()`, a latch's or election's `close()`)": [  # noqa: E501 - a test name
+        "test_release_while_disconnected_is_immediate_and_deletes_after_reconnect",
+        "test_sync_after_a_release_while_disconnected_returns_once_others_see_it_free",
+        "test_lock_partition.py::test_lock_release_returns_at_once_on_a_blackholed_link",
+        "test_lock_partition.py::test_semaphore_lease_and_latch_leave_at_once_on_a_blackholed_link",
+    ],
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | "
+    "a lock node deleted by someone else (say, an operator's recursive delete of the lock path)": [
+        "test_lock_partition.py::test_lock_holder_is_told_when_another_client_deletes_its_node",
+        "test_lock_partition.py::test_semaphore_lease_is_lost_when_its_node_is_deleted",
+    ],
+    "recipes/locks.md | Failure semantics | Loss: connection lost (SUSPENDED)": [
+        "test_session_policy_keeps_the_lock_through_a_disconnect",
+        "test_suspended_is_loss_policy_gives_the_lock_up_on_disconnect",
+    ],
+    "recipes/locks.md | Failure semantics | Loss: session expired (LOST)": [
+        "test_session_expiry_while_holding_fires_lost_cancels_the_body_and_frees_the_lock",
+        "test_loss_without_cancel_on_loss_is_raised_when_the_body_ends",
+    ],
+    "recipes/locks.md | Failure semantics | Loss: node deleted by someone else": [
+        "test_lock_partition.py::test_lock_holder_is_told_when_another_client_deletes_its_node",
+    ],
+    "recipes/locks.md | Failure semantics | Cancellation": [
+        "test_a_waiter_cancelled_while_cut_off_leaves_no_node_once_reconnected",
+        "test_lock_queue.py::test_cancelling_while_the_create_is_in_flight_leaves_no_node",
+        "test_lock_queue.py::test_500_waiters_that_give_up_leave_no_node_and_the_next_one_gets_it",
+        "test_multilock.py::test_cancelled_while_waiting_for_the_last_lock_releases_the_others",
+    ],
+    "recipes/locks.md | Failure semantics | Timeout": [
+        "test_lock.py::test_timed_out_acquire_raises_and_leaves_no_node",
+        "test_multilock.py::test_timeout_or_non_blocking_failure_holds_none",
+    ],
+    "recipes/locks.md | Failure semantics | Release on a dead link": [
+        "test_lock_partition.py::test_lock_release_returns_at_once_on_a_blackholed_link",
+        "test_release_into_a_silent_connection_says_not_held_at_once",
+    ],
+}
 
 
 async def test_waiter_acquires_after_a_connection_drop_with_one_node(
@@ -231,3 +292,71 @@ async def test_session_policy_keeps_the_lock_through_a_disconnect(
     assert not lock.lost.is_set()
     assert not await Lock(other, "/lenient").acquire(blocking=False)
     await lock.release()
+
+
+async def test_sync_after_a_release_while_disconnected_returns_once_others_see_it_free(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    """A release, then ``sync()``, means other sessions see the lock free, whatever the link
+    did in between (issue 26, item 1)."""
+    observer = await zk_connect()
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    lock = Lock(client, "/offline-sync")
+    await lock.acquire()
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    await lock.release()
+    # The proxy sees each request on its way to the server, in the order sent: a predicate
+    # that accepts none records them without dropping any.
+    sent: list[int] = []
+    zk_fault_proxy.drop_after_request(lambda xid, op: sent.append(op) is not None)
+    zk_fault_proxy.heal()
+    await client.wait_for(State.RECONNECTED, timeout=10)
+    await asyncio.wait_for(client.sync("/offline-sync"), 10)
+    assert await child_names(observer, "/offline-sync") == []
+    writes = [op for op in sent if op in (Op.DELETE, Op.MULTI, Op.SYNC)]
+    assert len(writes) >= 2 and writes[-1] == Op.SYNC, (
+        f"sync sent before the release's delete: {writes}"
+    )
+
+
+async def test_each_lock_of_a_multilock_reports_its_own_loss_on_expiry(
+    zk_connect: Factory, zookeeper: Any
+) -> None:
+    client, other = await zk_connect(session_timeout=4), await zk_connect()
+    locks = [Lock(client, "/multi-loss/a"), Lock(client, "/multi-loss/b")]
+    multi = MultiLock(locks)
+    await multi.acquire()
+    losses = [lock.lost for lock in locks]
+    await expire_client(client, zookeeper.connect_string)
+    assert [await asyncio.wait_for(lost, 10) for lost in losses] == [State.LOST, State.LOST]
+    assert not any(lock.is_held for lock in locks)
+    assert not multi.is_held
+    # The server freed both: another session takes them at once.
+    assert await Lock(other, "/multi-loss/a").acquire(timeout=0)
+    assert await Lock(other, "/multi-loss/b").acquire(timeout=0)
+
+
+async def test_a_waiter_cancelled_while_cut_off_leaves_no_node_once_reconnected(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    holder_client = await zk_connect()
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    holder = Lock(holder_client, "/cancel-cut")
+    await holder.acquire()
+    waiter = Lock(client, "/cancel-cut")
+    task = asyncio.create_task(waiter.acquire())
+    await eventually(lambda: _len(holder_client, "/cancel-cut", 2))
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    zk_fault_proxy.heal()
+    await client.wait_for(State.RECONNECTED, timeout=10)
+    await asyncio.wait_for(client.wait_background(), 10)
+    assert holder.node_path is not None
+    assert await child_names(holder_client, "/cancel-cut") == [holder.node_path.rsplit("/", 1)[1]]
+    await holder.release()

@@ -12,14 +12,63 @@ import pytest
 from support import Factory, child_names, eventually
 
 import aiocoord
-from aiocoord import Client
+from aiocoord import Client, State
 from aiocoord.recipes.cache import CacheEventType
 from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
-from aiocoord.testing import expire_session
+from aiocoord.recipes.ttl_node import PersistentTtlNode
+from aiocoord.testing import FaultProxy, expire_session
 
 PROTECTED_SEQUENTIAL = re.compile(
     r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-member-\d{10}$"
 )
+
+
+#: The failure-semantics rows of docs/recipes/nodes.md (PersistentTtlNode's included) and its
+#: row of docs/recipes.md, with the tests that hold each under the fault it names
+#: (checked by tests/unit/test_semantics_rows.py).
+SEMANTICS = {
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | "
+    "`PersistentNode`, `GroupMember`": [
+        "test_ephemeral_node_comes_back_after_deletion_and_session_expiry",
+        "test_group_membership_converges_after_a_members_session_expires",
+        "test_another_sessions_node_is_waited_out",
+    ],
+    "recipes/nodes.md | Failure semantics | Connection lost (SUSPENDED)": [
+        "test_a_cut_link_leaves_the_node_and_its_owner_alone",
+    ],
+    "recipes/nodes.md | Failure semantics | Session expired (LOST)": [
+        "test_ephemeral_node_comes_back_after_deletion_and_session_expiry",
+        "test_protected_sequential_node_gets_a_new_name_after_expiry",
+        "test_persistent_node_is_recreated_with_its_latest_data",
+        "test_another_sessions_node_is_waited_out",
+    ],
+    "recipes/nodes.md | Failure semantics | Cancellation": [
+        "test_a_persistent_node_closed_while_cut_off_is_gone_after_an_expiry",
+        "test_close_while_the_first_create_is_in_flight_leaves_no_node",
+    ],
+    "recipes/nodes.md | Failure semantics | Timeout": [
+        "test_another_sessions_node_is_waited_out",
+    ],
+    "recipes/nodes.md | Failure semantics of PersistentTtlNode | Connection lost (SUSPENDED)": [
+        "test_a_ttl_node_cut_off_for_less_than_its_ttl_stays_and_is_touched_again",
+    ],
+    "recipes/nodes.md | Failure semantics of PersistentTtlNode | Timeout": [
+        "test_a_ttl_node_created_while_cut_off_times_out_then_appears",
+    ],
+    "recipes/nodes.md | Failure semantics of PersistentTtlNode | Session expired (LOST)": [
+        "test_ttl_node.py::test_persistent_ttl_node_keeps_touching_on_a_new_session_after_expiry",
+    ],
+    "recipes/nodes.md | Failure semantics of PersistentTtlNode | Process dies": [
+        "test_ttl_node.py::test_an_untouched_ttl_node_is_reaped_after_its_ttl_and_a_touched_one_is_not",
+    ],
+    "recipes/nodes.md | Failure semantics of PersistentTtlNode | Cancellation / close": [
+        "test_ttl_node.py::test_persistent_ttl_node_stays_while_it_runs_and_goes_after_close",
+        "test_ttl_node.py::test_persistent_ttl_node_closed_at_once_leaves_nothing",
+    ],
+    "recipes/nodes.md | Failure semantics of PersistentTtlNode | Server without TTL nodes": [
+        "test_ttl_node.py::test_a_server_without_ttl_nodes_is_named_in_the_error",
+    ],
+}
 
 
 async def owned_by(client: Client, path: str, session_id: int) -> bool:
@@ -190,3 +239,90 @@ async def test_close_while_the_first_create_is_in_flight_leaves_no_node(
     await node.close()
     await zk_client.wait_background()
     assert await zk_client.children("/inflight") == []
+
+
+async def test_a_cut_link_leaves_the_node_and_its_owner_alone(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    admin = await zk_connect()
+    async with PersistentNode(client, "/cut/node", b"mine") as node:
+        await node.wait_for_initial_create(timeout=10)
+        _, before = await admin.get("/cut/node")
+        zk_fault_proxy.blackhole()
+        zk_fault_proxy.drop()
+        await client.wait_for(State.SUSPENDED, timeout=5)
+        assert await admin.exists("/cut/node") is not None
+        zk_fault_proxy.heal()
+        await client.wait_for(State.RECONNECTED, timeout=10)
+        data, after = await admin.get("/cut/node")
+        # The same node of the same session: nothing was deleted or made again.
+        assert (data, after.czxid, after.ephemeral_owner) == (
+            b"mine",
+            before.czxid,
+            client.session_id,
+        )
+
+
+async def test_a_ttl_node_cut_off_for_less_than_its_ttl_stays_and_is_touched_again(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    admin = await zk_connect()
+    async with PersistentTtlNode(client, "/cut/ttl", ttl=2, data=b"busy") as node:
+        await node.wait_for_initial_create(timeout=10)
+        zk_fault_proxy.blackhole()
+        zk_fault_proxy.drop()
+        await client.wait_for(State.SUSPENDED, timeout=5)
+        zk_fault_proxy.heal()
+        await client.wait_for(State.RECONNECTED, timeout=10)
+        # The next touch after the reconnect writes the child (again, or for the first time).
+        stat, touched = await admin.exists("/cut/ttl/touch", watch=True)
+        assert (await asyncio.wait_for(touched, 10)).path == "/cut/ttl/touch"
+        assert (await admin.get("/cut/ttl"))[0] == b"busy"
+        again = await admin.exists("/cut/ttl/touch")
+        assert again is not None and (stat is None or again.mzxid > stat.mzxid)
+
+
+async def test_a_ttl_node_created_while_cut_off_times_out_then_appears(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    admin = await zk_connect()
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    async with PersistentTtlNode(client, "/cut/ttl-late", ttl=2, data=b"late") as node:
+        with pytest.raises(aiocoord.TimeoutError):
+            await node.wait_for_initial_create(timeout=0.2)
+        zk_fault_proxy.heal()
+        await node.wait_for_initial_create(timeout=10)  # kept being made meanwhile
+        assert (await admin.get("/cut/ttl-late"))[0] == b"late"
+
+
+async def test_a_persistent_node_closed_while_cut_off_is_gone_after_an_expiry(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, zookeeper: Any
+) -> None:
+    """close() deletes the node, guaranteed: a persistent node outlives the session it was
+    closed on, so the delete goes on on the next one (issue 26, item 2)."""
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=2)
+    admin = await zk_connect()
+    node = PersistentNode(client, "/cut/persistent", b"mine", mode=CreateMode.PERSISTENT)
+    await node.start()
+    await node.wait_for_initial_create(timeout=10)
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    await node.close()
+    session = client.session_id
+    await expire_session(session, client.session.password, zookeeper.connect_string)
+    zk_fault_proxy.heal()
+    await client.wait_for(State.CONNECTED, timeout=10)
+    assert client.session_id != session
+    await eventually(
+        lambda: _absent(admin, "/cut/persistent"), timeout=10, what="the closed node deleted"
+    )
+
+
+async def _absent(client: Client, path: str) -> bool:
+    return await client.exists(path) is None

@@ -35,6 +35,33 @@ ITEMS = [f"q{i}" for i in range(10)]
 BOUNDARY = 0.3
 
 
+#: The failure-semantics rows of SetPartitioner (docs/recipes/partitioning.md) and its row of
+#: docs/recipes.md, with the tests that hold each under the fault it names
+#: (checked by tests/unit/test_semantics_rows.py).
+SEMANTICS = {
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | `SetPartitioner`": [
+        "test_a_lost_connection_asks_for_release_and_the_share_comes_back",
+        "test_a_member_whose_session_expires_fails_and_is_covered",
+    ],
+    "recipes/partitioning.md | Failure semantics of SetPartitioner | Connection lost (SUSPENDED)": [
+        "test_a_lost_connection_asks_for_release_and_the_share_comes_back",
+    ],
+    "recipes/partitioning.md | Failure semantics of SetPartitioner | Session expired (LOST)": [
+        "test_a_member_whose_session_expires_fails_and_is_covered",
+    ],
+    "recipes/partitioning.md | Failure semantics of SetPartitioner | "
+    "An item lock deleted by someone": [
+        "test_an_item_lock_deleted_by_someone_turns_the_member_failure",
+    ],
+    "recipes/partitioning.md | Failure semantics of SetPartitioner | Cancellation": [
+        "test_waits_for_an_item_held_elsewhere_and_leaves_nothing_when_closed",
+    ],
+    "recipes/partitioning.md | Failure semantics of SetPartitioner | Timeout": [
+        "test_waits_for_an_item_held_elsewhere_and_leaves_nothing_when_closed",
+    ],
+}
+
+
 class Referee:
     """Runs the users' loop for every partitioner (release on RELEASE) and checks, at every
     change of any of them, that no item is claimed by two members at once."""
@@ -363,3 +390,29 @@ async def test_a_lost_connection_asks_for_release_and_the_share_comes_back(
         assert await part.wait_for_acquire(timeout=20) is PartitionState.ACQUIRED
         assert client.session_id == session
         await check_split(admin, "/work", [part])
+
+
+async def test_an_item_lock_deleted_by_someone_turns_the_member_failure(
+    zk_connect: Factory,
+) -> None:
+    admin, client = await zk_connect(), await zk_connect()
+    async with make(client, "solo", time_boundary=0) as part:
+        assert await part.wait_for_acquire(timeout=20) is PartitionState.ACQUIRED
+        changes = part.changes()
+        (node,) = await child_names(admin, "/work/locks/q3")
+        await admin.delete(f"/work/locks/q3/{node}")  # an operator's clean-up, say
+
+        async def failure() -> None:
+            async for change in changes:
+                if change.state is PartitionState.FAILURE:
+                    return
+
+        await asyncio.wait_for(failure(), 10)
+        assert part.failed and list(part) == []
+        with pytest.raises(PartitionFailedError):
+            await part.wait_for_acquire(timeout=0)
+    await client.wait_background()
+    # It let go of everything: no lock node of its own and no member node is left.
+    for item in ITEMS:
+        assert await child_names(admin, f"/work/locks/{item}") == []
+    assert await child_names(admin, "/work/party") == []

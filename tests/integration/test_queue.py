@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from support import Factory, eventually
 
+import aiocoord
 from aiocoord import Client
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import (
@@ -21,12 +22,48 @@ from aiocoord.errors import (
     NodeExistsError,
     TransactionFailedError,
 )
+from aiocoord.recipes.delay_queue import DelayQueue
+from aiocoord.recipes.id_queue import IdQueue
 from aiocoord.recipes.locking_queue import LockingQueue
 from aiocoord.recipes.queue import PriorityQueue, Queue, frame, unframe
 from aiocoord.testing import FaultProxy, expire_session
 from aiocoord.transaction import Transaction
 
 PRODUCERS, CONSUMERS, ITEMS = 3, 3, 500
+
+
+#: The failure-semantics rows of docs/recipes/queues.md (SimpleQueue's, DelayQueue's and
+#: IdQueue's are Queue's) and its row of docs/recipes.md, with the tests that hold each under
+#: the fault it names
+#: (checked by tests/unit/test_semantics_rows.py).
+SEMANTICS = {
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | `LockingQueue`": [
+        "test_item_is_redelivered_when_its_consumers_session_expires_before_consume",
+    ],
+    "recipes/queues.md | Failure semantics | Connection lost (SUSPENDED)": [
+        "test_put_and_claim_whose_replies_are_lost_happen_exactly_once",
+        "test_a_put_still_on_its_way_after_its_connection_was_given_up_applies_once",
+        "test_consume_whose_reply_is_lost_happens_once",
+        "test_simple_queue.py::test_claim_whose_reply_is_lost_is_delivered_once",
+        "test_delay_queue_put_and_claim_whose_replies_are_lost_happen_once",
+        "test_id_queue_remove_whose_reply_is_lost_counts_each_item_once",
+    ],
+    "recipes/queues.md | Failure semantics | Session expired (LOST)": [
+        "test_item_is_redelivered_when_its_consumers_session_expires_before_consume",
+        "test_delay_queue.py::test_a_waiting_consumer_gets_its_item_across_a_session_expiry",
+    ],
+    "recipes/queues.md | Failure semantics | Consumer crash": [
+        "test_item_is_redelivered_when_its_consumers_session_expires_before_consume",
+    ],
+    "recipes/queues.md | Failure semantics | Cancellation": [
+        "test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get",
+        "test_close_puts_back_what_was_claimed_and_not_handed_out",
+        "test_simple_queue.py::test_a_cancelled_take_leaves_no_watch_and_loses_no_item",
+    ],
+    "recipes/queues.md | Failure semantics | Timeout": [
+        "test_get_waits_for_a_put_and_times_out_empty",
+    ],
+}
 
 
 async def test_every_item_goes_to_one_consumer_in_fifo_order_per_producer(
@@ -286,3 +323,39 @@ async def test_consume_whose_reply_is_lost_happens_once(
     assert (await queue.take(5)).data == b"b"
     await queue.close()
     await client.close()
+
+
+async def test_delay_queue_put_and_claim_whose_replies_are_lost_happen_once(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=10)
+    observer = await zk_connect()
+    async with DelayQueue(client, "/lossy-delay") as queue:
+        lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
+        await queue.put(b"once", 0)
+        await lost.wait(5)
+        items = [n for n in await observer.children("/lossy-delay") if n.startswith("queue-")]
+        assert len(items) == 1  # put once, though its reply was lost
+        lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
+        assert await queue.get(timeout=10) == b"once"
+        await lost.wait(5)
+        with pytest.raises(aiocoord.TimeoutError):
+            await queue.get(timeout=0.1)  # claimed once, not twice, not lost
+    assert await observer.children("/lossy-delay") == []
+
+
+async def test_id_queue_remove_whose_reply_is_lost_counts_each_item_once(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=10)
+    observer = await zk_connect()
+    async with IdQueue(client, "/lossy-ids") as queue:
+        await queue.put(b"a1", "a")
+        await queue.put(b"b1", "b")
+        await queue.put(b"a2", "a")
+        lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
+        assert await queue.remove("a") == 2  # the lost reply is resolved by the marker
+        assert lost.done()
+        assert await queue.ids() == ["b"]
+        assert await queue.get(timeout=10) == b"b1"
+    assert await observer.children("/lossy-ids") == []

@@ -14,11 +14,40 @@ import aiocoord
 from aiocoord import Client, State
 from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError, LockLostError
 from aiocoord.recipes.semaphore import Lease, Semaphore
-from aiocoord.testing import expire_session
+from aiocoord.testing import FaultProxy, expire_session
 
 LEASE_NODE = re.compile(
     r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lease-\d{10}$"
 )
+
+
+#: The failure-semantics rows of docs/recipes/semaphore.md and its row of docs/recipes.md, with
+#: the tests that hold each under the fault it names
+#: (checked by tests/unit/test_semantics_rows.py).
+SEMANTICS = {
+    "recipes.md | Failure semantics: what SUSPENDED and LOST do | `Semaphore` leases": [
+        "test_lease_lost_with_the_session_cancels_the_body",
+        "test_a_lease_is_kept_through_a_cut_link_and_lost_at_once_under_suspended_is_loss",
+    ],
+    "recipes/semaphore.md | Failure semantics | Loss: connection lost (SUSPENDED)": [
+        "test_a_lease_is_kept_through_a_cut_link_and_lost_at_once_under_suspended_is_loss",
+    ],
+    "recipes/semaphore.md | Failure semantics | "
+    "Loss: session expired (LOST), or the lease node deleted": [
+        "test_lease_lost_with_the_session_cancels_the_body",
+        "test_lock_partition.py::test_semaphore_lease_is_lost_when_its_node_is_deleted",
+    ],
+    "recipes/semaphore.md | Failure semantics | Cancellation": [
+        "test_timed_out_and_cancelled_acquires_leave_no_node",
+    ],
+    "recipes/semaphore.md | Failure semantics | Timeout": [
+        "test_timed_out_and_cancelled_acquires_leave_no_node",
+        "test_lease_context_times_out",
+    ],
+    "recipes/semaphore.md | Failure semantics | Release": [
+        "test_lock_partition.py::test_semaphore_lease_and_latch_leave_at_once_on_a_blackholed_link",
+    ],
+}
 
 
 async def test_never_more_than_max_leases_under_20_contenders(zk_connect: Factory) -> None:
@@ -186,3 +215,30 @@ async def test_bad_input_is_refused_before_anything_is_sent(zk_client: Client) -
         sem.lease(timeout=-1)
     assert dict(zk_client.session.sent) == before
     assert not await zk_client.exists("/s")
+
+
+@pytest.mark.parametrize("suspended_is_loss", [False, True])
+async def test_a_lease_is_kept_through_a_cut_link_and_lost_at_once_under_suspended_is_loss(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, suspended_is_loss: bool
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    admin = await zk_connect()
+    sem = Semaphore(client, "/sem-cut", 1, suspended_is_loss=suspended_is_loss)
+    (lease,) = await sem.acquire(timeout=10)
+    lost = lease.lost
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    if suspended_is_loss:
+        assert await asyncio.wait_for(lost, 5) is State.SUSPENDED
+        assert not lease.is_held
+    else:
+        assert lease.is_held and not lost.is_set()
+    zk_fault_proxy.heal()
+    await client.wait_for(State.RECONNECTED, timeout=10)
+    await client.wait_background()
+    # Under the standard policy the node goes once reconnected; under the session one it stays.
+    assert len(await child_names(admin, "/sem-cut/leases")) == (0 if suspended_is_loss else 1)
+    if not suspended_is_loss:
+        assert lease.is_held
+        await lease.release()
