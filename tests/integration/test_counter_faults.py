@@ -25,6 +25,9 @@ INCREMENTS = 200
 #: its rows of docs/recipes.md, with the tests that hold each under the fault it names
 #: (checked by tests/unit/test_semantics_rows.py).
 SEMANTICS = {
+    "recipes/counters.md | Failure semantics | Hostile or foreign node data": [
+        "test_hostile_data.py::test_hostile_count_data_is_skipped_by_the_stream_and_wait_for",
+    ],
     "recipes.md | Failure semantics: what SUSPENDED and LOST do | `SharedCount`": [
         "test_shared_value.py::test_try_set_whose_reply_is_lost_is_applied_once",
         "test_a_shared_count_is_stale_while_cut_off_and_re_read_after_an_expiry",

@@ -19,6 +19,9 @@ SET_DATA = 5  # ZooKeeper's opcode
 #: The failure-semantics rows of docs/recipes/discovery.md and the tests that hold each under
 #: the fault it names (checked by tests/unit/test_semantics_rows.py).
 SEMANTICS = {
+    "recipes/discovery.md | Failure semantics | Hostile or foreign node data": [
+        "test_hostile_data.py::test_hostile_instance_nodes_are_skipped_by_every_discovery_reader",
+    ],
     "recipes/discovery.md | Failure semantics | Connection lost (SUSPENDED)": [
         "test_a_cut_link_keeps_the_registration_and_the_cache_view_then_brings_the_gap",
         "test_an_update_whose_reply_is_lost_raises_connection_loss_and_is_idempotent",

@@ -27,6 +27,7 @@ SEMANTICS = {
         "test_session_expiry_while_holding_fires_lost_cancels_the_body_and_frees_the_lock",
         "test_loss_without_cancel_on_loss_is_raised_when_the_body_ends",
         "test_waiter_whose_session_expires_queues_again_with_one_node",
+        "test_edge_promises.py::test_no_local_hand_over_while_the_session_is_being_expired_unseen",
     ],
     "recipes.md | Failure semantics: what SUSPENDED and LOST do | `MultiLock`": [
         "test_each_lock_of_a_multilock_reports_its_own_loss_on_expiry",
@@ -40,6 +41,7 @@ SEMANTICS = {
     "releasing (`release()`, leaving `async with`, a lease's `release()`, a latch's or election's `close()`)": [  # noqa: E501 - a test name
         "test_release_while_disconnected_is_immediate_and_deletes_after_reconnect",
         "test_sync_after_a_release_while_disconnected_returns_once_others_see_it_free",
+        "test_edge_promises.py::test_sync_after_an_offline_release_returns_once_other_sessions_see_the_lock_free",  # noqa: E501 - a test name
         "test_lock_partition.py::test_lock_release_returns_at_once_on_a_blackholed_link",
         "test_lock_partition.py::test_semaphore_lease_and_latch_leave_at_once_on_a_blackholed_link",
     ],

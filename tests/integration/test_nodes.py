@@ -27,6 +27,9 @@ PROTECTED_SEQUENTIAL = re.compile(
 #: row of docs/recipes.md, with the tests that hold each under the fault it names
 #: (checked by tests/unit/test_semantics_rows.py).
 SEMANTICS = {
+    "recipes/nodes.md | Failure semantics | Bad input": [
+        "test_input_vs_server.py::test_strings_without_a_utf8_form_and_oversized_nodes_are_refused_unsent",
+    ],
     "recipes.md | Failure semantics: what SUSPENDED and LOST do | "
     "`PersistentNode`, `GroupMember`": [
         "test_ephemeral_node_comes_back_after_deletion_and_session_expiry",

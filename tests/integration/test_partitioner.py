@@ -39,6 +39,9 @@ BOUNDARY = 0.3
 #: docs/recipes.md, with the tests that hold each under the fault it names
 #: (checked by tests/unit/test_semantics_rows.py).
 SEMANTICS = {
+    "recipes/partitioning.md | Failure semantics of SetPartitioner | Bad input": [
+        "test_input_vs_server.py::test_strings_without_a_utf8_form_and_oversized_nodes_are_refused_unsent",
+    ],
     "recipes.md | Failure semantics: what SUSPENDED and LOST do | `SetPartitioner`": [
         "test_a_lost_connection_asks_for_release_and_the_share_comes_back",
         "test_a_member_whose_session_expires_fails_and_is_covered",

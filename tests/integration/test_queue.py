@@ -5,6 +5,7 @@ watch, lost replies on put and claim, redelivery after a consumer's session expi
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import struct
 from collections import defaultdict
@@ -37,6 +38,10 @@ PRODUCERS, CONSUMERS, ITEMS = 3, 3, 500
 #: the fault it names
 #: (checked by tests/unit/test_semantics_rows.py).
 SEMANTICS = {
+    "recipes/queues.md | Failure semantics | Hostile or foreign node data": [
+        "test_an_item_not_in_curators_framing_is_handed_out_raw",
+        "test_hostile_data.py::test_foreign_delay_item_names_are_read_as_curator_reads_them",
+    ],
     "recipes.md | Failure semantics: what SUSPENDED and LOST do | `LockingQueue`": [
         "test_item_is_redelivered_when_its_consumers_session_expires_before_consume",
     ],
@@ -126,6 +131,24 @@ async def test_queue_layout_and_framing_are_curators(zk_connect: Factory) -> Non
     assert [await queue.get(1) for _ in range(4)] == [b"one", b"two", b"three", b"four"]
     await queue.close()
     assert await client.children("/curator") == []
+
+
+async def test_an_item_not_in_curators_framing_is_handed_out_raw(
+    zk_connect: Factory, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = await zk_connect()
+    queue = Queue(client, "/foreign")
+    await queue.put(b"first")
+    # Written by another client: a truncated frame, a bad header, nothing at all.
+    hostile = [b"\x00\x01\x00", b"\xff" * 16, b""]
+    for data in hostile:
+        await client.create("/foreign/queue-", data, sequential=True)
+    await queue.put(b"last")
+    with caplog.at_level(logging.WARNING, logger="aiocoord.recipes.queue"):
+        got = [await queue.get(5) for _ in range(5)]
+    assert got == [b"first", *hostile, b"last"]
+    assert sum("not in Curator's framing" in r.getMessage() for r in caplog.records) == 3
+    await queue.close()
 
 
 async def test_close_puts_back_what_was_claimed_and_not_handed_out(zk_connect: Factory) -> None:
