@@ -41,7 +41,7 @@ SEMANTICS = {
     "releasing (`release()`, leaving `async with`, a lease's `release()`, a latch's or election's `close()`)": [  # noqa: E501 - a test name
         "test_release_while_disconnected_is_immediate_and_deletes_after_reconnect",
         "test_sync_after_a_release_while_disconnected_returns_once_others_see_it_free",
-        "test_edge_promises.py::test_sync_after_an_offline_release_returns_once_other_sessions_see_the_lock_free",  # noqa: E501 - a test name
+        "test_edge_promises.py::test_sync_after_an_offline_release_returns_once_other_sessions_see_the_lock_free",
         "test_lock_partition.py::test_lock_release_returns_at_once_on_a_blackholed_link",
         "test_lock_partition.py::test_semaphore_lease_and_latch_leave_at_once_on_a_blackholed_link",
     ],
