@@ -11,12 +11,20 @@ an ephemeral *marker* node, ``<parent>/_c_<uuid>-op``, unique to that attempt. T
 transaction is atomic, so the marker exists if and only if the ops were applied. After a
 connection loss, once reconnected to the same session, the client creates the marker itself
 (a *fence*, with data ``fence``): if that fails because the marker exists, the transaction was
-applied; if it succeeds, the transaction was not, and never will be, even if it is still on its
+applied; if it succeeds, the transaction was not, and will not be, even if it is still on its
 way to the server (a request may arrive after its connection was given up): its create of the
 marker would now fail, and with it the whole transaction. Then it is safe to send it again. A
-look (``sync`` and ``exists``) would not do: it cannot see a transaction still on its way. The
-fence stays until the session ends (an empty ephemeral node next to the items; readers skip
-markers), since that transaction may arrive at any time until then.
+look (``sync`` and ``exists``) would not do: it cannot see a transaction still on its way.
+
+**How long a fence stays.** As long as the lost transaction could still arrive, and no longer
+(one fence per lost reply would otherwise pile up for the life of the session). It was written
+before its connection was given up, so it can only arrive on that connection, already in
+flight: ZooKeeper applies nothing from a connection it has closed, closes one it has heard
+nothing on for a session timeout, and refuses a write that comes through another server than
+the one the session now uses (the session moved). So the fence is deleted
+:data:`FENCE_LIFETIME` session timeouts after it was made (by a delete of the client's, in the
+background, while the session lasts); a transaction delayed in the network for longer than that
+could arrive after it, which is the bound, stated.
 
 Markers cost no extra round trip: the next transaction through the same object deletes the
 markers of earlier ones in the same multi, and :meth:`MarkedCommit.close` deletes the rest.
@@ -59,6 +67,8 @@ _PIGGYBACK = 8
 MARKER_NAME = "op"
 #: The data of a marker made by a check, to fence off the transaction it stands for.
 FENCE = b"fence"
+#: How many (negotiated) session timeouts a fence stays (see the module docstring).
+FENCE_LIFETIME = 2
 
 
 class _Unapplied(Exception):
@@ -187,9 +197,20 @@ class MarkedCommit:
                 continue  # the next try tells our fence from the transaction's marker
             except NoNodeError:
                 raise _Unapplied() from None  # the parent is gone: neither can apply now
-            # The fence stays until the session ends (it is ephemeral): the transaction may
-            # arrive at any time until then, and must find it.
+            # The transaction may still arrive for a while, and must find the fence then.
+            self._retire_later(marker, generation)
             raise _Unapplied()
+
+    def _retire_later(self, fence: str, generation: int) -> None:
+        """Delete ``fence`` once the transaction it stands for can no longer arrive."""
+        client = self.client
+
+        def retire() -> None:
+            if client.generation == generation and not client.closed:
+                client.delete_for_sure(fence)  # a fence of an ended session went with it
+
+        lifetime = FENCE_LIFETIME * client.session.negotiated_timeout
+        asyncio.get_running_loop().call_later(lifetime, retire)
 
     async def close(self) -> None:
         """Delete the markers still pending (they would vanish with the session anyway)."""

@@ -5,6 +5,7 @@ watch, lost replies on put and claim, redelivery after a consumer's session expi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import struct
@@ -12,7 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-from support import Factory, eventually
+from support import Factory, child_names, eventually
 
 import aiocoord
 from aiocoord import Client
@@ -21,8 +22,10 @@ from aiocoord.errors import (
     ConnectionLossError,
     LockLostError,
     NodeExistsError,
+    NoNodeError,
     TransactionFailedError,
 )
+from aiocoord.recipes._marker import FENCE, FENCE_LIFETIME
 from aiocoord.recipes.delay_queue import DelayQueue
 from aiocoord.recipes.id_queue import IdQueue
 from aiocoord.recipes.locking_queue import LockingQueue
@@ -46,6 +49,7 @@ SEMANTICS = {
         "test_item_is_redelivered_when_its_consumers_session_expires_before_consume",
     ],
     "recipes/queues.md | Failure semantics | Connection lost (SUSPENDED)": [
+        "test_fences_go_once_their_transactions_can_no_longer_arrive",
         "test_put_and_claim_whose_replies_are_lost_happen_exactly_once",
         "test_a_put_still_on_its_way_after_its_connection_was_given_up_applies_once",
         "test_consume_whose_reply_is_lost_happens_once",
@@ -241,12 +245,46 @@ async def test_a_put_still_on_its_way_after_its_connection_was_given_up_applies_
     assert len(items) == 1
     assert await queue.get(5) == b"once"
     await queue.close()
-    # The fence stays as long as the session: the transaction could still come.
+    # The fence stays while the transaction could still come (FENCE_LIFETIME timeouts).
     (fence,) = await observer.children("/late")
     stat = await observer.exists(f"/late/{fence}")
     assert stat is not None and stat.ephemeral_owner == client.session_id
     await client.close()
     assert await observer.children("/late") == []
+
+
+async def test_fences_go_once_their_transactions_can_no_longer_arrive(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=2)
+    observer = await zk_connect()
+    await client.ensure_path("/fenced")
+    queue = Queue(client, "/fenced")
+    # The first put's reply is lost and the link cut; the puts behind it never reach the
+    # server: each check fences its transaction off, and the put is sent again.
+    lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
+    await asyncio.gather(*(queue.put(bytes([i])) for i in range(6)))
+    await lost.wait(5)
+
+    async def fences() -> list[str]:
+        out = []
+        for name in await child_names(observer, "/fenced"):
+            with contextlib.suppress(NoNodeError):
+                if (await observer.get(f"/fenced/{name}"))[0] == FENCE:
+                    out.append(name)
+        return out
+
+    assert await fences()  # made, and kept while the lost transactions could arrive
+    lifetime = FENCE_LIFETIME * client.session.negotiated_timeout
+
+    async def gone() -> bool:
+        return not await fences()
+
+    await eventually(gone, timeout=lifetime + 10, what="the fences gone")
+    items = [n for n in await observer.children("/fenced") if n.startswith("queue-")]
+    assert len(items) == 6  # each put exactly once
+    assert sorted([await queue.get(5) for _ in range(6)]) == [bytes([i]) for i in range(6)]
+    await queue.close()
 
 
 async def test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get(
