@@ -29,6 +29,7 @@ from benchmarks.common import make_w4_children, worker_params
 _METRICS = {
     "W1": ("ops_per_s", True, "p50_ms"),
     "W2": ("acq_per_s", True, "handoff_p50_ms"),
+    "W3": ("wall_s", False, "peak_rss_mb"),
     "W4": ("update_p50_ms", False, "update_p99_ms"),
 }
 
@@ -40,7 +41,7 @@ print(json.dumps({fn}(sys.argv[1], json.loads(sys.argv[2]))["metrics"]))
 
 
 def _params(workload: str, seconds: float, round_no: int) -> dict[str, Any]:
-    # W1 and W2 get a fresh lock path per round; W4 reuses its one set of children.
+    # W1-W3 get a fresh lock path per round; W4 reuses its one set of children.
     path = "/ab/w4" if workload == "W4" else f"/ab/{workload.lower()}-{round_no}"
     return worker_params(workload, seconds, path, seed=round_no)
 
