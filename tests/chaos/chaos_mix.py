@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from chaos_cluster import Cluster
+from chaos_hostile import ALLOWED as HOSTILE_ALLOWED
+from chaos_hostile import HostileLane
 from chaos_log import SEED_ENV, Chaos
 from chaos_referees import (
     CacheChecker,
@@ -43,6 +45,8 @@ from aiocoord import (
     Client,
     LeaderLatch,
     NodeCache,
+    State,
+    StateChange,
     TreeCache,
 )
 from aiocoord.errors import (
@@ -63,6 +67,49 @@ class MixConfig:
     min_faults_per_kind_per_120s: int = 20
 
 
+@dataclass
+class Holdings:
+    """The mix's exclusive referees, asked which sessions hold something (the forced expiry
+    while blackholed aims at holders, and checks they are told)."""
+
+    mutex: MutexReferee
+    rw: RWReferee
+    sem: SemaphoreReferee
+    leaders: LeaderReferee
+
+    def on(self, session: int) -> list[str]:
+        """Who holds something on ``session`` now (as the referees and latches have it)."""
+        found = [f"lock {w}" for w, s in self.mutex.inside.items() if s == session]
+        rw = {**self.rw.readers, **self.rw.writers}
+        found += [f"rwlock {w}" for w, s in rw.items() if s == session]
+        found += [f"semaphore {w}" for w, s in self.sem.holders.items() if s == session]
+        found += [
+            f"latch {x.identifier}"
+            for x in self.leaders.latches
+            if x.is_leader and x.term is not None and x.term.session_id == session
+        ]
+        return found
+
+    async def wait_clear(self, session: int, timeout: float) -> None:
+        """Wait until nobody holds anything on ``session`` (``asyncio.TimeoutError`` after
+        ``timeout`` seconds)."""
+
+        async def until() -> None:
+            while self.on(session):
+                # Taken before any await: a leave between the look and the wait is not missed.
+                referees = (self.mutex, self.rw, self.sem, self.leaders)
+                events = [r.changed for r in referees]
+                waits = [asyncio.ensure_future(e.wait()) for e in events]
+                try:
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for w in waits:
+                        w.cancel()
+                    await asyncio.gather(*waits, return_exceptions=True)
+
+        await asyncio.wait_for(until(), timeout)
+
+
 async def _fault_lanes(
     cluster: Cluster,
     chaos: Chaos,
@@ -70,8 +117,12 @@ async def _fault_lanes(
     stop: asyncio.Event,
     rng: random.Random,
     timeout: float,
+    holdings: Holdings,
+    hostile: HostileLane,
 ) -> list[asyncio.Task[None]]:
     """Start the fault injectors; each is a loop that ends when ``stop`` is set."""
+    #: clients whose links a lane has cut and will heal: other lanes leave them alone
+    cut: set[int] = set()
 
     async def pause(low: float, high: float) -> bool:
         """Sleep a random while; True if the run is over."""
@@ -95,14 +146,18 @@ async def _fault_lanes(
     async def partitions(lane: int) -> None:
         while not await pause(0.3, 1.0):
             client = rng.choice(clients)
+            if id(client) in cut:
+                continue
             links = cluster.links_of(client)
             chaos.fault("partition")
             chaos.note(f"partition {cluster.name_of(client)}")
+            cut.add(id(client))
             links.blackhole()
             # Longer than the session timeout (and a server tick): the session expires.
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.Event().wait(), timeout + rng.uniform(0.8, 1.4))
             links.heal()
+            cut.discard(id(client))
             chaos.note(f"heal {cluster.name_of(client)}")
 
     async def drops() -> None:
@@ -135,7 +190,76 @@ async def _fault_lanes(
             except (asyncio.TimeoutError, CoordinationError, OSError) as exc:
                 chaos.events[f"expire failed: {type(exc).__name__}"] += 1
 
-    lanes = [kills(), partitions(0), partitions(1), drops(), latencies(), expiries()]
+    async def blackholed_expiries() -> None:
+        """A client that hears nothing (it trusts its session a while yet) has its session
+        expired on the server through another connection; after the heal it must report the
+        session LOST, and nothing it held may still be held on that session."""
+        while not await pause(1.0, 2.5):
+            holding = [c for c in clients if holdings.on(c.session_id)]
+            client = rng.choice(holding if holding and rng.random() < 0.75 else clients)
+            if id(client) in cut or not client.connected:
+                continue
+            name, session = cluster.name_of(client), client.session_id
+            lost = asyncio.Event()
+
+            def on_change(
+                change: StateChange, session: int = session, lost: asyncio.Event = lost
+            ) -> None:
+                if change.state is State.LOST and change.session_id == session:
+                    lost.set()
+
+            links = cluster.links_of(client)
+            cut.add(id(client))
+            unlisten = client.add_state_listener(on_change)
+            try:
+                chaos.fault("blackhole-expire")
+                held = holdings.on(session)
+                chaos.events["blackhole-expire: on a holder"] += bool(held)
+                chaos.note(f"blackhole {name}, then expire 0x{session:x} (holding {held})")
+                links.blackhole()
+                try:
+                    await cluster.expire(client)
+                except (asyncio.TimeoutError, CoordinationError, OSError) as exc:
+                    chaos.events[f"blackhole-expire failed: {type(exc).__name__}"] += 1
+                    continue
+                # Healed before the client suspects anything, or after it gave up by itself.
+                await pause(0.0, 1.5 * timeout)
+                links.heal()
+                chaos.note(f"heal {name}")
+                try:
+                    await asyncio.wait_for(lost.wait(), timeout + 10.0)
+                except asyncio.TimeoutError:
+                    chaos.violate(
+                        "forced expiry: reported lost",
+                        f"{name} never reported 0x{session:x} LOST after its forced expiry; "
+                        + client_report(name, client),
+                    )
+                    continue
+                # Holders hear of the loss with their client: each leaves within a moment
+                # (no hold is longer than that unless it is lost).
+                try:
+                    await holdings.wait_clear(session, 0.5)
+                except asyncio.TimeoutError:
+                    chaos.violate(
+                        "forced expiry: holders told",
+                        f"{holdings.on(session)} still hold on 0x{session:x} 0.5 s after "
+                        f"{name} reported it LOST",
+                    )
+            finally:
+                unlisten()
+                links.heal()
+                cut.discard(id(client))
+
+    lanes = [
+        kills(),
+        partitions(0),
+        partitions(1),
+        drops(),
+        latencies(),
+        expiries(),
+        blackholed_expiries(),
+        hostile.run(stop, pause),
+    ]
     return [asyncio.ensure_future(lane) for lane in lanes]
 
 
@@ -174,6 +298,7 @@ async def run_mix(
     caches: list[TreeCache | ChildrenCache | NodeCache] = []
     checkers: list[CacheChecker] = []
     lanes: list[asyncio.Task[None]] = []
+    hostile: HostileLane | None = None
     try:
         timeout = config.session_timeout
         clients = [await cluster.client(session_timeout=timeout) for _ in range(config.clients)]
@@ -224,7 +349,11 @@ async def run_mix(
             await cache.start()
 
         stop_faults = asyncio.Event()
-        lanes = await _fault_lanes(cluster, chaos, clients, stop_faults, rng, timeout)
+        hostile = await HostileLane(cluster, chaos, random.Random(rng.random()), queue).start()
+        holdings = Holdings(mutex, rw, sem, leaders)
+        lanes = await _fault_lanes(
+            cluster, chaos, clients, stop_faults, rng, timeout, holdings, hostile
+        )
         report_every = 30.0
         next_report = report_every
         while chaos.elapsed() < config.seconds:
@@ -283,7 +412,8 @@ async def run_mix(
         for c in clients:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(c.wait_background(), 15)
-        await cluster.finish(allowed=["/tree", "/count", "/q"], clients=clients)
+        await hostile.close()
+        await cluster.finish(allowed=["/tree", "/count", "/q", *HOSTILE_ALLOWED], clients=clients)
     finally:
         for t in lanes:
             t.cancel()
@@ -298,6 +428,8 @@ async def run_mix(
         for latch in latches:
             with contextlib.suppress(Exception):
                 await latch.close()
+        if hostile is not None:
+            await hostile.close()
         await cluster.aclose()
     return chaos
 
