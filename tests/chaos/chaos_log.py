@@ -91,11 +91,16 @@ class Chaos:
         self.force_expired: set[int] = set()
         #: session -> the stamp (:meth:`stamp`) at which its forced expiry began
         self.force_expired_at: dict[int, int] = {}
-        #: session -> the stamp of the latest report, by its client, that it was cut off
-        #: (SUSPENDED) or over (LOST): what strict holders (``suspended_is_loss``) hear
-        self.told_suspended: dict[int, int] = {}
-        #: session -> the stamp at which its client announced it LOST (every holder hears)
-        self.told_lost: dict[int, int] = {}
+        #: session -> (stamp, seconds into the run) of the latest report, by its client, that
+        #: it was cut off (SUSPENDED) or over (LOST): what strict holders
+        #: (``suspended_is_loss``) hear
+        self.told_suspended: dict[int, tuple[int, float]] = {}
+        #: session -> the same, of its client's LOST announcement (every holder hears that)
+        self.told_lost: dict[int, tuple[int, float]] = {}
+        #: how long a holder told of its loss may still be on the books of its worker: the
+        #: worker leaves in the task woken by the news, which may run after another client's
+        #: grant processed in the same turn of the loop (see :meth:`leaving`)
+        self.leave_grace = 0.5
         self._stamps = 0
         #: grants with a fencing token up to this zxid had their nodes deleted by a third
         #: party (see :meth:`revoke_upto`)
@@ -146,9 +151,9 @@ class Chaos:
         """A tracked client's state listener: remember when it told its holders their
         session was cut off or over (see :meth:`untold`)."""
         if change.state is State.SUSPENDED:
-            self.told_suspended[change.session_id] = self.stamp()
+            self.told_suspended[change.session_id] = (self.stamp(), self.elapsed())
         elif change.state is State.LOST:
-            now = self.stamp()
+            now = (self.stamp(), self.elapsed())
             self.told_suspended[change.session_id] = now
             self.told_lost[change.session_id] = now
 
@@ -164,9 +169,32 @@ class Chaos:
         """
         if session not in self.force_expired:
             return False
+        return self._told_since(session, entered, suspended_is_loss) is None
+
+    def leaving(self, session: int, entered: int = 0, *, suspended_is_loss: bool = True) -> bool:
+        """Whether a holder on force-expired ``session`` (entered at stamp ``entered``) was
+        told less than :attr:`leave_grace` seconds ago: no longer a holder, though its worker
+        may not have run yet to say it left. Past the grace, it still acts on a holding it
+        was told is gone (or was never told: then :meth:`untold` is true)."""
+        if session not in self.force_expired:
+            return False
+        told = self._told_since(session, entered, suspended_is_loss)
+        return told is not None and self.elapsed() - told < self.leave_grace
+
+    def excused(self, session: int, entered: int = 0, *, suspended_is_loss: bool = True) -> bool:
+        """:meth:`untold` or :meth:`leaving`: the only holders another may overlap."""
+        policy = suspended_is_loss
+        return self.untold(session, entered, suspended_is_loss=policy) or self.leaving(
+            session, entered, suspended_is_loss=policy
+        )
+
+    def _told_since(self, session: int, entered: int, suspended_is_loss: bool) -> float | None:
+        """When (seconds into the run) the holder was told, if after both the expiry began
+        and it entered; else None."""
         reports = self.told_suspended if suspended_is_loss else self.told_lost
+        stamp, when = reports.get(session, (0, 0.0))
         since = max(self.force_expired_at.get(session, 0), entered)
-        return reports.get(session, 0) <= since
+        return when if stamp > since else None
 
     def revoke_upto(self, zxid: int) -> None:
         """The test deletes, as a third party, every recipe node created up to ``zxid``.
@@ -210,16 +238,25 @@ class Chaos:
         overlap, only the clients' beliefs do. Only fencing tokens protect against that (the
         force-expired holder's token is the older one), so those overlaps are counted, not
         failed, while token order is still checked. Once the old holder has been told, it is
-        a holder no longer: an overlap with it is a violation again.
+        a holder no longer: its worker has :attr:`leave_grace` to say it left (see
+        :meth:`leaving`), and an overlap with it after that is a violation again.
         """
         others = list(others)
         tokens = list(other_tokens)
 
+        policy = suspended_is_loss
+
         def untold(session: int, since: int) -> bool:
-            return self.untold(session, since, suspended_is_loss=suspended_is_loss)
+            return self.untold(session, since, suspended_is_loss=policy)
+
+        def leaving(session: int, since: int) -> bool:
+            return self.leaving(session, since, suspended_is_loss=policy)
 
         if tokens and all(self.revoked(t) for t in tokens):
             self.tolerate("third-party deletion overlaps (fenced)", invariant, detail)
+        elif entering and leaving(entering, entered):
+            # Granted, then told of the loss before its worker ran: it never acted as holder.
+            self.tolerate("overlaps with told holders leaving", invariant, detail)
         elif entering and untold(entering, entered):
             # The newcomer is the force-expired one: granted before the expiry in the server's
             # order, heard of after the next holder's grant. Its token must be the older one.
@@ -228,10 +265,17 @@ class Chaos:
                 self.tolerate("forced-expiry overlaps (fenced)", invariant, detail)
             else:
                 self.violate(invariant, detail + f" (entering token {entering_token} not older)")
-        elif others and all(untold(s, since) for s, since in others):
-            self.tolerate("forced-expiry overlaps (fenced)", invariant, detail)
+        elif others and all(untold(s, since) or leaving(s, since) for s, since in others):
+            if all(untold(s, since) for s, since in others):
+                self.tolerate("forced-expiry overlaps (fenced)", invariant, detail)
+            else:
+                self.tolerate("overlaps with told holders leaving", invariant, detail)
         else:
-            told = [f"0x{s:x}" for s, t in others if s in self.force_expired and not untold(s, t)]
+            told = [
+                f"0x{s:x}"
+                for s, t in others
+                if s in self.force_expired and not untold(s, t) and not leaving(s, t)
+            ]
             if told:
                 detail += f" (force-expired {told} had been told)"
             self.violate(invariant, detail)

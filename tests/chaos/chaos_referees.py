@@ -62,8 +62,8 @@ class MutexReferee:
             token = self.last_token + 1
         now = self.chaos.stamp()
         others = {w: s for w, s in self.inside.items() if w != who}
-        untold = self.chaos.untold(session, suspended_is_loss=self.suspended_is_loss)
-        stale = untold or self.chaos.revoked(token)
+        excused = self.chaos.excused(session, suspended_is_loss=self.suspended_is_loss)
+        stale = excused or self.chaos.revoked(token)
         if others:
             self.chaos.overlap(
                 f"{self.name}: mutual exclusion",
@@ -141,7 +141,7 @@ class RWReferee:
                     entering=session,
                     suspended_is_loss=policy,
                 )
-            if not self.chaos.untold(session, suspended_is_loss=policy):
+            if not self.chaos.excused(session, suspended_is_loss=policy):
                 self.chaos.check(
                     token is not None and token > self.last_write_token,
                     f"{self.name}: fencing",
@@ -207,7 +207,7 @@ class SemaphoreReferee:
             live = [
                 w
                 for w, s in self.holders.items()
-                if not self.chaos.untold(
+                if not self.chaos.excused(
                     s,
                     0 if w == who else self.entered[w],
                     suspended_is_loss=self.suspended_is_loss,
@@ -268,7 +268,7 @@ class LeaderReferee:
                 )
             token = change.term.fencing_token if change.term is not None else 0
             stale = (
-                change.term is not None and self.chaos.untold(change.term.session_id)
+                change.term is not None and self.chaos.excused(change.term.session_id)
             ) or self.chaos.revoked(token)
             self.chaos.check(
                 stale or token > self.last_token,

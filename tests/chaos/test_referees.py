@@ -192,8 +192,26 @@ def test_client_report_names_a_stalled_clients_state() -> None:
 
 
 def _told(log: Chaos, session: int, state: State = State.SUSPENDED) -> None:
-    """The client of ``session`` reports ``state`` (what its holders hear)."""
+    """The client of ``session`` reports ``state`` (what its holders hear); its holders'
+    workers get no time to leave (the grace is checked on its own below)."""
+    log.leave_grace = 0.0
     log.on_state(StateChange(state, State.CONNECTED, session))
+
+
+def test_a_told_holder_still_on_its_workers_books_is_given_the_leave_grace(log: Chaos) -> None:
+    # The news and another client's grant are handled in one turn of the loop: the told
+    # holder's worker has not run yet to say it left.
+    ref = MutexReferee(log, "m")
+    ref.enter("a", 10, session=1)
+    log.expiring(1)
+    log.on_state(StateChange(State.SUSPENDED, State.CONNECTED, 1))
+    ref.enter("b", 11, session=2)
+    assert log.violations == []
+    assert log.events["overlaps with told holders leaving"] == 1
+    log.leave_grace = 0.0  # the same overlap once the grace is over
+    ref.exit("b")
+    ref.enter("c", 12, session=3)
+    assert [v.invariant for v in log.violations] == ["m: mutual exclusion"]
 
 
 def test_an_overlap_with_a_force_expired_holder_is_tolerated_only_until_it_is_told(
