@@ -14,6 +14,9 @@ Where it writes, and what must hold there:
 * ``count``: foreign children of the counter node (which the counter must not care about), and
   a counter node of its own holding hostile bytes: an increment must refuse it with the typed
   :class:`CorruptedValueError` and leave the bytes alone;
+* ``services``: foreign instance nodes of the mix's service; its :class:`ServiceCache` keeps
+  serving and its stream lives (:class:`ServiceCacheChecker`), and it lists the instances
+  the mix registered at the end;
 * ``locks``: ephemeral foreign children without a sequence number in the lock, read-write
   lock, semaphore and latch paths (recipes order only sequence nodes: the foreign ones must
   neither block nor break a contender).
@@ -41,11 +44,15 @@ from aiocoord.recipes.queue import unframe
 #: The kinds of hostile data, in the order :func:`hostile_payload` draws from.
 PAYLOAD_KINDS = ("json-deep", "utf8-invalid", "truncated-frame", "random")
 #: Where the lane writes (see the module docstring).
-TARGETS = ("tree", "queue", "count", "locks")
+TARGETS = ("tree", "queue", "count", "locks", "services")
 #: The counter node whose bytes the lane makes hostile (the mix's own counter stays exact).
 HOSTILE_COUNTER = "/count-hostile"
+#: The mix's service discovery base path and service name: the service's instance nodes
+#: (``<base>/<name>/<id>``) are JSON that others write.
+SERVICES = "/services"
+SERVICE = "svc"
 #: Paths the lane leaves persistent nodes under (the end check allows them).
-ALLOWED = ("/tree", "/q", "/count", HOSTILE_COUNTER)
+ALLOWED = ("/tree", "/q", "/count", HOSTILE_COUNTER, SERVICES)
 #: The exclusive recipes' node parents in the mix.
 LOCK_DIRS = ("/lock", "/rw", "/sem/leases", "/leader")
 
@@ -192,6 +199,12 @@ class HostileLane:
         except NoNodeError:
             # The recipe's container is not there now (swept or not made yet).
             self.chaos.events["hostile: lock dir absent"] += 1
+
+    async def _services(self, data: bytes) -> None:
+        assert self.client is not None
+        # An instance node nobody registered: the ServiceCache must skip it and keep serving.
+        path = f"{SERVICES}/{SERVICE}/hostile-{self.serial}"
+        await self.client.create(path, data, make_parents=True)
 
     async def close(self) -> None:
         """Close the lane's counter (its client closes with the cluster's)."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from chaos_cluster import Cluster
 from chaos_hostile import ALLOWED as HOSTILE_ALLOWED
-from chaos_hostile import HostileLane
+from chaos_hostile import SERVICE, SERVICES, HostileLane
 from chaos_log import SEED_ENV, Chaos
 from chaos_referees import (
     CacheChecker,
@@ -21,6 +21,7 @@ from chaos_referees import (
     QueueLedger,
     RWReferee,
     SemaphoreReferee,
+    ServiceCacheChecker,
     server_shape,
 )
 from chaos_workers import (
@@ -45,6 +46,8 @@ from aiocoord import (
     Client,
     LeaderLatch,
     NodeCache,
+    ServiceDiscovery,
+    ServiceInstance,
     State,
     StateChange,
     TreeCache,
@@ -194,7 +197,7 @@ async def _fault_lanes(
         """A client that hears nothing (it trusts its session a while yet) has its session
         expired on the server through another connection; after the heal it must report the
         session LOST, and nothing it held may still be held on that session."""
-        while not await pause(1.0, 2.5):
+        while not await pause(0.3, 1.2):
             holding = [c for c in clients if holdings.on(c.session_id)]
             client = rng.choice(holding if holding and rng.random() < 0.75 else clients)
             if id(client) in cut or not client.connected:
@@ -299,6 +302,7 @@ async def run_mix(
     checkers: list[CacheChecker] = []
     lanes: list[asyncio.Task[None]] = []
     hostile: HostileLane | None = None
+    discoveries: list[ServiceDiscovery] = []
     try:
         timeout = config.session_timeout
         clients = [await cluster.client(session_timeout=timeout) for _ in range(config.clients)]
@@ -347,6 +351,19 @@ async def run_mix(
             checker.start()
             checkers.append(checker)
             await cache.start()
+        # Service discovery: two registered instances, and a cache of the service (a reader
+        # of foreign JSON, where the hostile lane writes too).
+        for i in (0, 1):
+            discovery = ServiceDiscovery(clients[i], SERVICES)
+            discoveries.append(discovery)
+            instance = ServiceInstance(name=SERVICE, id=f"inst-{i}", address="10.0.0.1", port=i)
+            await discovery.register(instance, timeout=30)
+        lookup = ServiceDiscovery(clients[2], SERVICES)
+        discoveries.append(lookup)
+        service_cache = lookup.cache(SERVICE)
+        service_checker = ServiceCacheChecker(chaos, "ServiceCache", service_cache)
+        service_checker.start()
+        await service_cache.start()
 
         stop_faults = asyncio.Event()
         hostile = await HostileLane(cluster, chaos, random.Random(rng.random()), queue).start()
@@ -398,10 +415,15 @@ async def run_mix(
         server = {p: v for p, v in (await server_shape(cluster.observer, "/tree")).items()}
         for checker in checkers:
             await checker.settle(server)
+        await service_checker.settle({"inst-0", "inst-1"})
         for cache in caches:
             await cache.close()
         for checker in checkers:
             await checker.close()
+        await service_cache.close()
+        await service_checker.close()
+        for discovery in discoveries:
+            await discovery.close()
         for latch in latches:
             await latch.close()
         counter.check(chaos, await AtomicCounter(cluster.observer, "/count").get())
@@ -413,7 +435,9 @@ async def run_mix(
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(c.wait_background(), 15)
         await hostile.close()
-        await cluster.finish(allowed=["/tree", "/count", "/q", *HOSTILE_ALLOWED], clients=clients)
+        await cluster.finish(
+            allowed=["/tree", "/count", "/q", SERVICES, *HOSTILE_ALLOWED], clients=clients
+        )
     finally:
         for t in lanes:
             t.cancel()
@@ -428,6 +452,9 @@ async def run_mix(
         for latch in latches:
             with contextlib.suppress(Exception):
                 await latch.close()
+        for discovery in discoveries:
+            with contextlib.suppress(Exception):
+                await discovery.close()
         if hostile is not None:
             await hostile.close()
         await cluster.aclose()

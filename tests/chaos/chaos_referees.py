@@ -24,6 +24,7 @@ from aiocoord.errors import (
     NoNodeError,
 )
 from aiocoord.recipes.cache import CacheEventType, NodeEvent
+from aiocoord.recipes.discovery import ServiceCache
 
 
 class MutexReferee:
@@ -513,6 +514,77 @@ class CacheChecker:
                 if p.startswith(prefix) and "/" not in p[len(prefix) :]
             }
         return {p: v for p, v in server.items() if p == root or p.startswith(prefix)}
+
+    async def close(self) -> None:
+        """Stop following (the cache must be closed first, or be closing)."""
+        self.closing = True
+        if self._task is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._task), 5)
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+class ServiceCacheChecker:
+    """Follows a :class:`ServiceCache` (a decoder of foreign bytes: the instance JSON) while
+    others, hostile ones included, write its service's nodes:
+
+    * its change stream lives as long as the cache (no exception ends it, nor does it end);
+    * it keeps serving: ``instances()`` answers after every event (an outage is reported
+      once, with the exception that caused it);
+
+    and, at the end, that it lists the instances the mix registered.
+    """
+
+    def __init__(self, chaos: Chaos, name: str, cache: ServiceCache) -> None:
+        self.chaos = chaos
+        self.name = name
+        self.cache = cache
+        self.events = 0
+        self.closing = False
+        self._failing = False
+        self._sub = cache.changes(buffer_size=1_000_000)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start following (call before the cache starts, to see the initial load)."""
+        self._task = asyncio.ensure_future(self._follow())
+
+    async def _follow(self) -> None:
+        try:
+            async for _event in self._sub:
+                self.events += 1
+                self.serving("after an event")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.chaos.unexpected(f"{self.name} event stream", exc)
+            return
+        if not (self.closing or self.cache.closed):
+            self.chaos.violate(f"{self.name}: stream lives", "the change stream ended early")
+
+    def serving(self, when: str) -> bool:
+        """Whether ``instances()`` answers now; the first failure of an outage is a
+        violation (an unexpected error, with its traceback)."""
+        try:
+            self.cache.instances()
+        except Exception as exc:
+            if not self._failing:
+                self.chaos.unexpected(f"{self.name}: instances() {when}", exc)
+            self._failing = True
+            return False
+        self._failing = False
+        return True
+
+    async def settle(self, ids: set[str], timeout: float = 20.0) -> None:
+        """Wait until the cache lists every instance id in ``ids``."""
+        try:
+            await self.cache.wait_for(lambda found: ids <= {i.id for i in found}, timeout)
+        except (asyncio.TimeoutError, CoordinationError) as exc:
+            listed = sorted(i.id for i in self.cache.instances()) if self.serving("") else "?"
+            self.chaos.violate(f"{self.name}: lists the instances", f"{exc!r}: {listed} vs {ids}")
+        except Exception as exc:
+            self.chaos.unexpected(f"{self.name}: wait_for", exc)
 
     async def close(self) -> None:
         """Stop following (the cache must be closed first, or be closing)."""

@@ -18,11 +18,12 @@ from chaoslib import (
     QueueLedger,
     RWReferee,
     SemaphoreReferee,
+    ServiceCacheChecker,
     client_report,
     watched_paths,
 )
 
-from aiocoord import Client, Stat, State, StateChange, TreeCache
+from aiocoord import Client, ServiceDiscovery, Stat, State, StateChange, TreeCache
 from aiocoord._servers import Server
 from aiocoord.client import ChildData
 from aiocoord.recipes.cache import CacheEventType, NodeEvent
@@ -362,3 +363,28 @@ def test_hostile_payloads_are_what_they_claim() -> None:
         elif kind == "truncated-frame":
             assert unframe(data) is None
             assert queue_items(data) == [data]
+
+
+async def test_service_cache_checker_reports_an_outage_once_and_a_dead_stream(
+    log: Chaos, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hostile node: a decoder's RecursionError while the node exists.
+    client = Client(Session([Server("127.0.0.1", 1)]))
+    cache = ServiceDiscovery(client, "/s").cache("svc")
+    checker = ServiceCacheChecker(log, "svc", cache)
+    assert checker.serving("now")
+    assert log.violations == []
+
+    def broken() -> list[Any]:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(cache, "instances", broken)
+    assert not checker.serving("after an event")
+    assert not checker.serving("after another")  # the same outage: reported once
+    assert [v.invariant for v in log.violations] == ["unexpected error"]
+    assert "RecursionError" in log.violations[0].detail
+    checker._sub = _Stream(RecursionError("in the stream"))  # type: ignore[assignment]
+    checker.start()
+    assert checker._task is not None
+    await checker._task
+    assert [v.invariant for v in log.violations] == ["unexpected error"] * 2
