@@ -123,7 +123,8 @@ async def _fault_lanes(
     holdings: Holdings,
     hostile: HostileLane,
 ) -> list[asyncio.Task[None]]:
-    """Start the fault injectors; each is a loop that ends when ``stop`` is set."""
+    """Start the fault injectors, one lane or more per kind of
+    :data:`chaos_log.FAULT_KINDS`; each is a loop that ends when ``stop`` is set."""
     #: clients whose links a lane has cut and will heal: other lanes leave them alone
     cut: set[int] = set()
 
@@ -286,10 +287,12 @@ async def run_mix(
     """Run the mix on ``ensemble`` for ``config.seconds`` and return the log.
 
     Several clients (each behind its own links) drive a lock, a read-write lock, a semaphore,
-    a leader latch, a counter, a queue and caches over a randomly written tree, while faults
-    of every kind are injected. Then the faults stop, everything must make progress again and
-    settle (caches equal to the server), the recipes and clients close, and the end checks
-    run. Violations are in the returned log (``chaos.assert_clean()``).
+    a leader latch, a counter, a queue, caches over a randomly written tree and a service
+    discovery cache, while faults of every kind are injected (:data:`chaos_log.FAULT_KINDS`:
+    among them a forced expiry of a client that hears nothing, and hostile nodes written
+    where the recipes read, see :mod:`chaos_hostile`). Then the faults stop, everything must make
+    progress again and settle (caches equal to the server), the recipes and clients close,
+    and the end checks run. Violations are in the returned log (``chaos.assert_clean()``).
     """
     chaos = Chaos(seed, name="mix")
     say = progress or (lambda _line: None)
