@@ -18,7 +18,7 @@ Where it writes, and what must hold there:
   serving and its stream lives (:class:`ServiceCacheChecker`), and it lists the instances
   the mix registered at the end;
 * ``locks``: ephemeral foreign children without a sequence number in the lock, read-write
-  lock, semaphore and latch paths (recipes order only sequence nodes: the foreign ones must
+  lock, semaphore's lock and latch paths (recipes order only sequence nodes: the foreign ones must
   neither block nor break a contender).
 
 A worker that crashes on a hostile node is a violation (its ``_guard`` calls it unexpected).
@@ -53,8 +53,10 @@ SERVICES = "/services"
 SERVICE = "svc"
 #: Paths the lane leaves persistent nodes under (the end check allows them).
 ALLOWED = ("/tree", "/q", "/count", HOSTILE_COUNTER, SERVICES)
-#: The exclusive recipes' node parents in the mix.
-LOCK_DIRS = ("/lock", "/rw", "/sem/leases", "/leader")
+#: The exclusive recipes' node parents in the mix. Not the semaphore's ``leases``: every
+#: child there is a lease, whoever made it (Curator's InterProcessSemaphoreV2 counts them
+#: all), so a foreign one takes a lease by design; its ``locks`` orders sequence nodes only.
+LOCK_DIRS = ("/lock", "/rw", "/sem/locks", "/leader")
 
 
 def hostile_payload(kind: str, rng: random.Random, serial: int) -> bytes:
@@ -194,6 +196,7 @@ class HostileLane:
         name = self.rng.choice(
             (f"hostile-{self.serial}x", f"hostile-{self.serial}-{arabic_digits}")
         )
+        self.chaos.note(f"hostile node {parent}/{name}")
         try:
             await self.client.create(f"{parent}/{name}", data, ephemeral=True)
         except NoNodeError:
