@@ -146,6 +146,9 @@ class Cluster:
             raise
         if proxied:
             self.links[id(client)] = links
+        # The referees tolerate an overlap with a force-expired holder only until its client
+        # tells it (Chaos.untold): every client's reports are recorded from the start.
+        client.add_state_listener(self.chaos.on_state)
         self.clients.append(client)
         return client
 
@@ -201,7 +204,7 @@ class Cluster:
 
     async def expire(self, client: Client) -> None:
         """Expire ``client``'s session on the server (bypassing its links)."""
-        self.chaos.force_expired.add(client.session_id)
+        self.chaos.expiring(client.session_id)
         self.chaos.note(f"expire {self.name_of(client)} 0x{client.session_id:x}")
         await expire_session(
             client.session_id, client.session.password, self.ensemble.connect_string, timeout=15

@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from chaos_cluster import Cluster
+from chaos_hostile import ALLOWED as HOSTILE_ALLOWED
+from chaos_hostile import SERVICE, SERVICES, HostileLane
 from chaos_log import SEED_ENV, Chaos
 from chaos_referees import (
     CacheChecker,
@@ -19,6 +21,7 @@ from chaos_referees import (
     QueueLedger,
     RWReferee,
     SemaphoreReferee,
+    ServiceCacheChecker,
     server_shape,
 )
 from chaos_workers import (
@@ -43,6 +46,10 @@ from aiocoord import (
     Client,
     LeaderLatch,
     NodeCache,
+    ServiceDiscovery,
+    ServiceInstance,
+    State,
+    StateChange,
     TreeCache,
 )
 from aiocoord.errors import (
@@ -63,6 +70,49 @@ class MixConfig:
     min_faults_per_kind_per_120s: int = 20
 
 
+@dataclass
+class Holdings:
+    """The mix's exclusive referees, asked which sessions hold something (the forced expiry
+    while blackholed aims at holders, and checks they are told)."""
+
+    mutex: MutexReferee
+    rw: RWReferee
+    sem: SemaphoreReferee
+    leaders: LeaderReferee
+
+    def on(self, session: int) -> list[str]:
+        """Who holds something on ``session`` now (as the referees and latches have it)."""
+        found = [f"lock {w}" for w, s in self.mutex.inside.items() if s == session]
+        rw = {**self.rw.readers, **self.rw.writers}
+        found += [f"rwlock {w}" for w, s in rw.items() if s == session]
+        found += [f"semaphore {w}" for w, s in self.sem.holders.items() if s == session]
+        found += [
+            f"latch {x.identifier}"
+            for x in self.leaders.latches
+            if x.is_leader and x.term is not None and x.term.session_id == session
+        ]
+        return found
+
+    async def wait_clear(self, session: int, timeout: float) -> None:
+        """Wait until nobody holds anything on ``session`` (``asyncio.TimeoutError`` after
+        ``timeout`` seconds)."""
+
+        async def until() -> None:
+            while self.on(session):
+                # Taken before any await: a leave between the look and the wait is not missed.
+                referees = (self.mutex, self.rw, self.sem, self.leaders)
+                events = [r.changed for r in referees]
+                waits = [asyncio.ensure_future(e.wait()) for e in events]
+                try:
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for w in waits:
+                        w.cancel()
+                    await asyncio.gather(*waits, return_exceptions=True)
+
+        await asyncio.wait_for(until(), timeout)
+
+
 async def _fault_lanes(
     cluster: Cluster,
     chaos: Chaos,
@@ -70,8 +120,13 @@ async def _fault_lanes(
     stop: asyncio.Event,
     rng: random.Random,
     timeout: float,
+    holdings: Holdings,
+    hostile: HostileLane,
 ) -> list[asyncio.Task[None]]:
-    """Start the fault injectors; each is a loop that ends when ``stop`` is set."""
+    """Start the fault injectors, one lane or more per kind of
+    :data:`chaos_log.FAULT_KINDS`; each is a loop that ends when ``stop`` is set."""
+    #: clients whose links a lane has cut and will heal: other lanes leave them alone
+    cut: set[int] = set()
 
     async def pause(low: float, high: float) -> bool:
         """Sleep a random while; True if the run is over."""
@@ -95,14 +150,18 @@ async def _fault_lanes(
     async def partitions(lane: int) -> None:
         while not await pause(0.3, 1.0):
             client = rng.choice(clients)
+            if id(client) in cut:
+                continue
             links = cluster.links_of(client)
             chaos.fault("partition")
             chaos.note(f"partition {cluster.name_of(client)}")
+            cut.add(id(client))
             links.blackhole()
             # Longer than the session timeout (and a server tick): the session expires.
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.Event().wait(), timeout + rng.uniform(0.8, 1.4))
             links.heal()
+            cut.discard(id(client))
             chaos.note(f"heal {cluster.name_of(client)}")
 
     async def drops() -> None:
@@ -135,7 +194,76 @@ async def _fault_lanes(
             except (asyncio.TimeoutError, CoordinationError, OSError) as exc:
                 chaos.events[f"expire failed: {type(exc).__name__}"] += 1
 
-    lanes = [kills(), partitions(0), partitions(1), drops(), latencies(), expiries()]
+    async def blackholed_expiries() -> None:
+        """A client that hears nothing (it trusts its session a while yet) has its session
+        expired on the server through another connection; after the heal it must report the
+        session LOST, and nothing it held may still be held on that session."""
+        while not await pause(0.3, 1.2):
+            holding = [c for c in clients if holdings.on(c.session_id)]
+            client = rng.choice(holding if holding and rng.random() < 0.75 else clients)
+            if id(client) in cut or not client.connected:
+                continue
+            name, session = cluster.name_of(client), client.session_id
+            lost = asyncio.Event()
+
+            def on_change(
+                change: StateChange, session: int = session, lost: asyncio.Event = lost
+            ) -> None:
+                if change.state is State.LOST and change.session_id == session:
+                    lost.set()
+
+            links = cluster.links_of(client)
+            cut.add(id(client))
+            unlisten = client.add_state_listener(on_change)
+            try:
+                chaos.fault("blackhole-expire")
+                held = holdings.on(session)
+                chaos.events["blackhole-expire: on a holder"] += bool(held)
+                chaos.note(f"blackhole {name}, then expire 0x{session:x} (holding {held})")
+                links.blackhole()
+                try:
+                    await cluster.expire(client)
+                except (asyncio.TimeoutError, CoordinationError, OSError) as exc:
+                    chaos.events[f"blackhole-expire failed: {type(exc).__name__}"] += 1
+                    continue
+                # Healed before the client suspects anything, or after it gave up by itself.
+                await pause(0.0, 1.5 * timeout)
+                links.heal()
+                chaos.note(f"heal {name}")
+                try:
+                    await asyncio.wait_for(lost.wait(), timeout + 10.0)
+                except asyncio.TimeoutError:
+                    chaos.violate(
+                        "forced expiry: reported lost",
+                        f"{name} never reported 0x{session:x} LOST after its forced expiry; "
+                        + client_report(name, client),
+                    )
+                    continue
+                # Holders hear of the loss with their client: each leaves within a moment
+                # (no hold is longer than that unless it is lost).
+                try:
+                    await holdings.wait_clear(session, 0.5)
+                except asyncio.TimeoutError:
+                    chaos.violate(
+                        "forced expiry: holders told",
+                        f"{holdings.on(session)} still hold on 0x{session:x} 0.5 s after "
+                        f"{name} reported it LOST",
+                    )
+            finally:
+                unlisten()
+                links.heal()
+                cut.discard(id(client))
+
+    lanes = [
+        kills(),
+        partitions(0),
+        partitions(1),
+        drops(),
+        latencies(),
+        expiries(),
+        blackholed_expiries(),
+        hostile.run(stop, pause),
+    ]
     return [asyncio.ensure_future(lane) for lane in lanes]
 
 
@@ -159,10 +287,12 @@ async def run_mix(
     """Run the mix on ``ensemble`` for ``config.seconds`` and return the log.
 
     Several clients (each behind its own links) drive a lock, a read-write lock, a semaphore,
-    a leader latch, a counter, a queue and caches over a randomly written tree, while faults
-    of every kind are injected. Then the faults stop, everything must make progress again and
-    settle (caches equal to the server), the recipes and clients close, and the end checks
-    run. Violations are in the returned log (``chaos.assert_clean()``).
+    a leader latch, a counter, a queue, caches over a randomly written tree and a service
+    discovery cache, while faults of every kind are injected (:data:`chaos_log.FAULT_KINDS`:
+    among them a forced expiry of a client that hears nothing, and hostile nodes written
+    where the recipes read, see :mod:`chaos_hostile`). Then the faults stop, everything must make
+    progress again and settle (caches equal to the server), the recipes and clients close,
+    and the end checks run. Violations are in the returned log (``chaos.assert_clean()``).
     """
     chaos = Chaos(seed, name="mix")
     say = progress or (lambda _line: None)
@@ -174,6 +304,8 @@ async def run_mix(
     caches: list[TreeCache | ChildrenCache | NodeCache] = []
     checkers: list[CacheChecker] = []
     lanes: list[asyncio.Task[None]] = []
+    hostile: HostileLane | None = None
+    discoveries: list[ServiceDiscovery] = []
     try:
         timeout = config.session_timeout
         clients = [await cluster.client(session_timeout=timeout) for _ in range(config.clients)]
@@ -222,9 +354,26 @@ async def run_mix(
             checker.start()
             checkers.append(checker)
             await cache.start()
+        # Service discovery: two registered instances, and a cache of the service (a reader
+        # of foreign JSON, where the hostile lane writes too).
+        for i in (0, 1):
+            discovery = ServiceDiscovery(clients[i], SERVICES)
+            discoveries.append(discovery)
+            instance = ServiceInstance(name=SERVICE, id=f"inst-{i}", address="10.0.0.1", port=i)
+            await discovery.register(instance, timeout=30)
+        lookup = ServiceDiscovery(clients[2], SERVICES)
+        discoveries.append(lookup)
+        service_cache = lookup.cache(SERVICE)
+        service_checker = ServiceCacheChecker(chaos, "ServiceCache", service_cache)
+        service_checker.start()
+        await service_cache.start()
 
         stop_faults = asyncio.Event()
-        lanes = await _fault_lanes(cluster, chaos, clients, stop_faults, rng, timeout)
+        hostile = await HostileLane(cluster, chaos, random.Random(rng.random()), queue).start()
+        holdings = Holdings(mutex, rw, sem, leaders)
+        lanes = await _fault_lanes(
+            cluster, chaos, clients, stop_faults, rng, timeout, holdings, hostile
+        )
         report_every = 30.0
         next_report = report_every
         while chaos.elapsed() < config.seconds:
@@ -269,10 +418,15 @@ async def run_mix(
         server = {p: v for p, v in (await server_shape(cluster.observer, "/tree")).items()}
         for checker in checkers:
             await checker.settle(server)
+        await service_checker.settle({"inst-0", "inst-1"})
         for cache in caches:
             await cache.close()
         for checker in checkers:
             await checker.close()
+        await service_cache.close()
+        await service_checker.close()
+        for discovery in discoveries:
+            await discovery.close()
         for latch in latches:
             await latch.close()
         counter.check(chaos, await AtomicCounter(cluster.observer, "/count").get())
@@ -283,7 +437,10 @@ async def run_mix(
         for c in clients:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(c.wait_background(), 15)
-        await cluster.finish(allowed=["/tree", "/count", "/q"], clients=clients)
+        await hostile.close()
+        await cluster.finish(
+            allowed=["/tree", "/count", "/q", SERVICES, *HOSTILE_ALLOWED], clients=clients
+        )
     finally:
         for t in lanes:
             t.cancel()
@@ -298,6 +455,11 @@ async def run_mix(
         for latch in latches:
             with contextlib.suppress(Exception):
                 await latch.close()
+        for discovery in discoveries:
+            with contextlib.suppress(Exception):
+                await discovery.close()
+        if hostile is not None:
+            await hostile.close()
         await cluster.aclose()
     return chaos
 

@@ -24,20 +24,31 @@ from aiocoord.errors import (
     NoNodeError,
 )
 from aiocoord.recipes.cache import CacheEventType, NodeEvent
+from aiocoord.recipes.discovery import ServiceCache
 
 
 class MutexReferee:
-    """Mutual exclusion: one holder at a time, and fencing tokens strictly increasing."""
+    """Mutual exclusion: one holder at a time, and fencing tokens strictly increasing.
 
-    def __init__(self, chaos: Chaos, name: str) -> None:
+    The only exception is a holder whose session was expired by force and who has not been
+    told yet (:meth:`Chaos.untold`; ``suspended_is_loss`` is the holders' policy, which says
+    what tells them).
+    """
+
+    def __init__(self, chaos: Chaos, name: str, *, suspended_is_loss: bool = True) -> None:
         self.chaos = chaos
         self.name = name
+        self.suspended_is_loss = suspended_is_loss
         #: who is inside -> the session it holds with
         self.inside: dict[str, int] = {}
+        #: who is inside -> the stamp (Chaos.stamp) it entered at
+        self.entered: dict[str, int] = {}
         #: who is inside -> its fencing token
         self.tokens: dict[str, int] = {}
         self.last_token = 0
         self.entries = 0
+        #: set (and replaced) whenever a holder leaves
+        self.changed = asyncio.Event()
 
     @property
     def holder(self) -> str | None:
@@ -50,16 +61,19 @@ class MutexReferee:
         if token is None:
             self.chaos.violate(f"{self.name}: fencing", f"{who} holds with no fencing token")
             token = self.last_token + 1
+        now = self.chaos.stamp()
         others = {w: s for w, s in self.inside.items() if w != who}
-        stale = session in self.chaos.force_expired or self.chaos.revoked(token)
+        excused = self.chaos.excused(session, suspended_is_loss=self.suspended_is_loss)
+        stale = excused or self.chaos.revoked(token)
         if others:
             self.chaos.overlap(
                 f"{self.name}: mutual exclusion",
                 f"{who} (0x{session:x}) entered while {others} is inside",
-                others.values(),
+                [(s, self.entered.get(w, 0)) for w, s in others.items()],
                 entering=session,
                 other_tokens=[self.tokens.get(w) for w in others],
                 entering_token=token,
+                suspended_is_loss=self.suspended_is_loss,
             )
         elif stale and token <= self.last_token:
             # A force-expired holder's grant heard of after a newer one (see Chaos.overlap):
@@ -76,6 +90,7 @@ class MutexReferee:
                 f"{who} holds with token {token} after token {self.last_token}",
             )
         self.inside[who] = session
+        self.entered[who] = now
         self.tokens[who] = token
         self.last_token = max(self.last_token, token)
         self.chaos.note(f"{self.name}: {who} in (token {token})")
@@ -88,24 +103,34 @@ class MutexReferee:
             f"{who} left; {sorted(self.inside)} inside",
         )
         self.inside.pop(who, None)
+        self.entered.pop(who, None)
         self.tokens.pop(who, None)
         self.chaos.note(f"{self.name}: {who} out")
+        self.changed.set()
+        self.changed = asyncio.Event()
 
 
 class RWReferee:
     """A writer excludes everyone; readers exclude writers; write tokens strictly increase."""
 
-    def __init__(self, chaos: Chaos, name: str) -> None:
+    def __init__(self, chaos: Chaos, name: str, *, suspended_is_loss: bool = True) -> None:
         self.chaos = chaos
         self.name = name
+        self.suspended_is_loss = suspended_is_loss
         #: who reads / writes -> its session
         self.readers: dict[str, int] = {}
         self.writers: dict[str, int] = {}
+        #: who reads or writes -> the stamp it entered at
+        self.entered: dict[str, int] = {}
+        #: set (and replaced) whenever a holder leaves
+        self.changed = asyncio.Event()
         self.last_write_token = 0
         self.max_readers = 0
 
     def enter(self, who: str, write: bool, token: int | None, session: int = 0) -> None:
         """``who`` starts reading or writing, on ``session``."""
+        now = self.chaos.stamp()
+        policy = self.suspended_is_loss
         if write:
             others = {**self.readers, **self.writers}
             others.pop(who, None)
@@ -113,10 +138,11 @@ class RWReferee:
                 self.chaos.overlap(
                     f"{self.name}: write exclusion",
                     f"writer {who} entered with writers={self.writers} readers={self.readers}",
-                    others.values(),
+                    [(s, self.entered.get(w, 0)) for w, s in others.items()],
                     entering=session,
+                    suspended_is_loss=policy,
                 )
-            if session not in self.chaos.force_expired:
+            if not self.chaos.excused(session, suspended_is_loss=policy):
                 self.chaos.check(
                     token is not None and token > self.last_write_token,
                     f"{self.name}: fencing",
@@ -130,11 +156,13 @@ class RWReferee:
                 self.chaos.overlap(
                     f"{self.name}: read exclusion",
                     f"reader {who} entered while {others} writes",
-                    others.values(),
+                    [(s, self.entered.get(w, 0)) for w, s in others.items()],
                     entering=session,
+                    suspended_is_loss=policy,
                 )
             self.readers[who] = session
             self.max_readers = max(self.max_readers, len(self.readers))
+        self.entered[who] = now
         self.chaos.note(f"{self.name}: {who} in ({'write' if write else 'read'})")
 
     def exit(self, who: str, write: bool) -> None:
@@ -142,30 +170,50 @@ class RWReferee:
         inside = self.writers if write else self.readers
         self.chaos.check(who in inside, self.name, f"{who} left, unseen")
         inside.pop(who, None)
+        if who not in self.readers and who not in self.writers:
+            self.entered.pop(who, None)
         self.chaos.note(f"{self.name}: {who} out")
+        self.changed.set()
+        self.changed = asyncio.Event()
 
 
 class SemaphoreReferee:
     """At most ``max_leases`` holders at a time."""
 
-    def __init__(self, chaos: Chaos, name: str, max_leases: int) -> None:
+    def __init__(
+        self, chaos: Chaos, name: str, max_leases: int, *, suspended_is_loss: bool = True
+    ) -> None:
         self.chaos = chaos
         self.name = name
         self.max_leases = max_leases
+        self.suspended_is_loss = suspended_is_loss
         #: who holds -> its session
         self.holders: dict[str, int] = {}
+        #: who holds -> the stamp it entered at
+        self.entered: dict[str, int] = {}
+        #: set (and replaced) whenever a holder leaves
+        self.changed = asyncio.Event()
         self.peak = 0
 
     def enter(self, who: str, session: int = 0) -> None:
         """``who`` starts holding a lease, on ``session``."""
         self.holders[who] = session
+        self.entered[who] = self.chaos.stamp()
         held = len(self.holders)
         self.peak = max(self.peak, held)
         if held > self.max_leases:
-            # Over the bound: fine only if the excess is made of forcibly expired holders (a
-            # lease has no fencing token, so that is all that can be checked; see
+            # Over the bound: fine only if the excess is made of forcibly expired holders not
+            # told yet (a lease has no fencing token, so that is all that can be checked; see
             # Chaos.overlap). Any one holder may be the expired one, not all but the newcomer.
-            live = [w for w, s in self.holders.items() if s not in self.chaos.force_expired]
+            live = [
+                w
+                for w, s in self.holders.items()
+                if not self.chaos.excused(
+                    s,
+                    0 if w == who else self.entered[w],
+                    suspended_is_loss=self.suspended_is_loss,
+                )
+            ]
             detail = f"{held} leases held (max {self.max_leases}): {self.holders}"
             if len(live) <= self.max_leases:
                 self.chaos.tolerate("forced-expiry overlaps", f"{self.name}: lease bound", detail)
@@ -176,7 +224,10 @@ class SemaphoreReferee:
     def exit(self, who: str) -> None:
         """``who`` stops holding a lease."""
         self.holders.pop(who, None)
+        self.entered.pop(who, None)
         self.chaos.note(f"{self.name}: {who} out")
+        self.changed.set()
+        self.changed = asyncio.Event()
 
 
 class LeaderReferee:
@@ -188,6 +239,8 @@ class LeaderReferee:
         self.latches: list[LeaderLatch] = []
         self.last_token = 0
         self.terms = 0
+        #: id(latch) -> the stamp its current term began at
+        self.entered: dict[int, int] = {}
         self.changed = asyncio.Event()
 
     def attach(self, latch: LeaderLatch) -> None:
@@ -197,6 +250,7 @@ class LeaderReferee:
 
     def _on_change(self, latch: LeaderLatch, change: LeadershipChange) -> None:
         if change.is_leader:
+            now = self.chaos.stamp()
             self.terms += 1
             self.chaos.events[f"{self.name}: terms"] += 1
             others = [x for x in self.latches if x is not latch and x.is_leader]
@@ -204,14 +258,18 @@ class LeaderReferee:
                 self.chaos.overlap(
                     f"{self.name}: single leader",
                     f"{latch.identifier} leads while {[x.identifier for x in others]} lead",
-                    [x.term.session_id for x in others if x.term is not None],
+                    [
+                        (x.term.session_id, self.entered.get(id(x), 0))
+                        for x in others
+                        if x.term is not None
+                    ],
                     entering=change.term.session_id if change.term is not None else 0,
                     other_tokens=[x.fencing_token for x in others],
                     entering_token=change.term.fencing_token if change.term is not None else None,
                 )
             token = change.term.fencing_token if change.term is not None else 0
             stale = (
-                change.term is not None and change.term.session_id in self.chaos.force_expired
+                change.term is not None and self.chaos.excused(change.term.session_id)
             ) or self.chaos.revoked(token)
             self.chaos.check(
                 stale or token > self.last_token,
@@ -219,6 +277,7 @@ class LeaderReferee:
                 f"{latch.identifier} leads with token {token} after {self.last_token}",
             )
             self.last_token = max(self.last_token, token)
+            self.entered[id(latch)] = now
             self.chaos.note(f"{self.name}: {latch.identifier} leads (token {token})")
         else:
             self.chaos.note(f"{self.name}: {latch.identifier} stops ({change.reason})")
@@ -264,7 +323,11 @@ class CounterLedger:
 
 class QueueLedger:
     """Every item put is taken exactly once: never twice, never lost (except items whose put
-    or claim ended in the documented "may or may not" ConnectionLossError)."""
+    or claim ended in the documented "may or may not" ConnectionLossError).
+
+    Hostile nodes written by a third party (:attr:`hostile`: what a consumer may hand out for
+    them) are no phantoms when taken, may be skipped, and are never taken twice.
+    """
 
     def __init__(self) -> None:
         self.put_ok: set[bytes] = set()
@@ -273,6 +336,9 @@ class QueueLedger:
         #: item -> who took it and when (``take-1@12.345s``), to tell a duplicate's story
         self.takers: dict[bytes, list[str]] = {}
         self.uncertain_claims = 0
+        #: what consumers may hand out for the hostile nodes written into the queue
+        self.hostile: set[bytes] = set()
+        self.hostile_nodes = 0
 
     def take(self, item: bytes, who: str, when: float | None = None) -> None:
         """``who`` took ``item`` at ``when`` (seconds into the run, if known)."""
@@ -286,7 +352,7 @@ class QueueLedger:
         chaos.check(
             not dups, f"{name}: no duplicates", f"{len(dups)} taken more than once: {stories}"
         )
-        invented = set(self.taken) - self.put_ok - self.put_uncertain
+        invented = set(self.taken) - self.put_ok - self.put_uncertain - self.hostile
         chaos.check(not invented, f"{name}: no phantoms", f"taken, never put: {invented}")
         lost = self.put_ok - set(self.taken)
         chaos.check(
@@ -298,6 +364,9 @@ class QueueLedger:
         chaos.events[f"{name}: uncertain puts"] += len(self.put_uncertain)
         chaos.events[f"{name}: uncertain claims"] += self.uncertain_claims
         chaos.events[f"{name}: of which lost"] += len(lost)
+        if self.hostile_nodes:
+            chaos.events[f"{name}: hostile nodes written"] += self.hostile_nodes
+            chaos.events[f"{name}: hostile items taken"] += len(self.hostile & set(self.taken))
 
 
 Shape = dict[str, tuple[bytes, int, int]]
@@ -328,6 +397,8 @@ class CacheChecker:
         self.events = 0
         self._sub = cache.changes(buffer_size=1_000_000)
         self._task: asyncio.Task[None] | None = None
+        #: set by :meth:`close`: the stream may end now (as it does when the cache closes)
+        self.closing = False
 
     def start(self) -> None:
         """Start following (call before the cache starts, to see the initial load)."""
@@ -349,8 +420,15 @@ class CacheChecker:
             async for event in self._sub:
                 self.events += 1
                 self._apply(event, added, updated, removed)
-        except CoordinationError as exc:
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # Whatever ended it (a hostile node's RecursionError as much as a typed error),
+            # a cache's stream must live as long as the cache.
             self.chaos.unexpected(f"{self.name} event stream", exc)
+            return
+        if not (self.closing or self.cache.closed):
+            self.chaos.violate(f"{self.name}: stream lives", "the change stream ended early")
 
     def _apply(
         self,
@@ -439,6 +517,78 @@ class CacheChecker:
 
     async def close(self) -> None:
         """Stop following (the cache must be closed first, or be closing)."""
+        self.closing = True
+        if self._task is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._task), 5)
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+class ServiceCacheChecker:
+    """Follows a :class:`ServiceCache` (a decoder of foreign bytes: the instance JSON) while
+    others, hostile ones included, write its service's nodes:
+
+    * its change stream lives as long as the cache (no exception ends it, nor does it end);
+    * it keeps serving: ``instances()`` answers after every event (an outage is reported
+      once, with the exception that caused it);
+
+    and, at the end, that it lists the instances the mix registered.
+    """
+
+    def __init__(self, chaos: Chaos, name: str, cache: ServiceCache) -> None:
+        self.chaos = chaos
+        self.name = name
+        self.cache = cache
+        self.events = 0
+        self.closing = False
+        self._failing = False
+        self._sub = cache.changes(buffer_size=1_000_000)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start following (call before the cache starts, to see the initial load)."""
+        self._task = asyncio.ensure_future(self._follow())
+
+    async def _follow(self) -> None:
+        try:
+            async for _event in self._sub:
+                self.events += 1
+                self.serving("after an event")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.chaos.unexpected(f"{self.name} event stream", exc)
+            return
+        if not (self.closing or self.cache.closed):
+            self.chaos.violate(f"{self.name}: stream lives", "the change stream ended early")
+
+    def serving(self, when: str) -> bool:
+        """Whether ``instances()`` answers now; the first failure of an outage is a
+        violation (an unexpected error, with its traceback)."""
+        try:
+            self.cache.instances()
+        except Exception as exc:
+            if not self._failing:
+                self.chaos.unexpected(f"{self.name}: instances() {when}", exc)
+            self._failing = True
+            return False
+        self._failing = False
+        return True
+
+    async def settle(self, ids: set[str], timeout: float = 20.0) -> None:
+        """Wait until the cache lists every instance id in ``ids``."""
+        try:
+            await self.cache.wait_for(lambda found: ids <= {i.id for i in found}, timeout)
+        except (asyncio.TimeoutError, CoordinationError) as exc:
+            listed = sorted(i.id for i in self.cache.instances()) if self.serving("") else "?"
+            self.chaos.violate(f"{self.name}: lists the instances", f"{exc!r}: {listed} vs {ids}")
+        except Exception as exc:
+            self.chaos.unexpected(f"{self.name}: wait_for", exc)
+
+    async def close(self) -> None:
+        """Stop following (the cache must be closed first, or be closing)."""
+        self.closing = True
         if self._task is not None:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._task), 5)

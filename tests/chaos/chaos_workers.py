@@ -55,6 +55,19 @@ def _guard(chaos: Chaos, worker: Worker, exc: BaseException) -> None:
         chaos.unexpected(worker.name, exc)
 
 
+#: How often a holder holds long (seconds, drawn uniformly): long enough to be inside when its
+#: session is expired by force while it hears nothing, so that it must learn of the loss.
+LONG_HOLD_SHARE = 0.01
+LONG_HOLD = (0.8, 1.5)
+
+
+def _hold_time(rng: random.Random, hold: tuple[float, float]) -> float:
+    """How long to hold this time: mostly drawn from ``hold``, now and then a long hold."""
+    if rng.random() < LONG_HOLD_SHARE:
+        return rng.uniform(*LONG_HOLD)
+    return rng.uniform(*hold)
+
+
 async def _hold_until_lost(lost: Any, seconds: float) -> None:
     """Stay in the critical section ``seconds``, or until the holding is lost."""
     with contextlib.suppress(asyncio.TimeoutError):
@@ -83,7 +96,7 @@ async def mutex_worker(
                 async with lock:
                     referee.enter(worker.name, lock.fencing_token, client.session_id)
                     try:
-                        await asyncio.sleep(rng.uniform(*hold))
+                        await asyncio.sleep(_hold_time(rng, hold))
                     finally:
                         referee.exit(worker.name)
             else:
@@ -95,7 +108,7 @@ async def mutex_worker(
                 lost = lock.lost
                 referee.enter(worker.name, lock.fencing_token, client.session_id)
                 try:
-                    await _hold_until_lost(lost, rng.uniform(*hold))
+                    await _hold_until_lost(lost, _hold_time(rng, hold))
                 finally:
                     referee.exit(worker.name)
                 await lock.release()
@@ -135,7 +148,7 @@ async def rwlock_worker(
             lost = part.lost
             referee.enter(worker.name, write, part.fencing_token, client.session_id)
             try:
-                await _hold_until_lost(lost, rng.uniform(*hold))
+                await _hold_until_lost(lost, _hold_time(rng, hold))
             finally:
                 referee.exit(worker.name, write)
             await part.release()
@@ -176,7 +189,7 @@ async def semaphore_worker(
                 continue
             referee.enter(worker.name, client.session_id)
             try:
-                await _hold_until_lost(lease.lost, rng.uniform(*hold))
+                await _hold_until_lost(lease.lost, _hold_time(rng, hold))
             finally:
                 referee.exit(worker.name)
             await lease.release()

@@ -14,6 +14,7 @@ The pieces, one module each (this module re-exports their names, so ``from chaos
   the summary table;
 * ``chaos_referees``: :class:`MutexReferee`, :class:`RWReferee`, :class:`SemaphoreReferee`,
   :class:`LeaderReferee`, :class:`CounterLedger`, :class:`QueueLedger`, :class:`CacheChecker`,
+  :class:`ServiceCacheChecker`,
   each checking its invariant at the very step a holder enters or leaves, and at the end;
 * ``chaos_cluster``, the fault injection: :class:`Links`, one
   :class:`~aiocoord.testing.FaultProxy` per ensemble member in front of one client, so that
@@ -23,6 +24,7 @@ The pieces, one module each (this module re-exports their names, so ``from chaos
   orphan nodes, no leftover watches);
 * ``chaos_workers``: workers (``*_worker``) that drive one recipe in a loop;
 * ``chaos_mix``: :func:`run_mix`, the mix the CI test and the soak run share;
+* ``chaos_hostile``: the hostile node data the ``hostile`` fault kind writes, and its lane;
 * ``chaos_contenders``: :class:`Contender`, one interface over the exclusive recipes.
 """
 
@@ -40,6 +42,7 @@ from chaos_referees import (
     QueueLedger,
     RWReferee,
     SemaphoreReferee,
+    ServiceCacheChecker,
     Shape,
     server_shape,
     shape,
@@ -71,6 +74,7 @@ __all__ = [
     "MutexReferee",
     "RWReferee",
     "SemaphoreReferee",
+    "ServiceCacheChecker",
     "LeaderReferee",
     "CounterLedger",
     "QueueLedger",

@@ -3,10 +3,13 @@ cannot fail proves nothing), and tolerate only what a forced expiry explains."""
 
 from __future__ import annotations
 
+import json
+import random
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from chaos_hostile import PAYLOAD_KINDS, hostile_payload, queue_items
 from chaoslib import (
     CacheChecker,
     Chaos,
@@ -15,14 +18,16 @@ from chaoslib import (
     QueueLedger,
     RWReferee,
     SemaphoreReferee,
+    ServiceCacheChecker,
     client_report,
     watched_paths,
 )
 
-from aiocoord import Client, Stat, State, TreeCache
+from aiocoord import Client, ServiceDiscovery, Stat, State, StateChange, TreeCache
 from aiocoord._servers import Server
 from aiocoord.client import ChildData
 from aiocoord.recipes.cache import CacheEventType, NodeEvent
+from aiocoord.recipes.queue import unframe
 from aiocoord.session import Session
 
 
@@ -182,3 +187,204 @@ def test_client_report_names_a_stalled_clients_state() -> None:
     )
     report = client_report("never-tracked", client)  # STATE_HISTORY is process-wide
     assert report == "never-tracked: suspended 0xab, in flight 3, background 1, transitions []"
+
+
+# --- the forced expiry while blackholed: tolerated only until the holder is told ----------
+
+
+def _told(log: Chaos, session: int, state: State = State.SUSPENDED) -> None:
+    """The client of ``session`` reports ``state`` (what its holders hear); its holders'
+    workers get no time to leave (the grace is checked on its own below)."""
+    log.leave_grace = 0.0
+    log.on_state(StateChange(state, State.CONNECTED, session))
+
+
+def test_a_told_holder_still_on_its_workers_books_is_given_the_leave_grace(log: Chaos) -> None:
+    # The news and another client's grant are handled in one turn of the loop: the told
+    # holder's worker has not run yet to say it left.
+    ref = MutexReferee(log, "m")
+    ref.enter("a", 10, session=1)
+    log.expiring(1)
+    log.on_state(StateChange(State.SUSPENDED, State.CONNECTED, 1))
+    ref.enter("b", 11, session=2)
+    assert log.violations == []
+    assert log.events["overlaps with told holders leaving"] == 1
+    log.leave_grace = 0.0  # the same overlap once the grace is over
+    ref.exit("b")
+    ref.enter("c", 12, session=3)
+    assert [v.invariant for v in log.violations] == ["m: mutual exclusion"]
+
+
+def test_an_overlap_with_a_force_expired_holder_is_tolerated_only_until_it_is_told(
+    log: Chaos,
+) -> None:
+    ref = MutexReferee(log, "m")
+    ref.enter("a", 10, session=1)
+    log.expiring(1)
+    ref.enter("b", 11, session=2)  # a's session ended on the server, a has not heard
+    assert log.violations == []
+    assert log.events["forced-expiry overlaps (fenced)"] == 1
+    ref.exit("b")
+    _told(log, 1)  # a's client suspends: a strict holder takes that for a loss
+    ref.enter("c", 12, session=3)  # a was told and is still inside
+    assert [v.invariant for v in log.violations] == ["m: mutual exclusion"]
+    assert "had been told" in log.violations[0].detail
+
+
+def test_a_lenient_holder_is_told_by_lost_not_by_suspended(log: Chaos) -> None:
+    ref = MutexReferee(log, "m", suspended_is_loss=False)
+    ref.enter("a", 10, session=1)
+    log.expiring(1)
+    _told(log, 1)  # suspended: a lenient holder still believes it holds
+    ref.enter("b", 11, session=2)
+    assert log.violations == []
+    ref.exit("b")
+    _told(log, 1, State.LOST)
+    ref.enter("c", 12, session=3)
+    assert [v.invariant for v in log.violations] == ["m: mutual exclusion"]
+
+
+def test_a_holder_that_entered_after_its_client_was_told_is_not_told_yet(log: Chaos) -> None:
+    # The expiry's attach cuts the client (it suspends, its strict holders lose), the client
+    # takes its session back and a task acquires on it; then the close lands.
+    ref = MutexReferee(log, "m")
+    log.expiring(1)
+    _told(log, 1)
+    ref.enter("a", 10, session=1)
+    ref.enter("b", 11, session=2)
+    assert log.violations == []
+    assert log.events["forced-expiry overlaps (fenced)"] == 1
+
+
+def test_a_told_force_expired_holder_entering_with_an_older_token_is_a_violation(
+    log: Chaos,
+) -> None:
+    ref = MutexReferee(log, "m")
+    ref.enter("fresh", 20, session=2)
+    ref.exit("fresh")
+    log.expiring(1)
+    _told(log, 1, State.LOST)
+    ref.enter("stale", 10, session=1)  # told before it entered: no excuse left
+    assert [v.invariant for v in log.violations] == ["m: fencing"]
+
+
+def test_semaphore_excess_of_a_told_force_expired_holder_is_a_violation(log: Chaos) -> None:
+    ref = SemaphoreReferee(log, "s", 2)
+    ref.enter("a", 1)
+    ref.enter("b", 2)
+    log.expiring(1)
+    _told(log, 1)
+    ref.enter("c", 3)  # a was told and has not left
+    assert [v.invariant for v in log.violations] == ["s: lease bound"]
+
+
+def test_rw_writer_overlapping_a_told_force_expired_reader_is_a_violation(log: Chaos) -> None:
+    ref = RWReferee(log, "rw")
+    ref.enter("r", False, None, session=1)
+    log.expiring(1)
+    ref.enter("w", True, 5, session=2)  # r not told: tolerated
+    assert log.violations == []
+    ref.exit("w", True)
+    _told(log, 1)
+    ref.enter("w2", True, 6, session=3)
+    assert [v.invariant for v in log.violations] == ["rw: write exclusion"]
+
+
+# --- hostile node data ----------------------------------------------------------------------
+
+
+def test_queue_ledger_counts_hostile_items_and_catches_one_taken_twice(log: Chaos) -> None:
+    ledger = QueueLedger()
+    ledger.put_ok = {b"a"}
+    ledger.hostile = {b"\xff\xfe", b"[[[1]]]"}
+    ledger.hostile_nodes = 3
+    ledger.take(b"a", "take-1")
+    ledger.take(b"\xff\xfe", "take-1")  # a hostile node handed out raw: no phantom
+    ledger.check(log)
+    assert log.violations == []
+    assert log.events["queue: hostile items taken"] == 1
+    ledger.take(b"\xff\xfe", "take-3")
+    ledger.take(b"never written", "take-3")
+    ledger.check(log)
+    assert [v.invariant for v in log.violations] == ["queue: no duplicates", "queue: no phantoms"]
+
+
+class _Stream:
+    """A change stream that yields nothing and then ends with ``error`` (or just ends)."""
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+
+    def __aiter__(self) -> _Stream:
+        return self
+
+    async def __anext__(self) -> NodeEvent:
+        if self.error is not None:
+            raise self.error
+        raise StopAsyncIteration
+
+
+@pytest.mark.parametrize(
+    ("error", "invariant"),
+    [
+        (RecursionError("maximum recursion depth exceeded"), "unexpected error"),
+        (None, "t: stream lives"),
+    ],
+)
+async def test_cache_checker_catches_a_stream_that_dies(
+    log: Chaos, error: BaseException | None, invariant: str
+) -> None:
+    # A hostile node that makes a decoder raise must not end a subscriber's stream, whatever
+    # the exception (the old checker only saw CoordinationError), nor may it end quietly.
+    client = Client(Session([Server("127.0.0.1", 1)]))
+    checker = CacheChecker(log, "t", TreeCache(client, "/t"))
+    checker._sub = _Stream(error)  # type: ignore[assignment]
+    checker.start()
+    assert checker._task is not None
+    await checker._task
+    assert [v.invariant for v in log.violations] == [invariant]
+
+
+def test_hostile_payloads_are_what_they_claim() -> None:
+    rng = random.Random(7)
+    seen: set[bytes] = set()
+    for serial in range(40):
+        kind = PAYLOAD_KINDS[serial % len(PAYLOAD_KINDS)]
+        data = hostile_payload(kind, rng, serial)
+        assert data not in seen  # unique: a queue item taken twice is told from two nodes
+        seen.add(data)
+        if kind == "json-deep":
+            assert data.count(b"[") + data.count(b'{"a":') >= 1000
+            with pytest.raises(RecursionError):
+                json.loads(data)
+        elif kind == "utf8-invalid":
+            with pytest.raises(UnicodeDecodeError):
+                data.decode()
+        elif kind == "truncated-frame":
+            assert unframe(data) is None
+            assert queue_items(data) == [data]
+
+
+async def test_service_cache_checker_reports_an_outage_once_and_a_dead_stream(
+    log: Chaos, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The issue's hostile node: a decoder's RecursionError while the node exists.
+    client = Client(Session([Server("127.0.0.1", 1)]))
+    cache = ServiceDiscovery(client, "/s").cache("svc")
+    checker = ServiceCacheChecker(log, "svc", cache)
+    assert checker.serving("now")
+    assert log.violations == []
+
+    def broken() -> list[Any]:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(cache, "instances", broken)
+    assert not checker.serving("after an event")
+    assert not checker.serving("after another")  # the same outage: reported once
+    assert [v.invariant for v in log.violations] == ["unexpected error"]
+    assert "RecursionError" in log.violations[0].detail
+    checker._sub = _Stream(RecursionError("in the stream"))  # type: ignore[assignment]
+    checker.start()
+    assert checker._task is not None
+    await checker._task
+    assert [v.invariant for v in log.violations] == ["unexpected error"] * 2
