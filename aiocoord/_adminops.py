@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from aiocoord._ensembleconfig import (
+from aiocoord._pathops import PathOps
+from aiocoord._session.ensemble_config import (
     CONFIG_NODE,
     EnsembleConfig,
     EnsembleMember,
     reconfig_arguments,
 )
-from aiocoord._pathops import PathOps
+from aiocoord._session.watch import PersistentWatch, Watch, WatchKind
 from aiocoord._validation import validate_auth, validate_flag, validate_path, validate_version
-from aiocoord._watches import PersistentWatch, Watch, WatchKind
 from aiocoord._wire.auth import WhoAmIRequest
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.reads import (

@@ -9,8 +9,9 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from aiocoord._gssapi import GSSAPI
-from aiocoord._servers import parse_connect_string
-from aiocoord._tracker import EnsembleTracker
+from aiocoord._session.servers import parse_connect_string
+from aiocoord._session.session import Session
+from aiocoord._session.tracker import EnsembleTracker
 from aiocoord._validation import (
     MAX_SESSION_TIMEOUT_MS,
     validate_auth,
@@ -26,7 +27,6 @@ from aiocoord.acl import ACLProvider
 from aiocoord.client import Client
 from aiocoord.errors import InvalidTypeError, NodeExistsError, NoNodeError
 from aiocoord.retry import RetryPolicy
-from aiocoord.session import Session
 
 __all__ = ["Connecting", "connect", "open_client"]
 

@@ -19,10 +19,10 @@ from aiocoord._demo_common import (
     bounded,
 )
 from aiocoord._demo_view import yes
+from aiocoord._session.session import State, StateChange
 from aiocoord.errors import CoordinationError
 from aiocoord.recipes.lock import Lock
 from aiocoord.recipes.nodes import GroupMember
-from aiocoord.session import State, StateChange
 
 if TYPE_CHECKING:
     from aiocoord._demo import Demo

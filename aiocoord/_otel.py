@@ -15,7 +15,7 @@ or a meter provider before it connects, the client reports to them:
 - **metrics**: the histogram ``db.client.operation.duration`` (seconds, by operation and
   error), and observable instruments over :meth:`Client.stats`: ``aiocoord.requests``,
   ``aiocoord.requests.in_flight``, ``aiocoord.watches`` (by kind), ``aiocoord.reconnects``,
-  ``aiocoord.session.expiries``, ``aiocoord.recipe.holds`` and ``aiocoord.recipe.losses``
+  ``aiocoord._session.session.expiries``, ``aiocoord.recipe.holds`` and ``aiocoord.recipe.losses``
   (by recipe kind).
 
 Unless the application imported the API, nothing of it is imported; with the API but no
@@ -170,7 +170,7 @@ class _Observed:
         gauge("aiocoord.requests.in_flight", [self._in_flight], unit="{request}")
         gauge("aiocoord.watches", [self._watches], unit="{watch}")
         counter("aiocoord.reconnects", [self._reconnects], unit="{reconnect}")
-        counter("aiocoord.session.expiries", [self._expiries], unit="{expiry}")
+        counter("aiocoord._session.session.expiries", [self._expiries], unit="{expiry}")
         counter("aiocoord.recipe.holds", [self._holds], unit="{grant}")
         counter("aiocoord.recipe.losses", [self._losses], unit="{loss}")
 

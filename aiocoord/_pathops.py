@@ -17,10 +17,10 @@ from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from aiocoord._connection import Reply
 from aiocoord._logs import session_extra
 from aiocoord._paths import join, protected_prefix, split
-from aiocoord._watches import Watch
+from aiocoord._session.connection import Reply
+from aiocoord._session.watch import Watch
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.framing import EmptyResponse, Request
 from aiocoord._wire.opcodes import CreateMode
@@ -46,8 +46,8 @@ from aiocoord.errors import (
 from aiocoord.transaction import create_mode
 
 if TYPE_CHECKING:
+    from aiocoord._session.session import Session
     from aiocoord.retry import RetryPolicy
-    from aiocoord.session import Session
 
 __all__ = ["PathOps", "find_protected", "protected_matches"]
 

@@ -2,7 +2,7 @@
 waiting for a state, and the stream and listeners of state changes.
 
 :class:`SessionView` is the part of :class:`~aiocoord.Client` that holds them; it only reads
-the session (every transition is the session's own business, see :mod:`aiocoord.session`).
+the session (every transition is the session's own business, see :mod:`aiocoord._session.session`).
 The API reference shows them on the client.
 """
 
@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
-from aiocoord._states import State, StateChange
+from aiocoord._session.states import State, StateChange
 from aiocoord._stats import ClientStats
 from aiocoord._validation import validate_timeout
 from aiocoord.errors import InvalidTypeError
 
 if TYPE_CHECKING:
-    from aiocoord.session import Session
+    from aiocoord._session.session import Session
 
 __all__ = ["SessionView"]
 

@@ -32,7 +32,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from aiocoord._paths import join
-from aiocoord._watches import EventType, PersistentWatch, WatchEvent
+from aiocoord._session.session import State
+from aiocoord._session.watch import EventType, PersistentWatch, WatchEvent
 from aiocoord.client import Client
 from aiocoord.errors import (
     ConnectionLossError,
@@ -42,7 +43,6 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._cache_store import Store
-from aiocoord.session import State
 
 __all__ = ["Feed", "OneShotFeed", "PersistentFeed", "add_persistent_watch"]
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from aiocoord._deadline import within
 from aiocoord._logs import session_extra
-from aiocoord._watches import EventType, Watch
+from aiocoord._session.session import State, StateChange
+from aiocoord._session.watch import EventType, Watch
 from aiocoord.client import Client
 from aiocoord.errors import (
     ClientClosedError,
@@ -27,7 +28,6 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._nodes import QueueNode, delete_node
-from aiocoord.session import State, StateChange
 
 __all__ = ["Holding", "LossEvent", "LossWatch", "is_loss"]
 

@@ -19,8 +19,8 @@ from their watch, never from a guess that the session is still alive.
 
 **No grant on an untrusted session.** Whatever woke a waiter, its node is granted only while
 the session is trusted (connected, and answered within the liveness window; see
-:mod:`aiocoord._liveness`); otherwise it first asks the server, in the node's session, whether
-the node still exists (:func:`confirm_alive`).
+:mod:`aiocoord._session.liveness`); otherwise it first asks the server, in the node's session,
+whether the node still exists (:func:`confirm_alive`).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from aiocoord._connection import Reply
 from aiocoord._pathops import find_protected, protected_matches
 from aiocoord._paths import join, protected_prefix, sequence_of
-from aiocoord._watches import Watch, WatchKind
+from aiocoord._session.connection import Reply
+from aiocoord._session.watch import Watch, WatchKind
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.opcodes import CreateMode, Op
 from aiocoord._wire.reads import GetDataRequest
@@ -372,7 +372,7 @@ async def confirm_alive(
 
     A grant is only as good as the session behind it. A client that is connected and heard
     from the server within the liveness window knows the server cannot have expired the
-    session (see :mod:`aiocoord.session`); any other client (SUSPENDED, or silent for
+    session (see :mod:`aiocoord._session.session`); any other client (SUSPENDED, or silent for
     too long) asks the server first, in the node's session: an answer that finds the node
     proves the session alive at a moment from which its loss would be reported in time.
     """

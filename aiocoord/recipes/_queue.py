@@ -48,8 +48,8 @@ release lets the next waiter *of the same client* in at once, without waiting fo
 the node is ours and no longer held, and everyone else still sees it until the delete lands,
 so nobody else can get ahead meanwhile. That hand-over happens only while the
 session is *trusted* (connected, and answered within the liveness window; see
-:mod:`aiocoord.session`): then the server cannot expire the session before the client itself
-declares it LOST, so the new holder hears of any loss before another client can be let in.
+:mod:`aiocoord._session.liveness`): then the server cannot expire the session before the client
+itself declares it LOST, so the new holder hears of any loss before another client can be let in.
 While SUSPENDED, or silent for too long, the waiter waits for the server's word instead.
 
 **Connection and session.** A waiter survives a connection loss (its watch is restored, its
@@ -65,7 +65,8 @@ from dataclasses import replace
 from typing import Any
 
 from aiocoord._paths import SEQUENCE_DIGITS, join
-from aiocoord._watches import EventType, Watch
+from aiocoord._session.session import State
+from aiocoord._session.watch import EventType, Watch
 from aiocoord._wire.data import ACL
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError, SessionExpiredError
@@ -88,7 +89,6 @@ from aiocoord.recipes._nodes import (
     watch_own,
 )
 from aiocoord.recipes._waiting import TimedOut, bounded, wait_gone
-from aiocoord.session import State
 
 __all__ = ["SequentialQueue"]
 

@@ -52,6 +52,7 @@ from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
 from aiocoord._deadline import within
+from aiocoord._session.session import State, StateChange
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord.client import ChildData, Client
 from aiocoord.errors import (
@@ -76,7 +77,6 @@ from aiocoord.recipes._stream import (
     check_buffer_size,
     warn_events_renamed,
 )
-from aiocoord.session import State, StateChange
 
 __all__ = [
     "CacheError",

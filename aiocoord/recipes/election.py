@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from aiocoord._deadline import timed_out
+from aiocoord._session.session import State
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -50,7 +51,6 @@ from aiocoord.recipes._participants import Participant, queue_participants
 from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.recipes._waiting import deadline_after, left_or_zero
 from aiocoord.recipes.latch import LeaderLatch
-from aiocoord.session import State
 
 __all__ = [
     "ELECTION_NAME",

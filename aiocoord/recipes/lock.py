@@ -55,6 +55,7 @@ from types import TracebackType
 from typing import Any
 
 from aiocoord._deadline import timed_out
+from aiocoord._session.session import State
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -66,7 +67,6 @@ from aiocoord.recipes._holding import Holding, LossEvent
 from aiocoord.recipes._nodes import QueueNode
 from aiocoord.recipes._participants import Participant, queue_participants
 from aiocoord.recipes._queue import SequentialQueue
-from aiocoord.session import State
 
 __all__ = ["LOCK_NAME", "Lock", "LossEvent", "Mutex"]
 

@@ -51,6 +51,7 @@ from typing import Any
 
 from aiocoord._deadline import within
 from aiocoord._paths import join
+from aiocoord._session.session import State, StateChange
 from aiocoord._validation import is_finite, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -80,7 +81,6 @@ from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.recipes._stream import EventStream, EventSubscription, check_buffer_size
 from aiocoord.recipes.lease import KAZOO_LOCK_NAME
 from aiocoord.recipes.nodes import GroupMember
-from aiocoord.session import State, StateChange
 
 __all__ = [
     "PartitionChange",

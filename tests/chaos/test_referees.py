@@ -20,10 +20,10 @@ from chaoslib import (
 )
 
 from aiocoord import Client, Stat, State, TreeCache
-from aiocoord._servers import Server
+from aiocoord._session.servers import Server
+from aiocoord._session.session import Session
 from aiocoord.client import ChildData
 from aiocoord.recipes.cache import CacheEventType, NodeEvent
-from aiocoord.session import Session
 
 
 @pytest.fixture

@@ -116,7 +116,7 @@ MAX_MODULE_LINES = 500
 LARGER = {
     # Lifecycle, requests (held ones included) and the connection loop of one session: one
     # concern each, to become modules of their own when the session gets its package.
-    "aiocoord.session": 600,
+    "aiocoord._session.session": 600,
 }
 
 

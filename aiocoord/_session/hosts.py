@@ -16,15 +16,15 @@ import ssl as _ssl
 import time
 from collections.abc import Awaitable, Callable
 
-from aiocoord._connection import Connection
 from aiocoord._logs import HasSession, SessionLogger
-from aiocoord._servers import Server
+from aiocoord._session.connection import Connection
+from aiocoord._session.servers import Server
 from aiocoord._wire.handshake import ConnectResponse
 from aiocoord.errors import CoordinationError, NoServersError
 
 __all__ = ["RW_PROBE_MAX", "RW_PROBE_MIN", "Attempt", "Connector", "Expired"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("aiocoord.session")
 
 #: While connected read-only, other servers are asked whether they serve writes, first after
 #: this many seconds, then twice as long after each round that found none (the Java client's

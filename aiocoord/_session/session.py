@@ -6,17 +6,17 @@ watch from the last seen zxid), declares the session LOST when the server says i
 or when no server answered within the session timeout, and, if asked, starts a new one. While
 connected read-only, it asks the other servers now and then whether they serve writes and
 moves to the first that does. When the session can be trusted (:meth:`Session.trusted`) and
-when a client with no connection gives it up is worked out in :mod:`aiocoord._liveness`;
-what a new connection carries first (SASL, auth, watches) is :mod:`aiocoord._prelude`'s.
+when a client with no connection gives it up is worked out in :mod:`aiocoord._session.liveness`;
+what a new connection carries first (SASL, auth, watches) is :mod:`aiocoord._session.prelude`'s.
 
 Requests from any number of tasks are pipelined on the one socket. A request is written
-only while connected; one made while SUSPENDED is *held* (:mod:`aiocoord._held`) and written first
-thing on the next connection, before anyone hears that the session is back: **requests reach
-the server in the order the session accepted them, whatever the link did meanwhile** (a release
-held while offline, then ``sync()``: the delete is written before the sync). A held request
-fails with SessionExpiredError if the session it is pinned to is lost first. Nothing is ever
-sent twice here: retries are the client's business, and only for operations that are safe to
-repeat.
+only while connected; one made while SUSPENDED is *held* (:mod:`aiocoord._session.held`)
+and written first thing on the next connection, before anyone hears that the session is
+back: **requests reach the server in the order the session accepted them, whatever the link
+did meanwhile** (a release held while offline, then ``sync()``: the delete is written before
+the sync). A held request fails with SessionExpiredError if the session it is pinned to is
+lost first. Nothing is ever sent twice here: retries are the client's business, and only for
+operations that are safe to repeat.
 """
 
 from __future__ import annotations
@@ -30,21 +30,21 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import TypeVar
 
-from aiocoord import _liveness as liveness
-from aiocoord._connection import Connection, Reply
-from aiocoord._connector import Connector, Expired
-from aiocoord._held import Held, HeldRequests
-from aiocoord._liveness import EXPIRY_MARGIN as EXPIRY_MARGIN
-from aiocoord._liveness import EXPIRY_MARGIN_MAX as EXPIRY_MARGIN_MAX
-from aiocoord._liveness import LIVENESS_WINDOW as LIVENESS_WINDOW
 from aiocoord._logs import SessionLogger
 from aiocoord._paths import Chroot
-from aiocoord._prelude import SaslCredentials, authenticate, prime
-from aiocoord._servers import Server
-from aiocoord._states import State, StateBroadcast, StateChange
+from aiocoord._session import liveness as liveness
+from aiocoord._session.connection import Connection, Reply
+from aiocoord._session.held import Held, HeldRequests
+from aiocoord._session.hosts import Connector, Expired
+from aiocoord._session.liveness import EXPIRY_MARGIN as EXPIRY_MARGIN
+from aiocoord._session.liveness import EXPIRY_MARGIN_MAX as EXPIRY_MARGIN_MAX
+from aiocoord._session.liveness import LIVENESS_WINDOW as LIVENESS_WINDOW
+from aiocoord._session.prelude import SaslCredentials, authenticate, prime
+from aiocoord._session.servers import Server
+from aiocoord._session.states import State, StateBroadcast, StateChange
+from aiocoord._session.watch import Watch
+from aiocoord._session.watch_table import WatchTable
 from aiocoord._stats import Recorder
-from aiocoord._watch_table import WatchTable
-from aiocoord._watches import Watch
 from aiocoord._wire.framing import Request
 from aiocoord._wire.handshake import CloseRequest, ConnectResponse
 from aiocoord._wire.opcodes import OP_NAMES, Op
@@ -61,7 +61,7 @@ from aiocoord.errors import (
 
 __all__ = ["Session", "State", "StateChange"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("aiocoord.session")
 R = TypeVar("R")
 
 
@@ -215,7 +215,8 @@ class Session:
 
     def trusted(self) -> bool:
         """Whether the session may be acted on without asking the server: connected, and the
-        newest answered request written within the liveness window (:mod:`aiocoord._liveness`)."""
+        newest answered request written within the liveness window
+        (:mod:`aiocoord._session.liveness`)."""
         conn = self._conn
         if conn is None or self.state is None or not self.state.is_connected:
             return False

@@ -3,7 +3,7 @@
 credential and the requests that restore the session's watches.
 
 :func:`authenticate` is ``add_auth``'s request, the one auth sent outside the prelude. The
-session decides *when* (after each handshake, see :mod:`aiocoord.session`) and owns what
+session decides *when* (after each handshake, see :mod:`aiocoord._session.session`) and owns what
 is replayed; :func:`prime` only puts it on the wire in the right order and says whether the
 server accepted it.
 """
@@ -15,9 +15,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from aiocoord._connection import Connection, Reply
 from aiocoord._gssapi import GSSAPI, GssapiLogin
 from aiocoord._sasl import DigestMD5
+from aiocoord._session.connection import Connection, Reply
 from aiocoord._wire.auth import AuthRequest, SaslRequest
 from aiocoord._wire.framing import EmptyResponse, Request
 from aiocoord._wire.opcodes import Op, Xid

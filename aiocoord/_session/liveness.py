@@ -6,18 +6,18 @@ timeout in which it heard nothing from the client (unless someone expires it by 
 answered request was received by the server at or after the moment it was written, so the
 session is alive at least until *proof* + timeout, where *proof* is the write time of the
 newest request (or ping) that got an answer (:func:`alive_until`; the session's is
-:attr:`aiocoord.session.Session.alive_until`). Two rules follow:
+:attr:`aiocoord._session.session.Session.alive_until`). Two rules follow:
 
 - a client that has no connection declares the session LOST by itself a little before that
   moment (:data:`EXPIRY_MARGIN`, :func:`expiry_deadline`), never after it, so a holder under
   the *session* policy is told of its loss before the server can give what it held to someone else;
 - the client acts on its session without asking the server (recipes hand a lock over inside
-  one client, say) only while :meth:`aiocoord.session.Session.trusted`: connected, with a
+  one client, say) only while :meth:`aiocoord._session.session.Session.trusted`: connected, with a
   proof younger than the liveness window (:func:`trusted`), the two thirds of the timeout
   after which a silent connection is declared dead anyway. Otherwise it waits for the
   server to confirm.
 
-The session (:mod:`aiocoord.session`) keeps the proof; this module holds the rules only.
+The session (:mod:`aiocoord._session.session`) keeps the proof; this module holds the rules only.
 """
 
 from __future__ import annotations

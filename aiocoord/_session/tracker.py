@@ -18,11 +18,11 @@ import logging
 from typing import TYPE_CHECKING
 
 from aiocoord._deadline import within
-from aiocoord._ensembleconfig import CONFIG_NODE, EnsembleConfig
-from aiocoord._servers import parse_connect_string
-from aiocoord._states import State
+from aiocoord._session.ensemble_config import CONFIG_NODE, EnsembleConfig
+from aiocoord._session.servers import parse_connect_string
+from aiocoord._session.states import State
+from aiocoord._session.watch import Watch
 from aiocoord._validation import validate_timeout
-from aiocoord._watches import Watch
 from aiocoord.errors import ClientClosedError, CoordinationError, InvalidTypeError
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EnsembleTracker"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("aiocoord.session")
 
 #: After a failed read of the configuration, the tracker tries again after this long,
 #: doubling up to the max while the failures go on (a read fails mostly while disconnected,

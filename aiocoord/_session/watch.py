@@ -2,7 +2,7 @@
 :class:`WatchEvent`) or a :class:`PersistentWatch` (an async iterator of them).
 
 The table that keeps them and the server's watches in step is in
-:mod:`aiocoord._watch_table`.
+:mod:`aiocoord._session.watch_table`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from aiocoord.errors import ClientClosedError
 
 __all__ = ["State", "StateBroadcast", "StateChange"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("aiocoord.session")
 
 
 class State(enum.Enum):

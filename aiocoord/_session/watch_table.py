@@ -21,9 +21,16 @@ from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from aiocoord._connection import Reply
+from aiocoord._session.connection import Reply
+from aiocoord._session.watch import (
+    TRIGGERS,
+    EventType,
+    PersistentWatch,
+    Watch,
+    WatchEvent,
+    WatchKind,
+)
 from aiocoord._stats import WatchStats
-from aiocoord._watches import TRIGGERS, EventType, PersistentWatch, Watch, WatchEvent, WatchKind
 from aiocoord._wire.framing import EmptyResponse, Request
 from aiocoord._wire.opcodes import AddWatchMode, Op, WatcherType
 from aiocoord._wire.watches import (
@@ -37,7 +44,7 @@ from aiocoord.errors import ClientClosedError, CoordinationError
 
 __all__ = ["WatchTable", "WatchWire"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("aiocoord.session")
 
 #: The code of an exists on a missing node, which sets an exist watch all the same.
 NO_NODE = -101

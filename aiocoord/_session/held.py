@@ -14,7 +14,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from aiocoord._connection import Connection, Reply
+from aiocoord._session.connection import Connection, Reply
 from aiocoord._wire.framing import Request
 from aiocoord.errors import NotSentError, SessionExpiredError
 
