@@ -45,7 +45,7 @@ from collections.abc import Awaitable
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from aiocoord._connect import open_client
+from aiocoord._client.connect import open_client
 from aiocoord._demo_common import (
     LEADER_PATH,
     LEDGER_PATH,

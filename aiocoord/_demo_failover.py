@@ -9,7 +9,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from aiocoord._connect import open_client
+from aiocoord._client.connect import open_client
 from aiocoord._demo_common import (
     LOCK_PATH,
     MEMBERS_PATH,

@@ -17,14 +17,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from aiocoord._adminops import AdminOps
-from aiocoord._background import BackgroundWork
+from aiocoord._client.adminops import AdminOps
+from aiocoord._client.background import BackgroundWork
+from aiocoord._client.pathops import PathOps
+from aiocoord._client.sessionview import SessionView
 from aiocoord._otel import telemetry_for
-from aiocoord._pathops import PathOps
 from aiocoord._paths import protected_id
 from aiocoord._session.session import Session
 from aiocoord._session.watch import Watch, WatchKind
-from aiocoord._sessionview import SessionView
 from aiocoord._validation import (
     MAX_TTL_MS,
     validate_data,
@@ -55,7 +55,7 @@ from aiocoord.retry import ExponentialBackoff, RetryPolicy
 from aiocoord.transaction import Transaction, create_mode
 
 if TYPE_CHECKING:
-    from aiocoord._session.tracker import EnsembleTracker
+    from aiocoord._client.tracker import EnsembleTracker
     from aiocoord.recipes.lock import Lock
 
 T = TypeVar("T")

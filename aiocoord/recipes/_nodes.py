@@ -30,7 +30,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from aiocoord._pathops import find_protected, protected_matches
+from aiocoord._client.pathops import find_protected, protected_matches
 from aiocoord._paths import join, protected_prefix, sequence_of
 from aiocoord._session.connection import Reply
 from aiocoord._session.watch import Watch, WatchKind

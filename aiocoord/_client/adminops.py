@@ -4,7 +4,7 @@ session (``get_ephemerals``, ``count_descendants``), persistent watches (``add_w
 the ensemble's dynamic configuration (``get_config``, ``reconfig``; ZooKeeper 3.5+).
 
 :class:`AdminOps` is the part of :class:`~aiocoord.Client` that holds them, built on
-:class:`~aiocoord._pathops.PathOps` (the multi-request path operations) for its request and
+:class:`~aiocoord._client.pathops.PathOps` (the multi-request path operations) for its request and
 retry plumbing; the API reference shows them on the client.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from aiocoord._pathops import PathOps
+from aiocoord._client.pathops import PathOps
 from aiocoord._session.ensemble_config import (
     CONFIG_NODE,
     EnsembleConfig,
@@ -21,7 +21,12 @@ from aiocoord._session.ensemble_config import (
     reconfig_arguments,
 )
 from aiocoord._session.watch import PersistentWatch, Watch, WatchKind
-from aiocoord._validation import validate_auth, validate_flag, validate_path, validate_version
+from aiocoord._validation import (
+    validate_auth,
+    validate_flag,
+    validate_path,
+    validate_version,
+)
 from aiocoord._wire.auth import WhoAmIRequest
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.reads import (

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EnsembleTracker"]
 
-log = logging.getLogger("aiocoord.session")
+log = logging.getLogger("aiocoord.client")
 
 #: After a failed read of the configuration, the tracker tries again after this long,
 #: doubling up to the max while the failures go on (a read fails mostly while disconnected,

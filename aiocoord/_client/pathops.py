@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PathOps", "find_protected", "protected_matches"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("aiocoord.client")
 T = TypeVar("T")
 
 
