@@ -4,13 +4,13 @@
 recipes (locks, caches, election, ...) take that client. Everything public is re-exported here.
 """
 
+from aiocoord._auth.gssapi import GSSAPI
 from aiocoord._client.connect import Connecting, connect, open_client
 from aiocoord._client.tracker import EnsembleTracker
-from aiocoord._gssapi import GSSAPI
+from aiocoord._observe.metrics import ClientStats, OpStats, RecipeStats, WatchStats
 from aiocoord._session.ensemble_config import EnsembleConfig, EnsembleMember, MemberRole
 from aiocoord._session.session import State, StateChange
 from aiocoord._session.watch import EventType, PersistentWatch, Watch, WatchEvent
-from aiocoord._stats import ClientStats, OpStats, RecipeStats, WatchStats
 from aiocoord._wire.data import ACL, Stat
 from aiocoord.acl import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, ACLProvider
 from aiocoord.client import (

@@ -21,7 +21,7 @@ from aiocoord._client.adminops import AdminOps
 from aiocoord._client.background import BackgroundWork
 from aiocoord._client.pathops import PathOps
 from aiocoord._client.sessionview import SessionView
-from aiocoord._otel import telemetry_for
+from aiocoord._observe.otel import telemetry_for
 from aiocoord._paths import protected_id
 from aiocoord._session.session import Session
 from aiocoord._session.watch import Watch, WatchKind

@@ -8,8 +8,8 @@ import ssl as _ssl
 from collections.abc import Generator, Sequence
 from typing import Any
 
+from aiocoord._auth.gssapi import GSSAPI
 from aiocoord._client.tracker import EnsembleTracker
-from aiocoord._gssapi import GSSAPI
 from aiocoord._session.servers import parse_connect_string
 from aiocoord._session.session import Session
 from aiocoord._validation import (

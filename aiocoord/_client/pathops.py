@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from aiocoord._logs import session_extra
+from aiocoord._observe.logs import session_extra
 from aiocoord._paths import join, protected_prefix, split
 from aiocoord._session.connection import Reply
 from aiocoord._session.watch import Watch

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
+from aiocoord._observe.metrics import ClientStats
 from aiocoord._session.states import State, StateChange
-from aiocoord._stats import ClientStats
 from aiocoord._validation import validate_timeout
 from aiocoord.errors import InvalidTypeError
 
@@ -90,7 +90,7 @@ class SessionView:
         time and losses, and the nodes of others a recipe could not read (``undecodable``).
 
         Counting is always on and costs a few integer operations per reply (the latency
-        histogram is fixed in size, see :mod:`aiocoord._stats`); a snapshot costs more, so
+        histogram is fixed in size, see :mod:`aiocoord._observe.metrics`); a snapshot costs more, so
         take one when it is wanted (a metrics scrape), not per request.
         """
         session = self._session

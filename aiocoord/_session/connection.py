@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
-from aiocoord._stats import Recorder, error_name
+from aiocoord._observe.metrics import Recorder, error_name
 from aiocoord._validation import MAX_REQUEST
 from aiocoord._wire.framing import (
     EMPTY,

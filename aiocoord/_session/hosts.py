@@ -16,7 +16,7 @@ import ssl as _ssl
 import time
 from collections.abc import Awaitable, Callable
 
-from aiocoord._logs import HasSession, SessionLogger
+from aiocoord._observe.logs import HasSession, SessionLogger
 from aiocoord._session.connection import Connection
 from aiocoord._session.servers import Server
 from aiocoord._wire.handshake import ConnectResponse

@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from aiocoord._gssapi import GSSAPI, GssapiLogin
-from aiocoord._sasl import DigestMD5
+from aiocoord._auth.digest import DigestMD5
+from aiocoord._auth.gssapi import GSSAPI, GssapiLogin
 from aiocoord._session.connection import Connection, Reply
 from aiocoord._wire.auth import AuthRequest, SaslRequest
 from aiocoord._wire.framing import EmptyResponse, Request

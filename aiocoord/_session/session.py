@@ -30,7 +30,8 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import TypeVar
 
-from aiocoord._logs import SessionLogger
+from aiocoord._observe.logs import SessionLogger
+from aiocoord._observe.metrics import Recorder
 from aiocoord._paths import Chroot
 from aiocoord._session import liveness as liveness
 from aiocoord._session.connection import Connection, Reply
@@ -44,7 +45,6 @@ from aiocoord._session.servers import Server
 from aiocoord._session.states import State, StateBroadcast, StateChange
 from aiocoord._session.watch import Watch
 from aiocoord._session.watch_table import WatchTable
-from aiocoord._stats import Recorder
 from aiocoord._wire.framing import Request
 from aiocoord._wire.handshake import CloseRequest, ConnectResponse
 from aiocoord._wire.opcodes import OP_NAMES, Op
@@ -104,7 +104,7 @@ class Session:
         self.server: Server | None = None
         #: count of requests written, by opcode (tests use it to show nothing was sent)
         self.sent: Counter[int] = Counter()
-        self.recorder = Recorder()  #: what Client.stats() reports (see aiocoord._stats)
+        self.recorder = Recorder()  #: what Client.stats() reports (see aiocoord._observe.metrics)
 
         self._conn: Connection | None = None
         #: requests accepted while no connection could take them, in the order accepted

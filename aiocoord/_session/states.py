@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from aiocoord._deadline import within
-from aiocoord._logs import session_extra
+from aiocoord._observe.logs import session_extra
 from aiocoord.errors import ClientClosedError
 
 __all__ = ["State", "StateBroadcast", "StateChange"]

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from aiocoord._observe.metrics import WatchStats
 from aiocoord._session.connection import Reply
 from aiocoord._session.watch import (
     TRIGGERS,
@@ -30,7 +31,6 @@ from aiocoord._session.watch import (
     WatchEvent,
     WatchKind,
 )
-from aiocoord._stats import WatchStats
 from aiocoord._wire.framing import EmptyResponse, Request
 from aiocoord._wire.opcodes import AddWatchMode, Op, WatcherType
 from aiocoord._wire.watches import (

@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from aiocoord._deadline import within
-from aiocoord._logs import session_extra
+from aiocoord._observe.logs import session_extra
 from aiocoord._session.session import State, StateChange
 from aiocoord._session.watch import EventType, Watch
 from aiocoord.client import Client

@@ -23,7 +23,7 @@ from aiocoord._wire.opcodes import OP_NAMES
 from aiocoord.errors import error_for_code
 
 if TYPE_CHECKING:
-    from aiocoord._otel import Telemetry
+    from aiocoord._observe.otel import Telemetry
 
 __all__ = ["ClientStats", "OpStats", "RecipeStats", "Recorder", "WatchStats", "error_name"]
 
@@ -168,7 +168,7 @@ class Recorder:
     )
 
     def __init__(self) -> None:
-        #: spans and instruments, when OpenTelemetry is set up (see aiocoord._otel)
+        #: spans and instruments, when OpenTelemetry is set up (see aiocoord._observe.otel)
         self.telemetry: Telemetry | None = None
         self._ops: dict[int, _Op] = {}
         self._recipes: dict[str, _Recipe] = {}

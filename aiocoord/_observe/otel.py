@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from aiocoord._wire.opcodes import OP_NAMES
 
 if TYPE_CHECKING:
-    from aiocoord._stats import ClientStats
+    from aiocoord._observe.metrics import ClientStats
 
 __all__ = ["Telemetry", "telemetry_for"]
 
