@@ -44,8 +44,8 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._args import check_client
-from aiocoord.recipes._nodes import delete_node
-from aiocoord.recipes._waiting import call_with_watch, deadline_after, wait_watches
+from aiocoord.recipes._contention.contender import delete_node
+from aiocoord.recipes._contention.waiting import call_with_watch, deadline_after, wait_watches
 
 __all__ = ["READY_NODE", "Barrier", "BarrierError", "DoubleBarrier"]
 

@@ -36,8 +36,12 @@ from aiocoord.errors import (
     InvalidTypeError,
 )
 from aiocoord.recipes._args import check_client
-from aiocoord.recipes._drivers import LeaseDriver
-from aiocoord.recipes._holding import Holding
+from aiocoord.recipes._contention.contender import QueueNode
+from aiocoord.recipes._contention.drivers import LeaseDriver
+from aiocoord.recipes._contention.holding import Holding
+from aiocoord.recipes._contention.kernel import SequentialQueue
+from aiocoord.recipes._contention.participants import Participant, queue_participants
+from aiocoord.recipes._contention.waiting import deadline_after, left_or_zero
 from aiocoord.recipes._leadership import (
     ELECTION_NAME,
     LATCH_NAME,
@@ -46,10 +50,6 @@ from aiocoord.recipes._leadership import (
     LeadershipTerm,
     check_leader_identifier,
 )
-from aiocoord.recipes._nodes import QueueNode
-from aiocoord.recipes._participants import Participant, queue_participants
-from aiocoord.recipes._queue import SequentialQueue
-from aiocoord.recipes._waiting import deadline_after, left_or_zero
 from aiocoord.recipes.latch import LeaderLatch
 
 __all__ = [

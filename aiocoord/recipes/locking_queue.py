@@ -31,9 +31,9 @@ from aiocoord.errors import (
     TransactionFailedError,
 )
 from aiocoord.recipes._args import check_client
+from aiocoord.recipes._contention.contender import delete_node
+from aiocoord.recipes._contention.waiting import call_with_watch, deadline_after, wait_watches
 from aiocoord.recipes._marker import MarkedCommit
-from aiocoord.recipes._nodes import delete_node
-from aiocoord.recipes._waiting import call_with_watch, deadline_after, wait_watches
 from aiocoord.recipes.queue import check_items
 
 __all__ = ["ENTRIES", "ENTRY_NAME", "TAKEN", "LockedItem", "LockingQueue"]

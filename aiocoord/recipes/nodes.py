@@ -59,7 +59,7 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._args import check_client
-from aiocoord.recipes._nodes import delete_node
+from aiocoord.recipes._contention.contender import delete_node
 from aiocoord.recipes._stream import EventSubscription, warn_events_renamed
 from aiocoord.recipes.cache import ChildrenCache, NodeEvent
 

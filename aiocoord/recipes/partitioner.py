@@ -65,8 +65,9 @@ from aiocoord.errors import (
     TimeoutError as CoordTimeoutError,
 )
 from aiocoord.recipes._args import check_client, check_identifier
-from aiocoord.recipes._drivers import LeaseDriver
-from aiocoord.recipes._holding import Holding
+from aiocoord.recipes._contention.drivers import LeaseDriver
+from aiocoord.recipes._contention.holding import Holding
+from aiocoord.recipes._contention.kernel import SequentialQueue
 from aiocoord.recipes._partition import (
     PartitionChange,
     PartitionFailedError,
@@ -77,7 +78,6 @@ from aiocoord.recipes._partition import (
     first_of,
     identifier_of,
 )
-from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.recipes._stream import EventStream, EventSubscription, check_buffer_size
 from aiocoord.recipes.lease import KAZOO_LOCK_NAME
 from aiocoord.recipes.nodes import GroupMember

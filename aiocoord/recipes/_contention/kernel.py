@@ -22,8 +22,8 @@ would wait in a queue the node has left with the old one.
 
 **Waking costs O(1).** Sequence numbers only grow, so nothing can enter the queue ahead of a
 node that already exists: the first listing is a superset of every node that can ever be ahead
-of ours (see :mod:`aiocoord.recipes._drivers`). A woken waiter drops the deleted node and any
-node this client already knows to be gone (its own deletions, and the deletion events and
+of ours (see :mod:`aiocoord.recipes._contention.drivers`). A woken waiter drops the deleted node
+and any node this client already knows to be gone (its own deletions, and the deletion events and
 NoNode answers of its other waiters on the same path), and is through at once, without a round
 trip, when nothing ahead is left: this holds for every driver, since each decision is monotone
 (a node fewer ahead never blocks), so deciding on a superset of the live nodes is always safe.
@@ -35,7 +35,7 @@ inserted ahead" is Curator's read-lock downgrade node, which reuses its write no
 number; the write-lock driver asks for a fresh listing whenever a writer ahead of it goes.
 
 **O(1) per waiter, whatever the queue length.** A waiter keeps only the nearest nodes ahead
-in view, from a listing sorted once per client (see :mod:`aiocoord.recipes._listing`).
+in view, from a listing sorted once per client (see :mod:`aiocoord.recipes._contention.listing`).
 
 **Round trips.** The create and the first listing are pipelined (ZooKeeper answers one
 session's requests in order, so a listing written after the create sees it): an uncontended
@@ -54,7 +54,7 @@ While SUSPENDED, or silent for too long, the waiter waits for the server's word 
 
 **Connection and session.** A waiter survives a connection loss (its watch is restored, its
 node stays); after an expiry it queues again with a new node in the new session. A granted
-node is watched by a :class:`LossWatch` (:mod:`aiocoord.recipes._holding`).
+node is watched by a :class:`LossWatch` (:mod:`aiocoord.recipes._contention.holding`).
 """
 
 from __future__ import annotations
@@ -70,15 +70,7 @@ from aiocoord._session.watch import EventType, Watch
 from aiocoord._wire.data import ACL
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError, SessionExpiredError
-from aiocoord.recipes._drivers import Driver
-from aiocoord.recipes._listing import (
-    QueueState,
-    enter_state,
-    leave_state,
-    next_stamp,
-    queued_nodes,
-)
-from aiocoord.recipes._nodes import (
+from aiocoord.recipes._contention.contender import (
     ProtectedNode,
     QueueNode,
     Restart,
@@ -88,7 +80,15 @@ from aiocoord.recipes._nodes import (
     watch_node,
     watch_own,
 )
-from aiocoord.recipes._waiting import TimedOut, bounded, wait_gone
+from aiocoord.recipes._contention.drivers import Driver
+from aiocoord.recipes._contention.listing import (
+    QueueState,
+    enter_state,
+    leave_state,
+    next_stamp,
+    queued_nodes,
+)
+from aiocoord.recipes._contention.waiting import TimedOut, bounded, wait_gone
 
 __all__ = ["SequentialQueue"]
 

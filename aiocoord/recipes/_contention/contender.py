@@ -48,8 +48,8 @@ from aiocoord.errors import (
     SessionExpiredError,
     error_for_code,
 )
-from aiocoord.recipes._listing import forget_node, next_stamp
-from aiocoord.recipes._waiting import bounded, result_by, retrieve
+from aiocoord.recipes._contention.listing import forget_node, next_stamp
+from aiocoord.recipes._contention.waiting import bounded, result_by, retrieve
 
 __all__ = [
     "CONFIRM_WAIT",
@@ -63,7 +63,7 @@ __all__ = [
     "watch_own",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("aiocoord.recipes.contention")
 
 
 @dataclass(frozen=True, slots=True)

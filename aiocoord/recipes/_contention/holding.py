@@ -27,7 +27,7 @@ from aiocoord.errors import (
     LockLostError,
     SessionExpiredError,
 )
-from aiocoord.recipes._nodes import QueueNode, delete_node
+from aiocoord.recipes._contention.contender import QueueNode, delete_node
 
 __all__ = ["Holding", "LossEvent", "LossWatch", "is_loss"]
 
@@ -186,7 +186,7 @@ class Holding:
 
     ``what`` names the holding in messages (``"lock /a"``); ``exclusive``: granted by an
     exclusive driver, which lets the client's next waiter in faster on release (see
-    :func:`~aiocoord.recipes._nodes.delete_node`).
+    :func:`~aiocoord.recipes._contention.contender.delete_node`).
     """
 
     __slots__ = (
@@ -292,8 +292,8 @@ class Holding:
     async def leave(self, *, confirm: bool = False) -> str | None:
         """End the holding like :meth:`release`, but return the reason of a loss instead of
         raising it (None if it was held to the end). ``confirm``: wait briefly for the
-        delete's answer (see :func:`~aiocoord.recipes._nodes.delete_node`): a recipe's
-        ``close()``, after which other clients should find the node gone."""
+        delete's answer (see :func:`~aiocoord.recipes._contention.contender.delete_node`): a
+        recipe's ``close()``, after which other clients should find the node gone."""
         if self.released:
             return self.lost.reason
         if self._end():

@@ -1,7 +1,7 @@
 """Drivers: what each lock-like recipe makes of the nodes ahead of its own (Curator's
-``LockInternalsDriver``). The queue (:mod:`aiocoord.recipes._queue`) does the waiting; a driver
-only decides, from the relevant nodes ahead, whether a node is through or which node to wait
-for.
+``LockInternalsDriver``). The queue (:mod:`aiocoord.recipes._contention.kernel`) does the waiting;
+a driver only decides, from the relevant nodes ahead, whether a node is through or which node to
+wait for.
 
 **Monotone.** Every decision must be monotone: a node fewer ahead never turns "through" into
 "blocked". The queue relies on it to decide on a superset of the live nodes (a listing read

@@ -6,10 +6,10 @@ sent after the caller's create had been sent (contenders entering in one burst s
 listing that does not contain the caller's node is never trusted.
 
 **Gone names.** A client learns that a node is gone from its own deletions (the local
-hand-over, :func:`~aiocoord.recipes._nodes.delete_node`), from its waiters' deletion events and
-from NoNode answers; each waiter of the client on the path benefits at once. A node granted by
-an exclusive driver (a mutex, a writer) and then gone *clears* everything ahead of it: when it
-was granted nothing was left ahead, and nothing can enter ahead later.
+hand-over, :func:`~aiocoord.recipes._contention.contender.delete_node`), from its waiters' deletion
+events and from NoNode answers; each waiter of the client on the path benefits at once. A node
+granted by an exclusive driver (a mutex, a writer) and then gone *clears* everything ahead of it:
+when it was granted nothing was left ahead, and nothing can enter ahead later.
 
 **Whose state.** The state lives per client, in :meth:`Client.extension_state`, and per path
 for as long as some waiter of the client uses it: it ends with its users, and with the client.
@@ -26,8 +26,8 @@ from aiocoord._paths import join, sequence_of, sort_by_sequence
 from aiocoord._wire.reads import GetChildrenRequest
 from aiocoord.client import Client
 from aiocoord.errors import ConnectionLossError, NoNodeError, error_for_code
-from aiocoord.recipes._drivers import Driver
-from aiocoord.recipes._waiting import retrieve
+from aiocoord.recipes._contention.drivers import Driver
+from aiocoord.recipes._contention.waiting import retrieve
 
 __all__ = [
     "QueueState",

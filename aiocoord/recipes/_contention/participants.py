@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aiocoord.recipes._queue import SequentialQueue
+from aiocoord.recipes._contention.kernel import SequentialQueue
 
 __all__ = ["Participant", "queue_participants"]
 

@@ -20,7 +20,7 @@ from aiocoord._session.watch import EventType, Watch, WatchEvent
 from aiocoord.errors import TimeoutError as CoordTimeoutError
 
 if TYPE_CHECKING:  # _listing imports this module
-    from aiocoord.recipes._listing import QueueState
+    from aiocoord.recipes._contention.listing import QueueState
 
 __all__ = [
     "TimedOut",

@@ -1,0 +1,1 @@
+"""Private package: _contention"""
