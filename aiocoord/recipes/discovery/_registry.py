@@ -4,7 +4,7 @@ Curator 5.x clients: :class:`ServiceDiscovery` registers and finds instances,
 
 **Layout.** An instance of service ``name`` is the node ``<base_path>/<name>/<id>``, holding
 the :class:`ServiceInstance` as Curator's ``JsonInstanceSerializer`` writes it (see
-:mod:`aiocoord.recipes._discovery_codec`). Missing parents are made as container nodes, as
+:mod:`aiocoord.recipes.discovery._codec`). Missing parents are made as container nodes, as
 Curator does. A DYNAMIC instance is an ephemeral node, DYNAMIC_SEQUENTIAL an ephemeral
 sequential one (named ``_c_<uuid>-<id><seq>``: protected, so that a create whose reply was
 lost is not made twice), STATIC and PERMANENT persistent nodes.
@@ -63,13 +63,8 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._args import check_client
-from aiocoord.recipes._discovery_cache import (
-    InstanceDecoder,
-    InstanceEvent,
-    InstanceSubscription,
-    ServiceCache,
-)
-from aiocoord.recipes._discovery_codec import (
+from aiocoord.recipes.cache import CacheEventType, NodeCache
+from aiocoord.recipes.discovery._codec import (
     InstanceFormatError,
     ServiceInstance,
     ServiceType,
@@ -78,7 +73,7 @@ from aiocoord.recipes._discovery_codec import (
     decode_instance,
     encode_instance,
 )
-from aiocoord.recipes._discovery_provider import (
+from aiocoord.recipes.discovery._provider import (
     DownInstancePolicy,
     ProviderStrategy,
     Random,
@@ -86,7 +81,12 @@ from aiocoord.recipes._discovery_provider import (
     ServiceProvider,
     Sticky,
 )
-from aiocoord.recipes.cache import CacheEventType, NodeCache
+from aiocoord.recipes.discovery._service_cache import (
+    InstanceDecoder,
+    InstanceEvent,
+    InstanceSubscription,
+    ServiceCache,
+)
 from aiocoord.recipes.nodes import CreateMode, PersistentNode
 
 __all__ = [
@@ -108,7 +108,7 @@ __all__ = [
     "UriSpec",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("aiocoord.recipes.discovery")
 
 _MODES = {
     ServiceType.DYNAMIC: CreateMode.EPHEMERAL,

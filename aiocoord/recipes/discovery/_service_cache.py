@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from aiocoord._deadline import within
 from aiocoord.client import ChildData, Client
 from aiocoord.errors import InvalidTypeError
-from aiocoord.recipes._discovery_codec import InstanceFormatError, ServiceInstance, decode_instance
 from aiocoord.recipes.cache import CacheEventType, ChildrenCache, EventSubscription, NodeEvent
+from aiocoord.recipes.discovery._codec import InstanceFormatError, ServiceInstance, decode_instance
 
 if TYPE_CHECKING:
     from aiocoord.recipes.discovery import ServiceDiscovery

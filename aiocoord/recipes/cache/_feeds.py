@@ -1,7 +1,7 @@
 """How a cache learns of changes: one persistent watch, or one-shot watches per node.
 
 Both feeds follow one rule: watch events are hints, reads are the truth. An event schedules
-a read, and only a read result changes the :class:`~aiocoord.recipes._cache_store.Store`.
+a read, and only a read result changes the :class:`~aiocoord.recipes.cache._store.Store`.
 
 :class:`PersistentFeed` (servers >= 3.6) holds one persistent watch on the cache's root,
 recursive unless the cache holds a single node. There is at most one read of a node in
@@ -42,7 +42,7 @@ from aiocoord.errors import (
     NoNodeError,
     SessionExpiredError,
 )
-from aiocoord.recipes._cache_store import Store
+from aiocoord.recipes.cache._store import Store
 
 __all__ = ["Feed", "OneShotFeed", "PersistentFeed", "add_persistent_watch"]
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
-from aiocoord.recipes._discovery_cache import ServiceCache
-from aiocoord.recipes._discovery_codec import ServiceInstance
+from aiocoord.recipes.discovery._codec import ServiceInstance
+from aiocoord.recipes.discovery._service_cache import ServiceCache
 
 if TYPE_CHECKING:
     from aiocoord.recipes.discovery import ServiceDiscovery

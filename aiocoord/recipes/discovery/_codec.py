@@ -45,8 +45,8 @@ from typing import Any
 
 from aiocoord._validation import encode_utf8
 from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError
-from aiocoord.recipes._discovery_host import local_address
 from aiocoord.recipes._json import ForeignDataError, dump_jackson, is_type_wrapper, load_foreign
+from aiocoord.recipes.discovery._host import local_address
 
 __all__ = [
     "InstanceFormatError",

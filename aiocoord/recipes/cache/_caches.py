@@ -9,13 +9,13 @@ All three share one mechanism (:class:`_Cache`) and differ only in how deep they
 
 **How they stay equal to the server.** Watch events are hints; reads are the truth: an
 event schedules a read, and only a read result changes the cache, compared by ``czxid`` and
-``mzxid`` (see :mod:`aiocoord.recipes._cache_store`). On servers >= 3.6 the subtree is
+``mzxid`` (see :mod:`aiocoord.recipes.cache._store`). On servers >= 3.6 the subtree is
 watched by *one* persistent watch (recursive unless the cache holds a single node), as
 Curator's CuratorCache does; after every reconnect the cache re-reads the whole subtree
 (pipelined) and emits exactly the differences. On older servers (``addWatch`` answers
 UnimplementedError) each node gets its own one-shot watches. The two feeds are in
-:mod:`aiocoord.recipes._cache_feeds`, the events and other values in
-:mod:`aiocoord.recipes._cache_types`; this module holds the lifecycle, the streams and the
+:mod:`aiocoord.recipes.cache._feeds`, the events and other values in
+:mod:`aiocoord.recipes.cache._types`; this module holds the lifecycle, the streams and the
 three views.
 
 A state that lasts less than a read takes may be skipped (the read made for one change
@@ -62,20 +62,20 @@ from aiocoord.errors import (
     UnimplementedError,
 )
 from aiocoord.recipes._args import check_client
-from aiocoord.recipes._cache_feeds import Feed, OneShotFeed, PersistentFeed, add_persistent_watch
-from aiocoord.recipes._cache_store import Change, Store
-from aiocoord.recipes._cache_types import (
-    CacheError,
-    CacheEventType,
-    ChildrenView,
-    NodeEvent,
-    WatchMode,
-)
 from aiocoord.recipes._stream import (
     EventStream,
     EventSubscription,
     check_buffer_size,
     warn_events_renamed,
+)
+from aiocoord.recipes.cache._feeds import Feed, OneShotFeed, PersistentFeed, add_persistent_watch
+from aiocoord.recipes.cache._store import Change, Store
+from aiocoord.recipes.cache._types import (
+    CacheError,
+    CacheEventType,
+    ChildrenView,
+    NodeEvent,
+    WatchMode,
 )
 
 __all__ = [
@@ -89,7 +89,7 @@ __all__ = [
     "WatchMode",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("aiocoord.recipes.cache")
 
 #: Events a subscriber may leave unread before it is resynced (see :class:`EventSubscription`).
 DEFAULT_BUFFER_SIZE = 10_000
