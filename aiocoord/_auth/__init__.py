@@ -1,1 +1,2 @@
-"""Private package: _auth"""
+"""Authentication mechanisms a new connection speaks: SASL DIGEST-MD5 (``digest``) and
+Kerberos through SASL GSSAPI (``gssapi``)."""

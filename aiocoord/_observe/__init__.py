@@ -1,1 +1,3 @@
-"""Private package: _observe"""
+"""What the client tells about itself: statistics (``metrics``, behind ``Client.stats()``),
+OpenTelemetry metrics and spans (``otel``) and log records with the session's identity
+(``logs``)."""
