@@ -4,12 +4,13 @@
 recipes (locks, caches, election, ...) take that client. Everything public is re-exported here.
 """
 
-from aiocoord._connect import Connecting, connect, open_client
-from aiocoord._ensembleconfig import EnsembleConfig, EnsembleMember, MemberRole
-from aiocoord._gssapi import GSSAPI
-from aiocoord._stats import ClientStats, OpStats, RecipeStats, WatchStats
-from aiocoord._tracker import EnsembleTracker
-from aiocoord._watches import EventType, PersistentWatch, Watch, WatchEvent
+from aiocoord._auth.gssapi import GSSAPI
+from aiocoord._client.connect import Connecting, connect, open_client
+from aiocoord._client.tracker import EnsembleTracker
+from aiocoord._observe.metrics import ClientStats, OpStats, RecipeStats, WatchStats
+from aiocoord._session.ensemble_config import EnsembleConfig, EnsembleMember, MemberRole
+from aiocoord._session.session import State, StateChange
+from aiocoord._session.watch import EventType, PersistentWatch, Watch, WatchEvent
 from aiocoord._wire.data import ACL, Stat
 from aiocoord.acl import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, ACLProvider
 from aiocoord.client import (
@@ -88,7 +89,6 @@ from aiocoord.recipes.shared_value import SharedValue, ValueChange
 from aiocoord.recipes.simple_queue import QueueEmptyError, SimpleQueue
 from aiocoord.recipes.ttl_node import PersistentTtlNode
 from aiocoord.retry import ExponentialBackoff, NoRetry, RetryNTimes, RetryPolicy, RetryUntilElapsed
-from aiocoord.session import State, StateChange
 from aiocoord.transaction import OpResult, Transaction
 
 __version__ = "0.1.0"

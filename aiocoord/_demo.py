@@ -45,7 +45,7 @@ from collections.abc import Awaitable
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from aiocoord._connect import open_client
+from aiocoord._client.connect import open_client
 from aiocoord._demo_common import (
     LEADER_PATH,
     LEDGER_PATH,
@@ -62,6 +62,7 @@ from aiocoord._demo_common import (
 from aiocoord._demo_failover import failover
 from aiocoord._demo_view import Board, LogToBoard, frame, summary
 from aiocoord._demo_wrapup import check_caches, cleanup, leave, stop_workers
+from aiocoord._session.session import State, StateChange
 from aiocoord.client import Client
 from aiocoord.errors import (
     ConnectionLossError,
@@ -73,7 +74,6 @@ from aiocoord.recipes.cache import CacheEventType, ChildrenCache, EventSubscript
 from aiocoord.recipes.election import LeaderLatch, LeadershipChange
 from aiocoord.recipes.lock import Lock
 from aiocoord.recipes.nodes import GroupMember
-from aiocoord.session import State, StateChange
 from aiocoord.testing import ZooKeeperEnsemble
 
 __all__ = ["DemoResult", "run"]

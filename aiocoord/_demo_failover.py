@@ -9,7 +9,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from aiocoord._connect import open_client
+from aiocoord._client.connect import open_client
 from aiocoord._demo_common import (
     LOCK_PATH,
     MEMBERS_PATH,
@@ -19,10 +19,10 @@ from aiocoord._demo_common import (
     bounded,
 )
 from aiocoord._demo_view import yes
+from aiocoord._session.session import State, StateChange
 from aiocoord.errors import CoordinationError
 from aiocoord.recipes.lock import Lock
 from aiocoord.recipes.nodes import GroupMember
-from aiocoord.session import State, StateChange
 
 if TYPE_CHECKING:
     from aiocoord._demo import Demo

@@ -8,7 +8,7 @@ import ssl as _ssl
 from collections.abc import Sequence
 from typing import Any
 
-from aiocoord._gssapi import GSSAPI, load_gssapi
+from aiocoord._auth.gssapi import GSSAPI, load_gssapi
 from aiocoord._wire.data import ACL
 from aiocoord.errors import BadArgumentsError, DataTooLargeError, InvalidPathError, InvalidTypeError
 

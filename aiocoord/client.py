@@ -1,4 +1,4 @@
-"""The client: ZooKeeper path operations over a :class:`~aiocoord.session.Session`.
+"""The client: ZooKeeper path operations over a :class:`~aiocoord._session.session.Session`.
 
 Paths are checked before anything is sent, prefixed with the chroot on the way out and
 stripped on the way back. Retry policies apply only where repeating is safe: reads,
@@ -17,12 +17,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from aiocoord._adminops import AdminOps
-from aiocoord._background import BackgroundWork
-from aiocoord._otel import telemetry_for
-from aiocoord._pathops import PathOps
+from aiocoord._client.adminops import AdminOps
+from aiocoord._client.background import BackgroundWork
+from aiocoord._client.pathops import PathOps
+from aiocoord._client.sessionview import SessionView
+from aiocoord._observe.otel import telemetry_for
 from aiocoord._paths import protected_id
-from aiocoord._sessionview import SessionView
+from aiocoord._session.session import Session
+from aiocoord._session.watch import Watch, WatchKind
 from aiocoord._validation import (
     MAX_TTL_MS,
     validate_data,
@@ -31,7 +33,6 @@ from aiocoord._validation import (
     validate_path,
     validate_version,
 )
-from aiocoord._watches import Watch, WatchKind
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.framing import Request
 from aiocoord._wire.reads import (
@@ -51,11 +52,10 @@ from aiocoord.errors import (
     NoNodeError,
 )
 from aiocoord.retry import ExponentialBackoff, RetryPolicy
-from aiocoord.session import Session
 from aiocoord.transaction import Transaction, create_mode
 
 if TYPE_CHECKING:
-    from aiocoord._tracker import EnsembleTracker
+    from aiocoord._client.tracker import EnsembleTracker
     from aiocoord.recipes.lock import Lock
 
 T = TypeVar("T")

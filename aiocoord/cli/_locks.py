@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 
 from aiocoord._paths import join, sequence_of, sort_by_sequence
-from aiocoord._servers import Server
+from aiocoord._session.servers import Server
 from aiocoord._wire.data import Stat
 from aiocoord.cli._common import (
     EXIT_OK,

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from aiocoord import __version__
-from aiocoord.cli import _inspect, _locks, _server, _stat, _tree
+from aiocoord.cli import _devserver, _inspect, _locks, _stat, _tree
 from aiocoord.cli._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, program_name
 
 __all__ = ["main"]
@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the log to stderr, the result (measures and checks) as one JSON object to stdout",
     )
-    _server.add_parser(sub)
+    _devserver.add_parser(sub)
     _inspect.add_parser(sub)
     _tree.add_parser(sub)
     _stat.add_parser(sub)
@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``aiocoord`` command line; returns the exit status."""
     args = _parser().parse_args(argv)
     if args.command == "server":
-        return _server.run(args)
+        return _devserver.run(args)
     if args.command == "demo":
         return _demo(args)
     try:

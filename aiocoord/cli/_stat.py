@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from aiocoord._servers import Server
+from aiocoord._session.servers import Server
 from aiocoord.cli._common import EXIT_OK, EXIT_SERVER, add_hosts, hosts_of, servers_of
 from aiocoord.cli._fourletter import FourLetterError, four_letter, parse_mntr, parse_srvr
 from aiocoord.cli._progress import Progress

@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from aiocoord._paths import join, protected_prefix
+from aiocoord._session.session import State
 from aiocoord._wire.data import ACL
 from aiocoord.client import Client
 from aiocoord.errors import (
@@ -53,7 +54,6 @@ from aiocoord.errors import (
     SessionExpiredError,
     TransactionFailedError,
 )
-from aiocoord.session import State
 from aiocoord.transaction import OpResult, Transaction
 
 __all__ = ["MarkedCommit"]

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from types import TracebackType
 
 from aiocoord._deadline import timed_out
+from aiocoord._session.session import State
 from aiocoord._validation import validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -43,9 +44,8 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._args import check_client
-from aiocoord.recipes._nodes import delete_node
-from aiocoord.recipes._waiting import call_with_watch, deadline_after, wait_watches
-from aiocoord.session import State
+from aiocoord.recipes._contention.contender import delete_node
+from aiocoord.recipes._contention.waiting import call_with_watch, deadline_after, wait_watches
 
 __all__ = ["READY_NODE", "Barrier", "BarrierError", "DoubleBarrier"]
 

@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from aiocoord._deadline import timed_out
+from aiocoord._session.session import State
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -35,8 +36,12 @@ from aiocoord.errors import (
     InvalidTypeError,
 )
 from aiocoord.recipes._args import check_client
-from aiocoord.recipes._drivers import LeaseDriver
-from aiocoord.recipes._holding import Holding
+from aiocoord.recipes._contention.contender import QueueNode
+from aiocoord.recipes._contention.drivers import LeaseDriver
+from aiocoord.recipes._contention.holding import Holding
+from aiocoord.recipes._contention.kernel import SequentialQueue
+from aiocoord.recipes._contention.participants import Participant, queue_participants
+from aiocoord.recipes._contention.waiting import deadline_after, left_or_zero
 from aiocoord.recipes._leadership import (
     ELECTION_NAME,
     LATCH_NAME,
@@ -45,12 +50,7 @@ from aiocoord.recipes._leadership import (
     LeadershipTerm,
     check_leader_identifier,
 )
-from aiocoord.recipes._nodes import QueueNode
-from aiocoord.recipes._participants import Participant, queue_participants
-from aiocoord.recipes._queue import SequentialQueue
-from aiocoord.recipes._waiting import deadline_after, left_or_zero
 from aiocoord.recipes.latch import LeaderLatch
-from aiocoord.session import State
 
 __all__ = [
     "ELECTION_NAME",

@@ -3,14 +3,15 @@
 in the same election).
 
 Each contender is a protected ephemeral sequential node holding its identifier in the queue
-every lock uses (:class:`~aiocoord.recipes._queue.SequentialQueue`); the lowest sequence number
-leads, and each contender watches only the node ahead of it.
+every lock uses (:class:`~aiocoord.recipes._contention.kernel.SequentialQueue`); the lowest
+sequence number leads, and each contender watches only the node ahead of it.
 
 **Claiming.** A contender leads once the queue grants its node, under the rules every lock
-follows (:mod:`aiocoord.recipes._nodes`): the node was made by the current session (one left by
-an earlier session of this client is never taken for ours), and the session is trusted at the
-moment of the grant. From then on the term is a :class:`~aiocoord.recipes._holding.Holding`:
-a deletion of the node by anyone else ends it with the reason ``"deleted"``.
+follows (:mod:`aiocoord.recipes._contention.contender`): the node was made by the current session
+(one left by an earlier session of this client is never taken for ours), and the session is trusted
+at the moment of the grant. From then on the term is a
+:class:`~aiocoord.recipes._contention.holding.Holding`: a deletion of the node by anyone else ends
+it with the reason ``"deleted"``.
 
 **Terms end** when the session is lost (LOST), when the client is closed, when the node is
 deleted, and, under the ``suspended_is_loss`` policy (the default, as Curator's standard
@@ -52,16 +53,16 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._args import check_client
-from aiocoord.recipes._drivers import LeaseDriver
-from aiocoord.recipes._holding import Holding
+from aiocoord.recipes._contention.drivers import LeaseDriver
+from aiocoord.recipes._contention.holding import Holding
+from aiocoord.recipes._contention.kernel import SequentialQueue
+from aiocoord.recipes._contention.participants import Participant, queue_participants
 from aiocoord.recipes._leadership import (
     LATCH_NAME,
     LeadershipChange,
     LeadershipTerm,
     check_leader_identifier,
 )
-from aiocoord.recipes._participants import Participant, queue_participants
-from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.recipes._stream import EventStream, EventSubscription, check_buffer_size
 
 __all__ = ["LATCH_NAME", "LeaderLatch"]

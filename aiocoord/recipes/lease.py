@@ -58,10 +58,10 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._args import check_client, check_identifier
-from aiocoord.recipes._drivers import LeaseDriver
+from aiocoord.recipes._contention.contender import delete_node
+from aiocoord.recipes._contention.drivers import LeaseDriver
+from aiocoord.recipes._contention.kernel import SequentialQueue
 from aiocoord.recipes._json import ForeignDataError, load_foreign
-from aiocoord.recipes._nodes import delete_node
-from aiocoord.recipes._queue import SequentialQueue
 
 __all__ = [
     "HOLDER_NODE",

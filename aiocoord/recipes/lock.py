@@ -10,7 +10,7 @@ removes once they are empty.
 
 **Fair and herd-free.** Contenders get the lock in the order they asked for it. Each waiter
 watches only the node just ahead of it, so a release wakes one waiter; see
-:mod:`aiocoord.recipes._queue` for how waking costs no listing.
+:mod:`aiocoord.recipes._contention.kernel` for how waking costs no listing.
 
 **Cancellation and timeouts.** A cancelled or timed-out ``acquire`` leaves no node behind
 (:meth:`Client.wait_background` waits for a deletion that had to wait for a reconnect).
@@ -55,18 +55,18 @@ from types import TracebackType
 from typing import Any
 
 from aiocoord._deadline import timed_out
+from aiocoord._session.session import State
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
 from aiocoord.client import Client
 from aiocoord.errors import LockLostError, LockNotOwnedError
 from aiocoord.recipes._args import check_client, check_identifier, current_task, default_identifier
-from aiocoord.recipes._drivers import Driver, LeaseDriver
-from aiocoord.recipes._holding import Holding, LossEvent
-from aiocoord.recipes._nodes import QueueNode
-from aiocoord.recipes._participants import Participant, queue_participants
-from aiocoord.recipes._queue import SequentialQueue
-from aiocoord.session import State
+from aiocoord.recipes._contention.contender import QueueNode
+from aiocoord.recipes._contention.drivers import Driver, LeaseDriver
+from aiocoord.recipes._contention.holding import Holding, LossEvent
+from aiocoord.recipes._contention.kernel import SequentialQueue
+from aiocoord.recipes._contention.participants import Participant, queue_participants
 
 __all__ = ["LOCK_NAME", "Lock", "LossEvent", "Mutex"]
 

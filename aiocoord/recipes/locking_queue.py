@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from aiocoord._session.session import State
 from aiocoord._validation import validate_data, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -30,11 +31,10 @@ from aiocoord.errors import (
     TransactionFailedError,
 )
 from aiocoord.recipes._args import check_client
+from aiocoord.recipes._contention.contender import delete_node
+from aiocoord.recipes._contention.waiting import call_with_watch, deadline_after, wait_watches
 from aiocoord.recipes._marker import MarkedCommit
-from aiocoord.recipes._nodes import delete_node
-from aiocoord.recipes._waiting import call_with_watch, deadline_after, wait_watches
 from aiocoord.recipes.queue import check_items
-from aiocoord.session import State
 
 __all__ = ["ENTRIES", "ENTRY_NAME", "TAKEN", "LockedItem", "LockingQueue"]
 

@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 
 from aiocoord._validation import validate_flag, validate_timeout
 from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError
-from aiocoord.recipes._waiting import deadline_after, left_or_zero
+from aiocoord.recipes._contention.waiting import deadline_after, left_or_zero
 
 __all__ = ["Lockable", "MultiLock"]
 

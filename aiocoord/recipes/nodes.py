@@ -34,6 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aiocoord._deadline import within
+from aiocoord._session.session import State
+from aiocoord._session.watch import EventType
 from aiocoord._validation import (
     MAX_TTL_MS,
     validate_create_size,
@@ -43,7 +45,6 @@ from aiocoord._validation import (
     validate_path,
     validate_timeout,
 )
-from aiocoord._watches import EventType
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
 from aiocoord.client import Client
@@ -58,10 +59,9 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._args import check_client
-from aiocoord.recipes._nodes import delete_node
+from aiocoord.recipes._contention.contender import delete_node
 from aiocoord.recipes._stream import EventSubscription, warn_events_renamed
 from aiocoord.recipes.cache import ChildrenCache, NodeEvent
-from aiocoord.session import State
 
 __all__ = ["CreateMode", "GroupMember", "PersistentNode"]
 

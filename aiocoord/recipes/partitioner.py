@@ -51,6 +51,7 @@ from typing import Any
 
 from aiocoord._deadline import within
 from aiocoord._paths import join
+from aiocoord._session.session import State, StateChange
 from aiocoord._validation import is_finite, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -64,8 +65,9 @@ from aiocoord.errors import (
     TimeoutError as CoordTimeoutError,
 )
 from aiocoord.recipes._args import check_client, check_identifier
-from aiocoord.recipes._drivers import LeaseDriver
-from aiocoord.recipes._holding import Holding
+from aiocoord.recipes._contention.drivers import LeaseDriver
+from aiocoord.recipes._contention.holding import Holding
+from aiocoord.recipes._contention.kernel import SequentialQueue
 from aiocoord.recipes._partition import (
     PartitionChange,
     PartitionFailedError,
@@ -76,11 +78,9 @@ from aiocoord.recipes._partition import (
     first_of,
     identifier_of,
 )
-from aiocoord.recipes._queue import SequentialQueue
 from aiocoord.recipes._stream import EventStream, EventSubscription, check_buffer_size
 from aiocoord.recipes.lease import KAZOO_LOCK_NAME
 from aiocoord.recipes.nodes import GroupMember
-from aiocoord.session import State, StateChange
 
 __all__ = [
     "PartitionChange",

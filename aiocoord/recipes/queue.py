@@ -48,8 +48,13 @@ from aiocoord.errors import (
 )
 from aiocoord.errors import TimeoutError as CoordTimeoutError
 from aiocoord.recipes._args import check_client
+from aiocoord.recipes._contention.waiting import (
+    call_with_watch,
+    deadline_after,
+    remaining,
+    wait_watches,
+)
 from aiocoord.recipes._marker import MARKER_NAME, MarkedCommit
-from aiocoord.recipes._waiting import call_with_watch, deadline_after, remaining, wait_watches
 
 __all__ = [
     "QUEUE_ITEM_NAME",

@@ -33,8 +33,8 @@ from aiocoord.acl import check_acl
 from aiocoord.client import Client
 from aiocoord.errors import LockUpgradeError
 from aiocoord.recipes._args import current_task
-from aiocoord.recipes._drivers import Driver, LeaseDriver
-from aiocoord.recipes._nodes import QueueNode
+from aiocoord.recipes._contention.contender import QueueNode
+from aiocoord.recipes._contention.drivers import Driver, LeaseDriver
 from aiocoord.recipes.lock import _Hold, _QueueLock
 
 __all__ = ["READ_NAME", "WRITE_NAME", "ReadLock", "ReadWriteLock", "WriteLock"]

@@ -29,8 +29,8 @@ from types import TracebackType
 
 from aiocoord._deadline import timed_out
 from aiocoord._paths import join
+from aiocoord._session.watch import Watch
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
-from aiocoord._watches import Watch
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
 from aiocoord.client import Client
@@ -41,12 +41,12 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._args import check_client, check_identifier, current_task, default_identifier
-from aiocoord.recipes._drivers import LeaseDriver
-from aiocoord.recipes._holding import Holding, LossEvent
-from aiocoord.recipes._nodes import ProtectedNode, QueueNode, Restart
-from aiocoord.recipes._participants import Participant
-from aiocoord.recipes._queue import SequentialQueue
-from aiocoord.recipes._waiting import TimedOut, bounded, deadline_after, left_or_zero
+from aiocoord.recipes._contention.contender import ProtectedNode, QueueNode, Restart
+from aiocoord.recipes._contention.drivers import LeaseDriver
+from aiocoord.recipes._contention.holding import Holding, LossEvent
+from aiocoord.recipes._contention.kernel import SequentialQueue
+from aiocoord.recipes._contention.participants import Participant
+from aiocoord.recipes._contention.waiting import TimedOut, bounded, deadline_after, left_or_zero
 from aiocoord.recipes.lock import LOCK_NAME
 
 __all__ = ["LEASE_NAME", "LEASES", "LOCKS", "Lease", "Semaphore"]

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from aiocoord._validation import validate_timeout
 from aiocoord.errors import CoordinationError, NoNodeError, SessionExpiredError
 from aiocoord.errors import TimeoutError as CoordTimeoutError
-from aiocoord.recipes._waiting import deadline_after
+from aiocoord.recipes._contention.waiting import deadline_after
 from aiocoord.recipes.queue import Queue, check_items
 
 __all__ = ["SIMPLE_QUEUE_ITEM_NAME", "QueueEmptyError", "SimpleQueue"]

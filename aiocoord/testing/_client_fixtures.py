@@ -9,7 +9,7 @@ from typing import Any, TypeVar, cast
 
 import pytest
 
-from aiocoord._connect import open_client
+from aiocoord._client.connect import open_client
 from aiocoord.client import Client
 from aiocoord.testing.server import SUPER_AUTH
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiocoord._ensembleconfig import EnsembleMember, MemberRole
+from aiocoord._session.ensemble_config import EnsembleMember, MemberRole
 from aiocoord.errors import ServerNotReadyError, ServerSetupError
 from aiocoord.testing._distribution import Distribution
 from aiocoord.testing._lifecycle import StartClose

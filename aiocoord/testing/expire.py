@@ -13,9 +13,9 @@ import random
 import struct
 from typing import TYPE_CHECKING, NamedTuple
 
+from aiocoord._session.session import State, StateChange
 from aiocoord._wire.handshake import CloseRequest, ConnectRequest, decode_connect
 from aiocoord.errors import NoServersError
-from aiocoord.session import State, StateChange
 
 if TYPE_CHECKING:
     from aiocoord.client import Client

@@ -230,8 +230,8 @@ class Chaos:
 
         ZooKeeper's exclusion rests on timing: a session expires only after the session
         timeout without a heartbeat, and a client declares it lost by itself before that
-        (see :mod:`aiocoord.session`), so a holder always hears first. A forced expiry skips
-        that premise: the server ends the session at once, and the news may reach the next
+        (see :mod:`aiocoord._session.liveness`), so a holder always hears first. A forced expiry
+        skips that premise: the server ends the session at once, and the news may reach the next
         holder before it reaches the old one. It may even reach the next holder before the
         old one has processed its own grant, which the server made *before* the expiry (the
         wake-up was already on its way): in the server's order the two holdings do not

@@ -24,11 +24,11 @@ from chaoslib import (
 )
 
 from aiocoord import Client, ServiceDiscovery, Stat, State, StateChange, TreeCache
-from aiocoord._servers import Server
+from aiocoord._session.servers import Server
+from aiocoord._session.session import Session
 from aiocoord.client import ChildData
 from aiocoord.recipes.cache import CacheEventType, NodeEvent
 from aiocoord.recipes.queue import unframe
-from aiocoord.session import Session
 
 
 @pytest.fixture

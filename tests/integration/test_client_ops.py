@@ -188,7 +188,7 @@ async def test_bad_input_raises_typed_errors_with_nothing_sent(zk_client: Client
 async def test_largest_request_the_server_reads_is_accepted_and_one_more_refused(
     zk_client: Client,
 ) -> None:
-    from aiocoord._connection import MAX_REQUEST
+    from aiocoord._session.connection import MAX_REQUEST
 
     await zk_client.create("/max")
     # setData carries xid, opcode, the path and data lengths and the version besides the data.

@@ -11,7 +11,7 @@ from support import Factory, child_names, eventually
 
 from aiocoord import CacheEventType, ServiceDiscovery, ServiceInstance, ServiceType, State
 from aiocoord.errors import ConnectionLossError, CoordinationError
-from aiocoord.recipes._discovery_cache import InstanceSubscription
+from aiocoord.recipes.discovery._service_cache import InstanceSubscription
 from aiocoord.testing import FaultProxy, expire_client, expire_session
 
 SET_DATA = 5  # ZooKeeper's opcode

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from aiocoord import ACL, GSSAPI, State, connect, open_client
-from aiocoord._gssapi import GssapiLogin
+from aiocoord._auth.gssapi import GssapiLogin
 from aiocoord.errors import AuthFailedError, NoAuthError, ServerSetupError
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_client
 from aiocoord.testing.sasl import INSTALL_HINT, KerberosKDC, kdc_tools_missing, kerberos_server

@@ -13,7 +13,7 @@ import pytest
 from support import Factory, eventually
 
 from aiocoord import Client, CreateMode, PersistentNode, PersistentTtlNode, open_client
-from aiocoord._watches import EventType
+from aiocoord._session.watch import EventType
 from aiocoord.errors import BadArgumentsError, InvalidTypeError, UnimplementedError
 from aiocoord.testing import ZooKeeperServer, expire_session
 

@@ -10,7 +10,7 @@ import pytest
 
 import aiocoord
 from aiocoord._deadline import within
-from aiocoord.recipes._waiting import TimedOut, bounded
+from aiocoord.recipes._contention.waiting import TimedOut, bounded
 
 
 async def _within(fut: asyncio.Future[int]) -> int:

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from wire_samples import SAMPLES
 
 from aiocoord import State, open_client
-from aiocoord._connection import MAX_FRAME, Connection, Reply
+from aiocoord._session.connection import MAX_FRAME, Connection, Reply
 from aiocoord._wire.framing import decode_body, decode_reply_header
 from aiocoord._wire.handshake import decode_connect
 from aiocoord._wire.opcodes import Op, Xid

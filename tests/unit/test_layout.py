@@ -108,22 +108,44 @@ def test_no_import_cycle_at_import_time() -> None:
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
 
 
-#: A module past this many lines has grown more than one job: split it by concern (as
-#: session.py became _servers, _connector, _states and session), not by count.
-MAX_MODULE_LINES = 500
-#: Modules allowed past the cap, with the reason and their own limit (growth still shows): a
-#: cap is a smell detector, and a split made only to get under it is worse than the smell.
-LARGER = {
-    # Lifecycle, requests (held ones included) and the connection loop of one session: one
-    # concern each, to become modules of their own when the session gets its package.
-    "aiocoord.session": 600,
-}
+#: A module past this many lines is reported for review: a size limit is a smell detector,
+#: not a design rule (split a module when it has two concerns, never to get under a number).
+SOFT_LIMIT = 600
+#: Modules reviewed past the soft limit, each with the reason it stays whole.
+REVIEWED: dict[str, str] = {}
 
 
-def test_every_module_is_small() -> None:
+def test_every_module_says_its_concern() -> None:
+    """Each module opens with a docstring whose first sentence names what it is for."""
+    silent = []
+    for module, path in MODULES.items():
+        doc = ast.get_docstring(ast.parse(path.read_text()))
+        if not doc or len(doc.split(".")[0].split()) < 2:
+            silent.append(module)
+    assert not silent, f"modules without a docstring naming their concern: {silent}"
+
+
+def test_large_modules_are_reviewed() -> None:
     big = {
         module: n
         for module, path in MODULES.items()
-        if (n := len(path.read_text().splitlines())) > LARGER.get(module, MAX_MODULE_LINES)
+        if (n := len(path.read_text().splitlines())) > SOFT_LIMIT and module not in REVIEWED
     }
-    assert not big, f"modules over {MAX_MODULE_LINES} lines: {big}"
+    assert not big, (
+        f"modules over {SOFT_LIMIT} lines: {big}. If each still has one concern, add it to "
+        "REVIEWED with the reason; if it has two, split it by concern."
+    )
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A newcomer finds a concern's file in one guess: no two modules (files) are named alike
+    but for a leading underscore (``_queue``/``queue`` once meant two unrelated things). A
+    private package may share the name of the public module whose parts it holds
+    (``_client/`` and ``client.py``, ``_session/session.py``)."""
+    names: dict[str, list[str]] = {}
+    for module, path in MODULES.items():
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        names.setdefault(path.stem.lstrip("_"), []).append(module)
+    clashes = {name: mods for name, mods in names.items() if len(mods) > 1}
+    assert not clashes, f"modules named alike: {clashes}"

@@ -11,16 +11,16 @@ import pytest
 
 from aiocoord import Client, State, StateChange
 from aiocoord._paths import sequence_of, sort_by_sequence
-from aiocoord._servers import Server
+from aiocoord._session.servers import Server
+from aiocoord._session.session import Session
 from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError
-from aiocoord.recipes._drivers import LeaseDriver
-from aiocoord.recipes._holding import LossEvent, LossWatch, is_loss
-from aiocoord.recipes._nodes import QueueNode
+from aiocoord.recipes._contention.contender import QueueNode
+from aiocoord.recipes._contention.drivers import LeaseDriver
+from aiocoord.recipes._contention.holding import LossEvent, LossWatch, is_loss
 from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.recipes.multilock import MultiLock
 from aiocoord.recipes.rwlock import ReadWriteLock, _ReaderDriver, _WriterDriver
 from aiocoord.recipes.semaphore import Semaphore
-from aiocoord.session import Session
 
 
 def protected(name: str, seq: int) -> str:

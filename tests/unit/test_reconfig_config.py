@@ -13,7 +13,7 @@ import pytest
 from aiozk import protocol as z
 
 from aiocoord import BadArgumentsError, EnsembleConfig, EnsembleMember, InvalidTypeError
-from aiocoord._ensembleconfig import parse_member, reconfig_arguments
+from aiocoord._session.ensemble_config import parse_member, reconfig_arguments
 from aiocoord._wire.data import Stat
 from aiocoord._wire.framing import REPLY_HEADER, decode_body
 from aiocoord._wire.reads import GetDataResponse

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from aiocoord import ExponentialBackoff, NoRetry, RetryNTimes, RetryUntilElapsed
-from aiocoord._servers import Server, parse_connect_string
+from aiocoord._session.servers import Server, parse_connect_string
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiocoord._sasl import DigestMD5, parse_directives
+from aiocoord._auth.digest import DigestMD5, parse_directives
 from aiocoord.errors import AuthFailedError
 
 # RFC 2831 section 4: the IMAP example.

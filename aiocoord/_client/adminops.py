@@ -1,0 +1,187 @@
+"""Client operations beyond reading and writing node data: ACLs (``get_acl``, ``set_acl``),
+authentication and identity (``add_auth``, ``whoami``), what the server counts for this
+session (``get_ephemerals``, ``count_descendants``), persistent watches (``add_watch``) and
+the ensemble's dynamic configuration (``get_config``, ``reconfig``; ZooKeeper 3.5+).
+
+:class:`AdminOps` is the part of :class:`~aiocoord.Client` that holds them, built on
+:class:`~aiocoord._client.pathops.PathOps` (the multi-request path operations) for its request and
+retry plumbing; the API reference shows them on the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from aiocoord._client.pathops import PathOps
+from aiocoord._session.ensemble_config import (
+    CONFIG_NODE,
+    EnsembleConfig,
+    EnsembleMember,
+    reconfig_arguments,
+)
+from aiocoord._session.watch import PersistentWatch, Watch, WatchKind
+from aiocoord._validation import (
+    validate_auth,
+    validate_flag,
+    validate_path,
+    validate_version,
+)
+from aiocoord._wire.auth import WhoAmIRequest
+from aiocoord._wire.data import ACL, Stat
+from aiocoord._wire.reads import (
+    GetACLRequest,
+    GetAllChildrenNumberRequest,
+    GetDataRequest,
+    GetEphemeralsRequest,
+)
+from aiocoord._wire.reconfig import ReconfigRequest
+from aiocoord._wire.writes import SetACLRequest
+from aiocoord.acl import wire_acl
+from aiocoord.errors import InvalidTypeError
+
+__all__ = ["AdminOps"]
+
+
+class AdminOps(PathOps):
+    """The ACL, auth and introspection operations of :class:`~aiocoord.Client` (module
+    docstring). A PathOps for its request and retry plumbing (``_request``, ``_retrying``)."""
+
+    if TYPE_CHECKING:  # provided by Client
+        chroot: str
+
+    async def get_acl(self, path: str) -> tuple[list[ACL], Stat]:
+        """The node's ACL and Stat."""
+        validate_path(path)
+
+        async def once() -> tuple[list[ACL], Stat]:
+            reply = await self._request(GetACLRequest(path=self._full(path)), path=path)
+            return reply.acl, reply.stat
+
+        return await self._retrying(once)
+
+    async def set_acl(self, path: str, acl: Sequence[ACL], version: int = -1) -> Stat:
+        """Replace the node's ACL (if its ACL version matches ``version``, unless -1)."""
+        validate_path(path)
+        acls = wire_acl(acl)
+        validate_version(version)
+        req = SetACLRequest(path=self._full(path), acl=acls, version=version)
+        reply = await self._request(req, path=path)
+        return reply.stat
+
+    async def add_auth(self, scheme: str, credential: str | bytes) -> None:
+        """Add credentials to the session (e.g. ``("digest", "user:password")``)."""
+        await self._session.add_auth(*validate_auth(scheme, credential))
+
+    async def get_ephemerals(self, prefix: str = "/") -> list[str]:
+        """Paths of this session's ephemeral nodes starting with ``prefix`` (3.6+)."""
+        if not isinstance(prefix, str) or not prefix.startswith("/"):
+            raise InvalidTypeError("prefix must be a str starting with '/'")
+        full = self._full(prefix) if prefix != "/" else (self.chroot or "/")
+
+        async def once() -> list[str]:
+            reply = await self._request(GetEphemeralsRequest(prefix_path=full))
+            return sorted(self._short(p) for p in reply.ephemerals)
+
+        return await self._retrying(once)
+
+    async def count_descendants(self, path: str) -> int:
+        """The number of nodes below ``path`` (getAllChildrenNumber, 3.6+)."""
+        validate_path(path)
+
+        async def once() -> int:
+            req = GetAllChildrenNumberRequest(path=self._full(path))
+            reply = await self._request(req, path=path)
+            return reply.total_number
+
+        return await self._retrying(once)
+
+    async def whoami(self) -> list[tuple[str, str]]:
+        """The (scheme, user) identities this session is authenticated as (3.7+)."""
+
+        async def once() -> list[tuple[str, str]]:
+            reply = await self._request(WhoAmIRequest())
+            return [(c.auth_scheme, c.user) for c in reply.client_info]
+
+        return await self._retrying(once)
+
+    async def add_watch(self, path: str, *, recursive: bool = False) -> PersistentWatch:
+        """A persistent watch on ``path`` (and, if ``recursive``, its whole subtree; 3.6+).
+
+        Iterate it with ``async for``; close it with ``aclose()`` (or ``async with``).
+        """
+        validate_path(path)
+        validate_flag(recursive, "recursive")
+        full = self._full(path)
+        session = self._session
+
+        async def remove(w: PersistentWatch) -> None:
+            await session.watches.remove_persistent(w, full)
+
+        watch = PersistentWatch(path, recursive, remove)
+        await session.watches.add_persistent(watch, full)
+        return watch
+
+    # --- dynamic reconfiguration (3.5+) ---------------------------------------------------
+
+    @overload
+    async def get_config(self, *, watch: Literal[False] = False) -> EnsembleConfig: ...
+    @overload
+    async def get_config(self, *, watch: Literal[True]) -> tuple[EnsembleConfig, Watch]: ...
+
+    async def get_config(self, *, watch: bool = False) -> Any:
+        """The ensemble's configuration as the connected server knows it (``/zookeeper/config``,
+        read whatever the client's chroot). ``watch=True`` adds a Watch that fires when a
+        reconfig changes it. A standalone server publishes an empty configuration (no members,
+        version -1); a server older than 3.5 has no such node (NoNodeError). Retried on
+        connection loss; call :meth:`sync` with ``"/"`` first to read the leader's latest
+        rather than the connected server's."""
+        validate_flag(watch, "watch")
+        watches = self._session.watches
+
+        async def once() -> Any:
+            # The config node lives outside every chroot: the path goes to the server as is,
+            # and its watch event comes back unstripped (Chroot.strip leaves outside paths).
+            w, wire_watch = (
+                watches.waiter(WatchKind.DATA, CONFIG_NODE, CONFIG_NODE) if watch else (None, False)
+            )
+            reply = await self._request(
+                GetDataRequest(path=CONFIG_NODE, watch=wire_watch), path=CONFIG_NODE, watch=w
+            )
+            config = EnsembleConfig.parse(reply.data)
+            return (config, w) if watch else config
+
+        return await self._retrying(once)
+
+    async def reconfig(
+        self,
+        *,
+        joining: Sequence[EnsembleMember | str] | EnsembleMember | str | None = None,
+        leaving: Sequence[int | EnsembleMember] | int | EnsembleMember | None = None,
+        new_members: Sequence[EnsembleMember | str] | None = None,
+        from_config: int = -1,
+    ) -> EnsembleConfig:
+        """Change the ensemble's membership and return the new configuration (3.5+).
+
+        Either incrementally, ``joining`` members (:class:`~aiocoord.EnsembleMember` or
+        ``"server.4=host:quorum:election[:observer];client_host:client_port"`` lines) and
+        ``leaving`` server ids, or wholesale with ``new_members`` (every member of the new
+        configuration; not together with the other two). ``from_config`` makes the change
+        conditional on the current configuration still having that version
+        (:attr:`EnsembleConfig.version`; BadVersionError otherwise); -1 applies it to
+        whatever is current.
+
+        The server needs ``reconfigEnabled=true`` (else ReconfigDisabledError) and the
+        session must be allowed to write ``/zookeeper/config``: the super user, or a server
+        with ``zookeeper.skipACL`` (else NoAuthError). It refuses a change while another is in
+        progress (ReconfigInProgressError) and one whose new voters are not connected and
+        synced in a quorum (NewConfigNoQuorumError). Bad arguments raise BadArgumentsError or
+        InvalidTypeError before anything is sent. Never retried: after a connection loss,
+        read :meth:`get_config` to see whether it was applied.
+        """
+        joining_s, leaving_s, members_s, config_id = reconfig_arguments(
+            joining, leaving, new_members, from_config
+        )
+        request = ReconfigRequest(joining_s, leaving_s, members_s, config_id)
+        reply = await self._request(request, path=CONFIG_NODE)
+        return EnsembleConfig.parse(reply.data)

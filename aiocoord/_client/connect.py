@@ -1,0 +1,198 @@
+"""Opening a client: :func:`connect` (awaitable, or an async context manager) and
+:func:`open_client`, with every option checked before anything is sent."""
+
+from __future__ import annotations
+
+import contextlib
+import ssl as _ssl
+from collections.abc import Generator, Sequence
+from typing import Any
+
+from aiocoord._auth.gssapi import GSSAPI
+from aiocoord._client.tracker import EnsembleTracker
+from aiocoord._session.servers import parse_connect_string
+from aiocoord._session.session import Session
+from aiocoord._validation import (
+    MAX_SESSION_TIMEOUT_MS,
+    validate_auth,
+    validate_duration_ms,
+    validate_flag,
+    validate_sasl,
+    validate_ssl,
+    validate_timeout,
+)
+from aiocoord._wire.reads import ExistsRequest
+from aiocoord._wire.writes import Create2Request
+from aiocoord.acl import ACLProvider
+from aiocoord.client import Client
+from aiocoord.errors import InvalidTypeError, NodeExistsError, NoNodeError
+from aiocoord.retry import RetryPolicy
+
+__all__ = ["Connecting", "connect", "open_client"]
+
+
+class Connecting:
+    """What :func:`connect` returns: ``await`` it for a long-lived :class:`Client` (close it
+    with ``await client.close()``), or use it as ``async with connect(...) as client:`` to
+    close the session on exit. Nothing is sent until one of the two starts."""
+
+    def __init__(self, hosts: str, options: dict[str, Any]) -> None:
+        self._hosts = hosts
+        self._options = options
+        self._client: Client | None = None
+
+    def __await__(self) -> Generator[Any, None, Client]:
+        return open_client(self._hosts, **self._options).__await__()
+
+    async def __aenter__(self) -> Client:
+        self._client = await open_client(self._hosts, **self._options)
+        return self._client
+
+    async def __aexit__(self, *exc: object) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+
+def connect(
+    hosts: str,
+    *,
+    session_timeout: float = 10.0,
+    connect_timeout: float | None = None,
+    auth: Sequence[tuple[str, str | bytes]] | None = None,
+    retry: RetryPolicy | None = None,
+    read_only: bool = False,
+    reconnect_after_expiry: bool = True,
+    ssl: _ssl.SSLContext | bool | None = None,
+    acl_provider: ACLProvider | None = None,
+    sasl: tuple[str, str] | GSSAPI | None = None,
+    track_ensemble: bool = False,
+) -> Connecting:
+    """Connect to ZooKeeper: ``async with connect(hosts) as client:`` (the session is closed
+    on exit), or ``client = await connect(hosts)`` for a long-lived client (then
+    ``await client.close()``).
+
+    ``hosts`` is ``"h1:2181,h2:2181/optional/chroot"``. ``auth`` entries such as
+    ``("digest", "user:password")`` are sent at connect and on every reconnect.
+    ``reconnect_after_expiry`` starts a new session after LOST (announced as RECONNECTED with
+    ``new_session=True``). ``ssl`` is an ``ssl.SSLContext`` for TLS, ``True`` for the default
+    context, or None/False for plain TCP. ``acl_provider(path)`` gives the ACL of every node
+    created without an explicit ``acl`` (recipes' nodes and parents included), as Curator's
+    ``ACLProvider`` does; returning None means open. ``sasl=(user, password)`` authenticates
+    every connection with SASL DIGEST-MD5 first (the server's JAAS ``Server`` section must know
+    the user; ACLs then name ``sasl:user``); ``sasl=GSSAPI(...)`` does it with Kerberos
+    instead (:class:`GSSAPI`; ACLs name ``sasl:<principal>``). ``read_only=True`` accepts a
+    read-only server when no quorum is reachable (state READ_ONLY); the client then asks the
+    other servers now and then whether they serve writes and moves to the first that does.
+    ``track_ensemble=True`` (ZooKeeper 3.5+) reads the ensemble's configuration before
+    returning and keeps following it (:class:`~aiocoord.EnsembleTracker`, as
+    ``client.ensemble_tracker``): the client's server list becomes the members' client
+    addresses, so that one member's address is enough to fail over to the others. Off by
+    default: the addresses the servers publish must then be the ones this client can reach
+    (not so behind NAT, port mapping or a proxy, and TLS must accept them as host names).
+    Raises NoServersError if no server answers in ``connect_timeout``, AuthFailedError if
+    the server refuses the credentials (or Kerberos has none to offer),
+    MissingDependencyError for ``GSSAPI`` without ``pip install 'aiocoord[kerberos]'``.
+    """
+    return Connecting(
+        hosts,
+        {
+            "session_timeout": session_timeout,
+            "connect_timeout": connect_timeout,
+            "auth": auth,
+            "retry": retry,
+            "read_only": read_only,
+            "reconnect_after_expiry": reconnect_after_expiry,
+            "ssl": ssl,
+            "acl_provider": acl_provider,
+            "sasl": sasl,
+            "track_ensemble": track_ensemble,
+        },
+    )
+
+
+async def open_client(
+    hosts: str,
+    *,
+    session_timeout: float = 10.0,
+    connect_timeout: float | None = None,
+    auth: Sequence[tuple[str, str | bytes]] | None = None,
+    retry: RetryPolicy | None = None,
+    read_only: bool = False,
+    reconnect_after_expiry: bool = True,
+    ssl: _ssl.SSLContext | bool | None = None,
+    acl_provider: ACLProvider | None = None,
+    sasl: tuple[str, str] | GSSAPI | None = None,
+    track_ensemble: bool = False,
+) -> Client:
+    """A connected :class:`Client` (the same as ``await connect(...)``); call
+    ``await client.close()`` when done. See :func:`connect` for the options."""
+    servers, chroot = parse_connect_string(hosts)  # the chroot is validated there
+    timeout_ms = validate_duration_ms(session_timeout, "session_timeout", MAX_SESSION_TIMEOUT_MS)
+    validate_flag(read_only, "read_only")
+    validate_flag(reconnect_after_expiry, "reconnect_after_expiry")
+    validate_flag(track_ensemble, "track_ensemble")
+    sasl = validate_sasl(sasl)
+    if acl_provider is not None and not callable(acl_provider):
+        raise InvalidTypeError(
+            f"acl_provider must be a callable(path) -> ACL list, not {type(acl_provider).__name__}"
+        )
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise InvalidTypeError(
+            f"retry must be an aiocoord.RetryPolicy or None, not {type(retry).__name__}"
+        )
+    if auth is not None and (isinstance(auth, (str, bytes)) or not isinstance(auth, Sequence)):
+        raise InvalidTypeError(
+            f"auth must be a list of (scheme, credential), not {type(auth).__name__}"
+        )
+    auth_list: list[tuple[str, bytes]] = []
+    for item in auth or ():
+        if not (isinstance(item, tuple) and len(item) == 2):
+            raise InvalidTypeError(
+                'auth entries must be (scheme, credential), e.g. ("digest", "u:p")'
+            )
+        auth_list.append(validate_auth(*item))
+    session = Session(
+        servers,
+        session_timeout=timeout_ms / 1000,
+        connect_timeout=validate_timeout(connect_timeout, "connect_timeout"),
+        auth=auth_list,
+        read_only=read_only,
+        reconnect_after_expiry=reconnect_after_expiry,
+        ssl=validate_ssl(ssl),
+        chroot=chroot,
+        sasl=sasl,
+    )
+    await session.start()
+    client = Client(session, retry=retry, acl_provider=acl_provider)
+    try:
+        if chroot:
+            await _ensure_chroot(client, chroot)
+        if track_ensemble:
+            tracker = EnsembleTracker(client)
+            await tracker.start()
+            client.ensemble_tracker = tracker
+    except BaseException:
+        await client.close()
+        raise
+    return client
+
+
+async def _ensure_chroot(client: Client, chroot: str) -> None:
+    """Create the chroot (and its parents) if it does not exist, as Curator's namespace does,
+    so that the first call under a new chroot does not fail with NoNodeError. Persistent
+    nodes, with the ACL the client gives the chroot's root ("/" to its ``acl_provider``)."""
+    session = client.session
+    try:
+        await session.request(ExistsRequest(path=chroot, watch=False), path=chroot)
+        return
+    except NoNodeError:
+        pass
+    acl = client._acls_for("/", None)
+    prefix = ""
+    for part in chroot.strip("/").split("/"):
+        prefix += "/" + part
+        with contextlib.suppress(NodeExistsError):
+            await session.request(
+                Create2Request(path=prefix, data=b"", acl=acl, flags=0), path=prefix
+            )

@@ -1,0 +1,450 @@
+"""Our nodes in a queue: making them (protected, so a lost reply never leaves an orphan),
+knowing them (:class:`QueueNode`, with the session that owns it), trusting them before a grant,
+and deleting them for sure.
+
+**Cancellation and timeouts leave no node.** The create is written from the caller's step and
+its answer is followed by the client (a task of the client's when it must wait for a
+connection or make the parents). A contender that gives up deletes its node (a guaranteed
+delete, which finishes in the background if the connection is down); if it gives up while the
+create is still in flight, the node is deleted when the answer comes; and if the answer was
+lost to a connection loss, the node is found by its protected prefix after a ``sync`` and
+deleted. :meth:`Client.wait_background` waits for those background deletions.
+
+**Release.** A release writes the node's delete from the caller's task (or holds it for the
+next connection, ahead of anything accepted later) and returns without waiting for the answer,
+which the client sees through in the background (:meth:`Client.delete_for_sure`). Nobody is
+granted anything before the server has applied it, this client's waiters included: they hear
+that the node is gone from the delete's answer (the local hand-over, :func:`delete_node`) or
+from their watch, never from a guess that the session is still alive.
+
+**No grant on an untrusted session.** Whatever woke a waiter, its node is granted only while
+the session is trusted (connected, and answered within the liveness window; see
+:mod:`aiocoord._session.liveness`); otherwise it first asks the server, in the node's session,
+whether the node still exists (:func:`confirm_alive`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from aiocoord._client.pathops import find_protected, protected_matches
+from aiocoord._paths import join, protected_prefix, sequence_of
+from aiocoord._session.connection import Reply
+from aiocoord._session.watch import Watch, WatchKind
+from aiocoord._wire.data import ACL, Stat
+from aiocoord._wire.opcodes import CreateMode, Op
+from aiocoord._wire.reads import GetDataRequest
+from aiocoord._wire.writes import Create2Request, Create2Response
+from aiocoord.acl import wire_acl
+from aiocoord.client import Client
+from aiocoord.errors import (
+    ClientClosedError,
+    ConnectionLossError,
+    CoordinationError,
+    NoNodeError,
+    SessionExpiredError,
+    error_for_code,
+)
+from aiocoord.recipes._contention.listing import forget_node, next_stamp
+from aiocoord.recipes._contention.waiting import bounded, result_by, retrieve
+
+__all__ = [
+    "CONFIRM_WAIT",
+    "ProtectedNode",
+    "QueueNode",
+    "Restart",
+    "abandon_watch",
+    "confirm_alive",
+    "delete_node",
+    "watch_node",
+    "watch_own",
+]
+
+log = logging.getLogger("aiocoord.recipes.contention")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueNode:
+    """A node of ours in a queue: where it is, its place, and the session that owns it."""
+
+    path: str
+    name: str
+    sequence: int
+    #: the zxid of its creation: grows with every node created later (a fencing token)
+    czxid: int
+    session_id: int
+    #: the client's session generation the node belongs to (``client.generation``)
+    generation: int
+    #: a watch on the node itself that a waiter armed while it waited, handed to the holding
+    #: (:class:`LossWatch`) so that a contended grant costs no request to watch the node
+    own: Watch | None = field(default=None, compare=False)
+    #: loop time the contender entered the queue, and whether it had to wait for a holder
+    #: before its grant (counted by :meth:`Client.stats`)
+    entered: float | None = field(default=None, compare=False)
+    waited: bool = field(default=False, compare=False)
+
+    def alive_in(self, client: Client) -> bool:
+        """False once the session that owns the node has ended."""
+        return client.generation == self.generation and client.session_id == self.session_id
+
+
+class Restart(Exception):
+    """Our node is gone (session expired, or deleted by someone): enter the queue again."""
+
+
+#: How long a delete that asks to be confirmed waits for the server (a live link answers well
+#: within it) before it returns and lets the answer be settled in the background.
+CONFIRM_WAIT = 0.025
+
+
+async def delete_node(
+    client: Client, path: str, *, cleared: bool = False, confirm: bool = False
+) -> None:
+    """Delete a node of ours for sure, without waiting for the server: the delete is written
+    at once (or held and written first thing on the next connection), and seen through in the
+    background (:meth:`Client.delete_for_sure`), so that cancelling the caller does not stop
+    it and :meth:`Client.wait_background` waits for it. Requests this client makes later are
+    answered after it (the session writes them in the order accepted, and the server answers
+    a session's requests in order).
+
+    This client's waiters hear that the node is gone from the server's answer to the delete
+    (:func:`forget_node`), never before: a waiter of ours right behind the node goes ahead on
+    that answer, which arrives with the notification other clients' waiters get, so the local
+    hand-over costs no extra round trip. Until then the session may be ending unseen (an
+    operator's forced expiry while the link is cut off) and the server may hand the node's
+    place to another client: no task of ours is told it holds anything on a guess.
+    ``cleared``: the node was granted by an exclusive driver, so no node ahead of it was left
+    (see :meth:`QueueState.mark_gone`). ``confirm``: wait up to :data:`CONFIRM_WAIT` for the
+    server's answer, so that other sessions find the node gone once this returns while the link
+    is live (closing a :class:`PersistentNode`, leaving a barrier, a contender giving up); a
+    lock's release does not.
+    """
+    try:
+        reply = client.delete_for_sure(path, on_deleted=lambda: forget_node(client, path, cleared))
+    except ClientClosedError:
+        return  # the session's end removes what was ephemeral
+    # The holding is over once the delete is accepted: nobody is granted anything before the
+    # server has applied it, and waiting for its answer would only hold up the caller (a
+    # release on a dead link, not yet detected, would wait for the link's timeout).
+    if confirm:
+        await asyncio.wait((reply,), timeout=CONFIRM_WAIT)
+
+
+# --- making nodes ------------------------------------------------------------------------
+
+
+class ProtectedNode:
+    """One protected ephemeral node being created: ``<parent>/_c_<uuid>-<name>[<seq>]``.
+
+    The create is written at once, from the caller's step, so that it pipelines with whatever
+    the caller sends next; the client follows its answer (:meth:`Client.follow`), and a task
+    of the client's takes over when the create must wait for a connection or make the
+    parents. :meth:`result` waits for it; after a connection loss it finds the node by its
+    prefix (after a ``sync``, so a create still on its way is ordered first) or creates it
+    again. :meth:`discard` makes sure the node does not outlive its caller, whatever state
+    the create is in.
+    ``acl`` is the node's, and its parents' if they are made (None: OPEN_ACL_UNSAFE).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        parent: str,
+        name: str,
+        data: bytes,
+        *,
+        sequential: bool = True,
+        acl: Sequence[ACL] | None = None,
+    ) -> None:
+        self.client = client
+        self.parent = parent
+        self.acl = acl
+        self.prefix = protected_prefix()
+        self._path = join(parent, self.prefix + name)
+        self._data = data
+        self._sequential = sequential
+        self.node: QueueNode | None = None
+        #: when the create was handed to the session (None until it was)
+        self.sent_stamp: int | None = None
+        self._abandoned = False
+        self._maybe_exists = True
+        #: the first create, when written from the caller's step (see _write_create)
+        self._sent: asyncio.Future[Reply[Create2Response]] | None = None
+        #: loop time the node was asked for (see QueueNode.entered)
+        self.entered = asyncio.get_running_loop().time()
+        self._reply: asyncio.Future[tuple[str, Stat]]
+        self._start()
+
+    def _start(self) -> None:
+        self._reply = asyncio.get_running_loop().create_future()
+        self._reply.add_done_callback(retrieve)
+        sent = self._write_create() if self._sent is None else None
+        if sent is None:
+            # Not connected, or a second attempt: the create (with its parents) as a task.
+            self.client.spawn(self._create(self._reply), f"aiocoord-create:{self._path}")
+            return
+        self._sent = sent
+        self.sent_stamp = next_stamp()
+        # The client follows the answer, so that close() and wait_background() see it.
+        self.client.follow(sent, self._created)
+
+    def _write_create(self) -> asyncio.Future[Reply[Create2Response]] | None:
+        """Write the create now, from the caller's step (no task to start, and a request the
+        caller writes next is ordered after it); None if not connected."""
+        client = self.client
+        session = client.session
+        acl = self.acl
+        if acl is None and client.acl_provider is not None:
+            acl = client.acl_provider(self._path)
+        request = Create2Request(
+            path=session.paths.add(self._path),
+            data=self._data,
+            acl=wire_acl(acl),
+            flags=CreateMode.EPHEMERAL_SEQUENTIAL if self._sequential else CreateMode.EPHEMERAL,
+        )
+        return session.send_now(request)
+
+    def _created(self, sent: asyncio.Future[Reply[Create2Response]]) -> None:
+        """The answer to a create written by :meth:`_write_create`, settled as the task of
+        :meth:`_create` would: a missing parent goes the long way (the task makes it)."""
+        reply = self._reply
+        if sent.cancelled():  # only close() cancels what the client follows
+            if not reply.done():
+                reply.set_exception(ClientClosedError("client closed while creating a node"))
+            return
+        exc = sent.exception()
+        if exc is None:
+            answer = sent.result()
+            if answer.err == NoNodeError.code:
+                self.client.spawn(self._create(reply), f"aiocoord-create:{self._path}")
+                return
+            if answer.err:
+                exc = error_for_code(answer.err, path=self._path, op="create")
+        if exc is not None:
+            if self._abandoned:
+                if isinstance(exc, ConnectionLossError):
+                    self.client.spawn(self._sweep(), f"aiocoord-sweep:{self.parent}")
+            elif not reply.done():
+                reply.set_exception(exc)
+            return
+        assert answer.body is not None
+        path = self.client.session.paths.strip(answer.body.path)
+        if self._abandoned:
+            # The caller left while the answer was on its way: the node is ours to remove.
+            self.client.spawn(delete_node(self.client, path), f"aiocoord-discard:{path}")
+        elif not reply.done():
+            reply.set_result((path, answer.body.stat))
+
+    async def _create(self, reply: asyncio.Future[tuple[str, Stat]]) -> None:
+        self.sent_stamp = next_stamp()
+        try:
+            result = await self._create_once()
+        except asyncio.CancelledError:
+            # Only the client cancels the tasks it owns, and only when it is closed.
+            if not reply.done():
+                reply.set_exception(ClientClosedError("client closed while creating a node"))
+            raise
+        except BaseException as exc:
+            if self._abandoned:
+                if isinstance(exc, ConnectionLossError):
+                    await self._sweep()
+            elif not reply.done():
+                reply.set_exception(exc)
+            return
+        if self._abandoned:
+            # The caller left while the reply was on its way: the node is ours to remove.
+            await delete_node(self.client, result[0])
+        elif not reply.done():
+            reply.set_result(result)
+
+    async def _create_once(self) -> tuple[str, Stat]:
+        attempts = 3
+        while True:
+            try:
+                return await self.client.create(
+                    self._path,
+                    self._data,
+                    ephemeral=True,
+                    sequential=self._sequential,
+                    make_parents=True,
+                    parents_as_containers=True,
+                    acl=self.acl,
+                    with_stat=True,
+                )
+            except NoNodeError:
+                # The server removes an empty container parent on its own schedule; it may
+                # have done so between making the parents and this create.
+                attempts -= 1
+                if attempts == 0:
+                    raise
+
+    async def result(self, deadline: float | None) -> QueueNode:
+        """The created node; raises Restart if it belongs to a session that has ended."""
+        client = self.client
+        while self.node is None:
+            try:
+                path, stat = await result_by(self._reply, deadline)
+            except ConnectionLossError:
+                found = await self._find(deadline)
+                if found is None:
+                    # Not created (a sync ran first, so a create still in flight would show):
+                    # the same name is safe to try again.
+                    self._maybe_exists = True
+                    self._start()
+                    continue
+                path, stat = found
+            if stat.ephemeral_owner != client.session_id:
+                raise Restart()  # made by a session that has ended: it vanishes with it
+            name = path.rsplit("/", 1)[1]
+            seq = sequence_of(name)
+            assert seq is not None, name
+            self.node = QueueNode(
+                path,
+                name,
+                seq,
+                stat.czxid,
+                stat.ephemeral_owner,
+                client.generation,
+                entered=self.entered,
+            )
+        return self.node
+
+    async def _find(self, deadline: float | None) -> tuple[str, Stat] | None:
+        found = await bounded(find_protected(self.client, self.parent, self.prefix), deadline)
+        if found is None:
+            self._maybe_exists = False
+        return found
+
+    async def _sweep(self) -> None:
+        """Find the node by its prefix and delete it (the create's reply was lost)."""
+        try:
+            paths = await protected_matches(self.client, self.parent, self.prefix)
+        except CoordinationError as exc:
+            log.info("could not look for %s* in %s: %r", self.prefix, self.parent, exc)
+            return
+        for path in paths:
+            await delete_node(self.client, path)
+
+    async def discard(self) -> None:
+        """Make sure this node does not outlive its caller.
+
+        A known node is deleted now (or in the background if the connection is down), and
+        the server's answer is awaited briefly (``confirm``): a contender that gave up (timed
+        out, not blocking, cancelled) has left the queue for every client once its call ends,
+        while the link is live. A create still in flight deletes its node when the reply
+        comes. A node whose create reply was lost is looked for by its prefix in the
+        background.
+        """
+        self._abandoned = True
+        if self.node is not None:
+            await delete_node(self.client, self.node.path, confirm=True)
+            return
+        reply = self._reply
+        if not reply.done() or reply.cancelled():
+            return  # the create task sees _abandoned when it finishes
+        exc = reply.exception()
+        if exc is None:
+            await delete_node(self.client, reply.result()[0], confirm=True)
+        elif isinstance(exc, ConnectionLossError) and self._maybe_exists:
+            self.client.spawn(self._sweep(), f"aiocoord-sweep:{self.parent}")
+
+
+async def abandon_watch(task: asyncio.Future[Watch | None]) -> None:
+    """Stop arming a watch on our own node (the node is about to be discarded, which consumes
+    the watch if it was armed)."""
+    if not task.done():
+        task.cancel()
+    await asyncio.wait((task,))
+    retrieve(task)
+
+
+# --- trusting nodes ----------------------------------------------------------------------
+
+
+async def confirm_alive(
+    client: Client, pinned: Client, node: QueueNode, deadline: float | None
+) -> None:
+    """Return once ``node``'s session may be trusted (:meth:`Session.trusted`); raise
+    Restart if the node or its session is gone.
+
+    A grant is only as good as the session behind it. A client that is connected and heard
+    from the server within the liveness window knows the server cannot have expired the
+    session (see :mod:`aiocoord._session.session`); any other client (SUSPENDED, or silent for
+    too long) asks the server first, in the node's session: an answer that finds the node
+    proves the session alive at a moment from which its loss would be reported in time.
+    """
+    while True:
+        if not node.alive_in(client):
+            raise Restart()
+        if client.session.trusted():
+            return
+        try:
+            stat = await bounded(pinned.exists(node.path), deadline)
+        except ConnectionLossError:
+            continue  # the request waits for the reconnect the next time round
+        except SessionExpiredError:
+            if client.session.reconnect_after_expiry:
+                raise Restart() from None
+            raise
+        if stat is None:
+            raise Restart()
+
+
+async def watch_own(client: Client, pinned: Client, node: QueueNode) -> Watch | None:
+    """Arm a watch on our own node, left in place until the node's deletion (by us or
+    anyone) consumes it. None if it could not be armed now (a connection loss: the next
+    probe tries again); raises Restart if the node or its session is gone."""
+    try:
+        stat, watch = await pinned.exists(node.path, watch=True)
+    except ConnectionLossError:
+        return None
+    except SessionExpiredError:
+        if client.session.reconnect_after_expiry:
+            raise Restart() from None
+        raise
+    if stat is None:
+        watch.cancel()
+        raise Restart()
+    watch.keep()
+    return watch
+
+
+async def watch_node(client: Client, pinned: Client, generation: int, path: str) -> Watch | None:
+    """A getData watch on ``path`` for a waiter of session ``generation`` (``pinned`` is the
+    client bound to it); None if the node is gone.
+
+    The request is written now, from the caller's step (no chain of calls down to the socket),
+    while that session is current and connected; otherwise, or if the answer was lost with
+    the connection, ``pinned.get(path, watch=True)`` asks, with its retries.
+    """
+    session = client.session
+    if session.generation == generation:
+        full = session.paths.add(path)
+        watches = session.watches
+        watch, wire = watches.waiter(WatchKind.DATA, full, path)
+        sent = session.send_now(GetDataRequest(path=full, watch=wire))
+        if sent is None:
+            watches.unregister(watch)
+        else:
+            try:
+                reply = await sent
+            except ConnectionLossError:
+                watches.unregister(watch)  # asked again below, once reconnected
+            except BaseException:
+                watch.cancel()  # the request went out: its server watch must not linger
+                raise
+            else:
+                watches.settle(watch, Op.GET_DATA, reply.err)
+                if reply.err == NoNodeError.code:
+                    return None
+                if reply.err:
+                    raise error_for_code(reply.err, path=path, op="getData")
+                return watch
+    try:
+        _, _, watch = await pinned.get(path, watch=True)
+    except NoNodeError:
+        return None
+    return watch

@@ -1,0 +1,441 @@
+"""The one sequential-node queue behind every lock-like recipe (Curator's ``LockInternals``).
+
+A contender creates a protected ``EPHEMERAL_SEQUENTIAL`` child ``_c_<uuid>-<name><seq>`` of
+the queue path (parents made as containers), lists the children, orders them by the trailing
+10-digit sequence number only, and asks a :class:`Driver` whether the nodes ahead of it let it
+through (a mutex: none ahead; a semaphore: fewer than ``max_leases``; a reader: no writer
+ahead). If not, it watches the one node the driver names with a getData watch (NoNode means
+"gone already": decide again at once) and waits for its deletion. Only that waiter wakes when
+the node goes: there is no herd.
+
+**Its own node, too.** A blocked waiter that may be let through with no listing after its
+wake (nothing else ahead of the node it waits for, or that node is this client's own and may
+be handed over locally) also keeps an exists watch on its own node (in the same round trip as
+the first watch; within one client it is the same server watch as its successor's). A third
+party may delete the node (a recursive delete of the lock path, say); events come in zxid
+order, so if our node went before the node ahead of it, the waiter knows by the time that
+node's deletion wakes it, and queues again instead of taking a grant with no node behind it.
+Other waiters list after their wake (a listing that holds the node proves it); one through
+with neither asks about its node before the grant. Every request made
+for the node is pinned to its session (:meth:`Client.bound`): a read retried on a new session
+would wait in a queue the node has left with the old one.
+
+**Waking costs O(1).** Sequence numbers only grow, so nothing can enter the queue ahead of a
+node that already exists: the first listing is a superset of every node that can ever be ahead
+of ours (see :mod:`aiocoord.recipes._contention.drivers`). A woken waiter drops the deleted node
+and any node this client already knows to be gone (its own deletions, and the deletion events and
+NoNode answers of its other waiters on the same path), and is through at once, without a round
+trip, when nothing ahead is left: this holds for every driver, since each decision is monotone
+(a node fewer ahead never blocks), so deciding on a superset of the live nodes is always safe.
+Otherwise the nodes left ahead may have gone unseen, and most likely have: the node it waited
+for was most likely granted, which needed them gone. One listing checks them all (one request;
+a watch on the next node, most likely gone too, would cost one more), and only a waiter still
+blocked then arms a watch on the next node the driver names. The one exception to "nothing is
+inserted ahead" is Curator's read-lock downgrade node, which reuses its write node's sequence
+number; the write-lock driver asks for a fresh listing whenever a writer ahead of it goes.
+
+**O(1) per waiter, whatever the queue length.** A waiter keeps only the nearest nodes ahead
+in view, from a listing sorted once per client (see :mod:`aiocoord.recipes._contention.listing`).
+
+**Round trips.** The create and the first listing are pipelined (ZooKeeper answers one
+session's requests in order, so a listing written after the create sees it): an uncontended
+acquire costs one round trip and a release none (its delete is written, not waited for: the
+same session's next create is answered after it); a contended one 5 requests, as Curator's
+(create, listing, watch, a listing after the wake unless nothing else was ahead, delete).
+Listings of one path by one client are shared when sent after the caller's create was (a
+burst of contenders shares one); a listing without the caller's node is never trusted. A
+release lets the next waiter *of the same client* in at once, without waiting for the server:
+the node is ours and no longer held, and everyone else still sees it until the delete lands,
+so nobody else can get ahead meanwhile. That hand-over happens only while the
+session is *trusted* (connected, and answered within the liveness window; see
+:mod:`aiocoord._session.liveness`): then the server cannot expire the session before the client
+itself declares it LOST, so the new holder hears of any loss before another client can be let in.
+While SUSPENDED, or silent for too long, the waiter waits for the server's word instead.
+
+**Connection and session.** A waiter survives a connection loss (its watch is restored, its
+node stays); after an expiry it queues again with a new node in the new session. A granted
+node is watched by a :class:`LossWatch` (:mod:`aiocoord.recipes._contention.holding`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from aiocoord._paths import SEQUENCE_DIGITS, join
+from aiocoord._session.session import State
+from aiocoord._session.watch import EventType, Watch
+from aiocoord._wire.data import ACL
+from aiocoord.client import Client
+from aiocoord.errors import NoNodeError, SessionExpiredError
+from aiocoord.recipes._contention.contender import (
+    ProtectedNode,
+    QueueNode,
+    Restart,
+    abandon_watch,
+    confirm_alive,
+    delete_node,
+    watch_node,
+    watch_own,
+)
+from aiocoord.recipes._contention.drivers import Driver
+from aiocoord.recipes._contention.listing import (
+    QueueState,
+    enter_state,
+    leave_state,
+    next_stamp,
+    queued_nodes,
+)
+from aiocoord.recipes._contention.waiting import TimedOut, bounded, wait_gone
+
+__all__ = ["SequentialQueue"]
+
+
+class SequentialQueue:
+    """A queue of protected sequential nodes under ``path``; see the module docstring.
+
+    ``lock_name`` is the node name before the sequence (``lock-``, ``__READ__``, ``lease-``),
+    ``driver`` decides who is through. The object holds no state about its contenders, so any
+    number of tasks may use one queue at the same time. ``acl`` goes to every node it creates,
+    parents included (None: OPEN_ACL_UNSAFE).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        lock_name: str,
+        driver: Driver,
+        *,
+        acl: Sequence[ACL] | None = None,
+    ) -> None:
+        self.client = client
+        self.path = path
+        self.lock_name = lock_name
+        self.driver = driver
+        self.acl = acl
+
+    async def acquire(
+        self,
+        data: bytes,
+        *,
+        timeout: float | None = None,
+        blocking: bool = True,
+        suspended_is_loss: bool = False,
+    ) -> QueueNode | None:
+        """Enter the queue and wait until the driver lets our node through.
+
+        Returns the node, or None if ``blocking`` is false and the node was not through at
+        once, or if ``timeout`` seconds passed first; either way no node is left behind. The
+        caller must start its :class:`LossWatch` before its next ``await``. Under
+        ``suspended_is_loss`` a node is not granted while the connection is SUSPENDED.
+        Cancelling leaves no node (see :meth:`ProtectedNode.discard`).
+        """
+        client = self.client
+        deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+        state = enter_state(client, self.path)
+        try:
+            while True:
+                entry = ProtectedNode(client, self.path, self.lock_name, data, acl=self.acl)
+                try:
+                    node = await self._wait_turn(entry, state, deadline, blocking)
+                    if node is not None and suspended_is_loss and not client.connected:
+                        node = await self._after_suspension(node, deadline)
+                except Restart:
+                    await entry.discard()
+                    continue
+                except TimedOut:
+                    await entry.discard()
+                    return None
+                except BaseException:
+                    await entry.discard()
+                    raise
+                if node is None:
+                    await entry.discard()
+                return node
+        finally:
+            leave_state(client, self.path, state)
+
+    async def _after_suspension(self, node: QueueNode, deadline: float | None) -> QueueNode:
+        # Granted while disconnected: under the strict policy that is not held yet. Once the
+        # connection is back the grant stands if the session (and so the node) survived.
+        client = self.client
+        while not client.connected:
+            await bounded(client.wait_for(State.CONNECTED), deadline)
+        if not node.alive_in(client):
+            raise Restart()
+        return node
+
+    async def enter_at(self, data: bytes, sequence: int) -> QueueNode:
+        """Create a non-sequential protected ephemeral node that sorts at ``sequence`` and
+        is granted at once (Curator 5.4's read-lock downgrade node). Cancelling leaves none."""
+        name = f"{self.lock_name}{sequence:0{SEQUENCE_DIGITS}d}"
+        while True:
+            entry = ProtectedNode(
+                self.client, self.path, name, data, sequential=False, acl=self.acl
+            )
+            try:
+                return await entry.result(None)
+            except Restart:
+                await entry.discard()
+            except BaseException:
+                await entry.discard()
+                raise
+
+    async def release(self, node: QueueNode) -> None:
+        """Delete ``node`` for sure (in the background once reconnected, if need be); a
+        waiter of this client right behind it goes ahead on the server's answer (see
+        :func:`delete_node`)."""
+        await delete_node(self.client, node.path, cleared=self.driver.exclusive)
+
+    async def participants(self, name_filter: str | None = None) -> list[tuple[str, bytes]]:
+        """``(name, data)`` of every queued node, in queue order; ``name_filter`` keeps
+        only names containing it. Nodes that vanish meanwhile are left out."""
+        return await queued_nodes(self.client, self.path, name_filter)
+
+    # --- waiting --------------------------------------------------------------------------
+
+    async def _wait_turn(
+        self, entry: ProtectedNode, state: QueueState, deadline: float | None, blocking: bool
+    ) -> QueueNode | None:
+        client = self.client
+        driver = self.driver
+        if entry.sent_stamp is None:
+            # The create went to a task (not connected): let it write its request first, so
+            # that the listing below is ordered after it on the wire and pipelines with it.
+            await asyncio.sleep(0)
+        after = entry.sent_stamp if entry.sent_stamp is not None else next_stamp()
+        try:
+            # Alone on the path, the listing goes out at once, behind the create (one round
+            # trip for both); with other contenders of this client it waits one loop turn,
+            # so that a burst of them shares it.
+            names: list[str] | None = await bounded(
+                state.children(client, self.path, after, gather=state.users > 1), deadline
+            )
+        except NoNodeError:
+            names = None  # the parents were missing; the create makes them
+        node = await entry.result(deadline)
+        if names is None or node.name not in names:
+            names = await self._listing(node, state, deadline)
+        # `ahead`: the nearest relevant nodes ahead of ours, taken from the listing `source`;
+        # `truncated`: more are further ahead in it (looked at once the nearest are gone).
+        source = names
+        ahead, truncated = state.ahead(source, node.name, node.sequence, driver)
+        # Requests made for the node run only in its session: a read retried on a new session
+        # would keep waiting in a queue that the node, gone with the old session, has left.
+        pinned = client.bound(node.generation)
+        state.mine[node.name] = None
+        # A waiter that may be let through with no listing after its wake (nothing else ahead
+        # of the node it waits for, or that node is this client's and may be handed over
+        # locally) watches its own node too: a third party may delete it (the whole lock path,
+        # say). Events arrive in zxid order, so if our node went before the node ahead of it,
+        # we know by the time the latter's deletion wakes us. Any other waiter lists after its
+        # wake, and a listing that holds our node proves it as well.
+        own: Watch | None = None
+        stale = False  # whether nodes in `ahead` may have gone unseen
+        need_listing = False
+        listed = True  # whether a listing read since the last wake holds our node
+        waited = False  # whether we waited for a node ahead (Client.stats counts it)
+        while True:
+            if own is not None and own.done():
+                event = own.fired()
+                if event is None or event.type is EventType.DELETED:
+                    raise Restart()
+                own = None  # a data change consumed it: armed again with the next probe
+            # Names this client saw go since (its own deletions, its other waiters' events).
+            if any(n in state.gone for n in ahead):
+                for n in ahead:
+                    if n in state.gone and driver.needs_listing_after(n):
+                        need_listing = True
+                cut = 0
+                for i, n in enumerate(ahead):
+                    if n in state.cleared:
+                        cut = i + 1  # granted exclusively, then gone: nothing before it is left
+                if cut:
+                    ahead = ahead[cut:]
+                    truncated = False
+                ahead = [n for n in ahead if n not in state.gone]
+            blocker = driver.blocker(ahead)
+            if blocker is None and truncated:
+                # The nodes in view are gone; look further ahead in the listing (those may
+                # have gone unseen, so they are checked before they are trusted).
+                ahead, truncated = state.ahead(source, node.name, node.sequence, driver)
+                stale = bool(ahead)
+                continue
+            if blocker is None and not need_listing:
+                if not listed and (own is None or own.done()):
+                    # Through with no listing since the wake and no watch on our node armed
+                    # before it: only an answer about the node itself proves it is there.
+                    own = await bounded(watch_own(client, pinned, node), deadline)
+                    if own is None:
+                        continue  # a connection loss: asked again once reconnected
+                await confirm_alive(client, pinned, node, deadline)
+                live = own if own is not None and not own.done() else None
+                return replace(node, own=live, waited=waited) if live or waited else node
+            if not blocking:  # decided on the first, fresh listing
+                return None
+            # Nodes ahead that may have gone unseen (after a wake: the node we waited for was
+            # most likely granted, so they are most likely gone) are checked by one listing,
+            # before any watch: one request, where a watch on a node that is gone would be
+            # two. The listing is sent alone; a watch follows only if we are still blocked.
+            relist = need_listing or stale
+            probe_for = None if stale else blocker
+            arm_own = own is None and (
+                (probe_for is not None and ahead == [probe_for]) or probe_for in state.mine
+            )
+            arming = asyncio.ensure_future(watch_own(client, pinned, node)) if arm_own else None
+            try:
+                watch, gone, fresh = await self._probe(
+                    pinned, probe_for, deadline, node if relist else None, state, node.generation
+                )
+            except BaseException:
+                if arming is not None:
+                    await abandon_watch(arming)
+                raise
+            if arming is not None:
+                try:
+                    own = await bounded(arming, deadline)
+                except BaseException:
+                    if watch is not None:
+                        watch.cancel()
+                    await abandon_watch(arming)
+                    raise
+            stale = False
+            if fresh is not None:
+                gone.update(set(ahead) - set(fresh))
+                source = fresh
+                ahead, truncated = state.ahead(source, node.name, node.sequence, driver)
+                need_listing = False
+                listed = True
+                if watch is not None and driver.blocker(ahead) != blocker:
+                    watch.cancel()
+                    watch = None
+            for n in gone:
+                state.mark_gone(n)
+                if fresh is None and driver.needs_listing_after(n):
+                    need_listing = True
+            if gone and fresh is None:
+                ahead = [n for n in ahead if n not in gone]
+            if watch is None:
+                # Listed, or the node to watch was gone: others we know of may be too (next probe).
+                stale = fresh is None and bool(ahead)
+                continue
+            assert blocker is not None  # a watch is only armed on a blocker
+            waited = True
+            try:
+                deleted = await wait_gone(watch, blocker, state, deadline, own)
+            except SessionExpiredError:
+                if client.session.reconnect_after_expiry:
+                    raise Restart() from None
+                raise
+            if deleted:
+                state.mark_gone(blocker)
+                need_listing = need_listing or driver.needs_listing_after(blocker)
+                ahead = [n for n in ahead if n != blocker]
+                stale = bool(ahead)
+                listed = False
+            # Any other event (a data change) leaves the node in place: the loop re-arms.
+
+    async def _listing(
+        self, node: QueueNode, state: QueueState, deadline: float | None
+    ) -> list[str]:
+        """A listing sent after now, which must contain our node (else it is gone)."""
+        try:
+            names = await bounded(
+                state.children(self.client, self.path, next_stamp(), containing=node.name),
+                deadline,
+            )
+        except NoNodeError:
+            raise Restart() from None
+        except SessionExpiredError:
+            if self.client.session.reconnect_after_expiry:
+                raise Restart() from None
+            raise
+        if node.name not in names:
+            raise Restart()
+        return names
+
+    async def _probe(
+        self,
+        pinned: Client,
+        blocker: str | None,
+        deadline: float | None,
+        list_for: QueueNode | None,
+        state: QueueState,
+        generation: int,
+    ) -> tuple[Watch | None, set[str], list[str] | None]:
+        """In one round trip: arm a getData watch on ``blocker`` and (with ``list_for``, our
+        node) list the children afresh.
+
+        Returns the watch (None if ``blocker`` is gone), the names found gone, and the
+        listing (None unless asked for). Raises Restart if our node is gone.
+        """
+        client = self.client
+        gone: set[str] = set()
+        try:
+            if blocker is not None and list_for is None:
+                watch = await bounded(
+                    watch_node(client, pinned, generation, join(self.path, blocker)), deadline
+                )
+                if watch is None:
+                    gone.add(blocker)
+                return watch, gone, None
+            assert list_for is not None  # a probe lists, or watches, or both
+            if blocker is None:  # the listing alone: no task to start
+                fresh = await bounded(state.children(client, self.path, next_stamp()), deadline)
+                if list_for.name not in fresh:
+                    raise Restart()
+                return None, gone, fresh
+            # Created in this order, the tasks write their requests in this order: the
+            # listing, last, shows the state after the watch was armed.
+            get_task = asyncio.ensure_future(pinned.get(join(self.path, blocker), watch=True))
+            list_task = asyncio.ensure_future(state.children(client, self.path, next_stamp()))
+            tasks: list[asyncio.Future[Any]] = [get_task, list_task]
+            finished = False
+            try:
+                await bounded(asyncio.wait(tasks), deadline)
+                finished = True
+            finally:
+                if not finished:
+                    for t in tasks:
+                        t.cancel()
+                    await asyncio.wait(tasks)
+                    if not get_task.cancelled() and get_task.exception() is None:
+                        get_task.result()[2].cancel()  # nobody will wait on it
+        except NoNodeError:  # the listing found the queue gone, our node with it
+            raise Restart() from None
+        except SessionExpiredError:
+            if client.session.reconnect_after_expiry:
+                raise Restart() from None
+            raise
+        first_error: BaseException | None = None
+        armed: Watch | None = None
+        exc = get_task.exception()
+        if exc is None:
+            armed = get_task.result()[2]
+        elif isinstance(exc, NoNodeError):
+            gone.add(blocker)
+        else:
+            first_error = exc
+        names: list[str] | None = None
+        exc = list_task.exception()
+        if exc is None:
+            names = list_task.result()
+            if list_for.name not in names:
+                first_error = first_error or Restart()
+        elif isinstance(exc, NoNodeError):
+            first_error = first_error or Restart()
+        else:
+            first_error = first_error or exc
+        if first_error is not None:
+            if armed is not None:
+                armed.cancel()
+            if (
+                isinstance(first_error, SessionExpiredError)
+                and client.session.reconnect_after_expiry
+            ):
+                raise Restart() from first_error
+            raise first_error
+        return armed, gone, names

@@ -1,0 +1,490 @@
+"""How a cache learns of changes: one persistent watch, or one-shot watches per node.
+
+Both feeds follow one rule: watch events are hints, reads are the truth. An event schedules
+a read, and only a read result changes the :class:`~aiocoord.recipes.cache._store.Store`.
+
+:class:`PersistentFeed` (servers >= 3.6) holds one persistent watch on the cache's root,
+recursive unless the cache holds a single node. There is at most one read of a node in
+flight: an event that comes meanwhile marks the node to be read once more afterwards.
+ZooKeeper answers one session's requests in order and never shows it an older state than it
+has seen, so each node's reads, and therefore its changes, go forward in zxid order. The one
+exception to "reads change the store" is a deletion event for a node with no read in flight,
+which is applied directly: no reply can be older than it. A reconnect restores the watch but
+not the events of the gap, so the feed re-reads the whole subtree (pipelined) and the store
+emits exactly the differences; after a session expiry it re-adds the watch first.
+
+:class:`OneShotFeed` (older servers) gives each node a task that reads it with a data watch
+and re-arms the watch after every event, and each node above the depth limit a task that
+lists its children with a child watch. The session restores those watches after a
+reconnect with the last zxid seen, so the server fires every watch whose node changed in the
+gap; after an expiry each task reads its node again with a fresh watch.
+
+A feed owns its tasks; :meth:`Feed.close` cancels and awaits all of them and removes its
+watches from the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from aiocoord._paths import join
+from aiocoord._session.session import State
+from aiocoord._session.watch import EventType, PersistentWatch, WatchEvent
+from aiocoord.client import Client
+from aiocoord.errors import (
+    ConnectionLossError,
+    CoordinationError,
+    NoAuthError,
+    NoNodeError,
+    SessionExpiredError,
+)
+from aiocoord.recipes.cache._store import Store
+
+__all__ = ["Feed", "OneShotFeed", "PersistentFeed", "add_persistent_watch"]
+
+#: The first pause after a connection loss; it doubles up to :data:`MAX_DELAY`.
+FIRST_DELAY = 0.05
+MAX_DELAY = 1.0
+
+
+async def recover(client: Client, exc: BaseException, delay: float) -> float:
+    """Wait before trying again after a connection loss or a session expiry; the next delay."""
+    if isinstance(exc, SessionExpiredError):
+        # Retrying is pointless until a session exists again; ClientClosedError if never.
+        await client.wait_for(State.CONNECTED)
+        return FIRST_DELAY
+    await asyncio.sleep(delay)
+    return min(delay * 2, MAX_DELAY)
+
+
+async def add_persistent_watch(client: Client, store: Store) -> PersistentWatch:
+    """The persistent watch a :class:`PersistentFeed` needs, retried through connection
+    losses; UnimplementedError from a server without persistent watches."""
+    delay = FIRST_DELAY
+    while True:
+        try:
+            # A single node needs no recursion: its own events are all we want.
+            return await client.add_watch(store.root, recursive=store.limit > 0)
+        except (ConnectionLossError, SessionExpiredError) as exc:
+            delay = await recover(client, exc, delay)
+
+
+class Feed:
+    """What both feeds share: the client, the store, the tasks, and how to fail."""
+
+    def __init__(
+        self,
+        client: Client,
+        store: Store,
+        *,
+        cache_data: bool,
+        fail: Callable[[BaseException], None],
+        owner: object,
+        logger: logging.Logger,
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._cache_data = cache_data
+        self._fail = fail
+        self._owner = owner  # named in log records and task names
+        self._log = logger
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    async def start(self) -> None:
+        """Return once the initial state is in the store."""
+        raise NotImplementedError
+
+    def reconnected(self, new_session: bool) -> None:
+        """The client connected again (the watches the session restores are back)."""
+
+    def abort(self) -> list[asyncio.Task[Any]]:
+        """Cancel every task but the current one; the cancelled ones."""
+        current = asyncio.current_task()
+        tasks = [task for task in self._all_tasks() if task is not current]
+        for task in tasks:
+            task.cancel()
+        return tasks
+
+    async def close(self) -> None:
+        """Cancel and await every task, then remove the feed's watches from the server."""
+        tasks = self.abort()
+        if tasks:
+            # Cancelling a task that awaits a Watch cancels the Watch, which removes the
+            # server watch once no other waiter shares it.
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _all_tasks(self) -> list[asyncio.Task[Any]]:
+        return list(self._tasks)
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(
+            coro, name=f"aiocoord-cache-{name}:{self._store.root}"
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _guard(self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
+        """Run ``func(*args)``; an error other than cancellation stops the cache.
+
+        The coroutine is made here, not by the caller: a task cancelled before its first
+        step (a cache closed at once) then leaves no coroutine that was never awaited.
+        """
+        try:
+            await func(*args)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self._fail(exc)
+
+
+class PersistentFeed(Feed):
+    """One persistent watch on the root, a read per event (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: Client,
+        store: Store,
+        watch: PersistentWatch,
+        *,
+        cache_data: bool,
+        fail: Callable[[BaseException], None],
+        owner: object,
+        logger: logging.Logger,
+    ) -> None:
+        super().__init__(
+            client, store, cache_data=cache_data, fail=fail, owner=owner, logger=logger
+        )
+        self._watch: PersistentWatch | None = watch
+        # path -> the task reading it; at most one read of a node is in flight
+        self._reading: dict[str, asyncio.Task[None]] = {}
+        # nodes to read once more when their current read ends (an event came meanwhile)
+        self._dirty: set[str] = set()
+        self._resync_task: asyncio.Task[None] | None = None
+        self._resync_again = False
+        self._sync_first = False
+
+    async def start(self) -> None:
+        assert self._watch is not None
+        self._spawn(self._guard(self._pump, self._watch), "pump")
+        self._request_resync()
+        assert self._resync_task is not None
+        await asyncio.shield(self._resync_task)
+
+    def reconnected(self, new_session: bool) -> None:
+        if not new_session:
+            # The watch is back (restored before this was announced), but what changed in
+            # the gap was never sent: read it all again. After an expiry the pump re-adds
+            # the watch first and then asks for the same.
+            self._request_resync()
+
+    async def close(self) -> None:
+        await super().close()
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            with contextlib.suppress(CoordinationError):
+                await watch.aclose()
+
+    def _all_tasks(self) -> list[asyncio.Task[Any]]:
+        return [*self._tasks, *self._reading.values()]
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def _refresh(self, path: str) -> asyncio.Task[None]:
+        """Read ``path`` (again); returns the task whose end means the store has it."""
+        task = self._reading.get(path)
+        if task is not None:
+            self._dirty.add(path)
+            return task
+        task = asyncio.get_running_loop().create_task(self._read_loop(path))
+        self._reading[path] = task
+        return task
+
+    async def _read_loop(self, path: str) -> None:
+        try:
+            while True:
+                await self._read_once(path)
+                if path not in self._dirty:
+                    return
+                self._dirty.discard(path)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self._fail(exc)
+        finally:
+            del self._reading[path]
+            self._dirty.discard(path)
+
+    async def _read_once(self, path: str) -> None:
+        delay = FIRST_DELAY
+        client = self._client
+        store = self._store
+        while True:
+            try:
+                if self._cache_data:
+                    data, stat = await client.get(path)
+                else:
+                    maybe = await client.exists(path)
+                    if maybe is None:
+                        store.remove(path)
+                        return
+                    data, stat = b"", maybe
+            except NoNodeError:
+                store.remove(path)
+                return
+            except (ConnectionLossError, SessionExpiredError) as exc:
+                # The client retried already; keep trying: a cache must catch up eventually.
+                delay = await recover(client, exc, delay)
+                continue
+            except NoAuthError:
+                self._log.warning("%s: no permission to read %s; leaving it out", self._owner, path)
+                store.remove(path)
+                return
+            store.put(path, data, stat)
+            return
+
+    def _on_event(self, event: WatchEvent) -> None:
+        etype = event.type
+        if etype is EventType.CHILDREN_CHANGED:
+            return  # a non-recursive watch on a single node: its children are not cached
+        path = event.path
+        if not self._store.wants(path):
+            return
+        if etype is EventType.DELETED and path not in self._reading:
+            # No reply about this node is pending, so none can be older than this event.
+            self._store.drop(path)
+            return
+        self._refresh(path)
+
+    async def _pump(self, watch: PersistentWatch) -> None:
+        while True:
+            try:
+                async for event in watch:
+                    self._on_event(event)
+                return  # closed
+            except SessionExpiredError:
+                # The new session has no watch; set it again, then re-read everything.
+                self._sync_first = True
+                watch = self._watch = await add_persistent_watch(self._client, self._store)
+                self._request_resync()
+
+    # --- resync ------------------------------------------------------------------------------
+
+    def _request_resync(self) -> None:
+        task = self._resync_task
+        if task is not None and not task.done():
+            self._resync_again = True
+            return
+        self._resync_task = self._spawn(self._guard(self._resync_loop), "resync")
+
+    async def _resync_loop(self) -> None:
+        while True:
+            self._resync_again = False
+            await self._resync()
+            if not self._resync_again:
+                return
+
+    async def _resync(self) -> None:
+        """Re-read every node of the subtree; the reads emit exactly the differences."""
+        delay = FIRST_DELAY
+        store = self._store
+        while True:
+            try:
+                if self._sync_first:
+                    # A new session may be served by a server behind the one we saw last.
+                    await self._client.sync(store.root)
+                    self._sync_first = False
+                pending: set[asyncio.Task[None]] = set()
+                seen: set[str] = set()
+                await self._walk(store.root, 0, pending, seen)
+                break
+            except (ConnectionLossError, SessionExpiredError) as exc:
+                delay = await recover(self._client, exc, delay)
+        # Whatever is held but was not listed is gone or new since: a read tells which.
+        for path in store.nodes:
+            if path not in seen:
+                pending.add(self._refresh(path))
+        if pending:
+            await asyncio.wait(pending)
+
+    async def _walk(
+        self, path: str, depth: int, pending: set[asyncio.Task[None]], seen: set[str]
+    ) -> None:
+        store = self._store
+        seen.add(path)
+        if depth or store.include_root:
+            pending.add(self._refresh(path))
+        if depth >= store.limit:
+            return
+        try:
+            names = await self._client.children(path)
+        except NoNodeError:
+            return
+        except NoAuthError:
+            self._log.warning(
+                "%s: no permission to list %s; its children are left out", self._owner, path
+            )
+            return
+        if depth + 1 >= store.limit:
+            # The last level: no coroutine per child, every read is issued right here.
+            refresh = self._refresh
+            for name in names:
+                child = join(path, name)
+                seen.add(child)
+                pending.add(refresh(child))
+            return
+        await asyncio.gather(
+            *(self._walk(join(path, name), depth + 1, pending, seen) for name in names)
+        )
+
+
+class OneShotFeed(Feed):
+    """A task per node keeping its one-shot watches armed (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: Client,
+        store: Store,
+        *,
+        cache_data: bool,
+        fail: Callable[[BaseException], None],
+        owner: object,
+        logger: logging.Logger,
+    ) -> None:
+        super().__init__(
+            client, store, cache_data=cache_data, fail=fail, owner=owner, logger=logger
+        )
+        # path -> the task keeping its data / child-list watch armed
+        self._watchers: dict[str, asyncio.Task[None]] = {}
+        self._listers: dict[str, asyncio.Task[None]] = {}
+        self._loading = 0
+        self._loaded: asyncio.Future[None] | None = None
+
+    async def start(self) -> None:
+        self._loaded = asyncio.get_running_loop().create_future()
+        store = self._store
+        if store.include_root:
+            self._watch_node(store.root, 0)
+        if store.limit > 0:
+            self._watch_children(store.root, 0)
+        self._loaded_one(False)
+        await self._loaded
+
+    def abort(self) -> list[asyncio.Task[Any]]:
+        if self._loaded is not None and not self._loaded.done():
+            self._loaded.set_result(None)  # start() returns; the cache raises its error
+        return super().abort()
+
+    def _all_tasks(self) -> list[asyncio.Task[Any]]:
+        return [*self._tasks, *self._watchers.values(), *self._listers.values()]
+
+    def _watch_node(self, path: str, depth: int) -> None:
+        if path not in self._watchers:
+            self._loading += 1
+            coro = self._guard(self._node_loop, path, depth)
+            self._watchers[path] = self._spawn(coro, "node")
+
+    def _watch_children(self, path: str, depth: int) -> None:
+        if path not in self._listers:
+            self._loading += 1
+            coro = self._guard(self._list_loop, path, depth)
+            self._listers[path] = self._spawn(coro, "children")
+
+    def _loaded_one(self, first: bool) -> bool:
+        """Count a node's first load (if ``first``); the initial load ends at zero."""
+        if first:
+            self._loading -= 1
+        if self._loading == 0 and self._loaded is not None and not self._loaded.done():
+            self._loaded.set_result(None)
+        return False
+
+    async def _until_connected(self) -> None:
+        # Not needed for correctness (a read made while suspended waits by itself), but it
+        # keeps a loop from arming a watch it would only withdraw if the cache closes now.
+        await self._client.wait_for(State.CONNECTED)
+
+    async def _node_loop(self, path: str, depth: int) -> None:
+        """Keep one node read and its data watch armed."""
+        first = True
+        delay = FIRST_DELAY
+        client = self._client
+        store = self._store
+        try:
+            while True:
+                try:
+                    if not client.connected:
+                        await self._until_connected()
+                    try:
+                        if self._cache_data:
+                            data, stat, watch = await client.get(path, watch=True)
+                        else:
+                            maybe, watch = await client.exists(path, watch=True)
+                            if maybe is None:
+                                raise NoNodeError(path=path)
+                            data, stat = b"", maybe
+                    except NoNodeError:
+                        store.remove(path)
+                        if path != store.root:
+                            return  # the parent's child watch reports a re-creation
+                        # The root: wait for it to appear.
+                        if not client.connected:
+                            await self._until_connected()
+                        maybe, watch = await client.exists(path, watch=True)
+                        if maybe is not None:
+                            watch.cancel()
+                            continue  # created in between: read it
+                        first = self._loaded_one(first)
+                        await watch
+                        continue
+                    store.put(path, data, stat)
+                    if depth < store.limit:
+                        self._watch_children(path, depth)
+                    first = self._loaded_one(first)
+                    delay = FIRST_DELAY
+                    await watch
+                except (ConnectionLossError, SessionExpiredError) as exc:
+                    # Expired: the watch is gone with the session; read again with a new one.
+                    delay = await recover(client, exc, delay)
+        finally:
+            self._loaded_one(first)
+            self._watchers.pop(path, None)
+
+    async def _list_loop(self, path: str, depth: int) -> None:
+        """Keep one node's children listed and its child watch armed."""
+        first = True
+        delay = FIRST_DELAY
+        client = self._client
+        root = self._store.root
+        try:
+            while True:
+                try:
+                    if not client.connected:
+                        await self._until_connected()
+                    try:
+                        names, watch = await client.children(path, watch=True)
+                    except NoNodeError:
+                        if path != root:
+                            return  # the node's own task reports the deletion
+                        if not client.connected:
+                            await self._until_connected()
+                        maybe, watch = await client.exists(path, watch=True)
+                        if maybe is not None:
+                            watch.cancel()
+                            continue
+                        first = self._loaded_one(first)
+                        await watch
+                        continue
+                    for name in names:
+                        self._watch_node(join(path, name), depth + 1)
+                    first = self._loaded_one(first)
+                    delay = FIRST_DELAY
+                    await watch
+                except (ConnectionLossError, SessionExpiredError) as exc:
+                    delay = await recover(client, exc, delay)
+        finally:
+            self._loaded_one(first)
+            self._listers.pop(path, None)
