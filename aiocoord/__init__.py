@@ -87,7 +87,15 @@ from aiocoord.recipes.semaphore import Lease, Semaphore
 from aiocoord.recipes.shared_value import SharedValue, ValueChange
 from aiocoord.recipes.simple_queue import QueueEmptyError, SimpleQueue
 from aiocoord.recipes.ttl_node import PersistentTtlNode
-from aiocoord.retry import ExponentialBackoff, NoRetry, RetryNTimes, RetryPolicy, RetryUntilElapsed
+from aiocoord.retry import (
+    RETRYABLE_ERRORS,
+    ExponentialBackoff,
+    NoRetry,
+    RetryNTimes,
+    RetryPolicy,
+    RetryUntilElapsed,
+    call_with_retry,
+)
 from aiocoord.session import State, StateChange
 from aiocoord.transaction import OpResult, Transaction
 
@@ -199,4 +207,7 @@ __all__ = [
     "EnsembleMember",
     "EnsembleTracker",
     "MemberRole",
+    # issue 28: what kazoo and Curator users reach for
+    "RETRYABLE_ERRORS",
+    "call_with_retry",
 ]

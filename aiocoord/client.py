@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -50,7 +50,7 @@ from aiocoord.errors import (
     BadVersionError,
     NoNodeError,
 )
-from aiocoord.retry import ExponentialBackoff, RetryPolicy
+from aiocoord.retry import ExponentialBackoff, RetryPolicy, call_with_retry
 from aiocoord.session import Session
 from aiocoord.transaction import Transaction, create_mode
 
@@ -434,6 +434,16 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
             )
         else:
             await self._delete_once(path, version)
+
+    async def call_with_retry(
+        self, op: Callable[[], Awaitable[T]], *, timeout: float | None = None
+    ) -> T:
+        """``await op()`` under this client's :attr:`retry` policy: again after each
+        connection loss or operation timeout, never after another error (kazoo's
+        ``client.retry(fn)``, Curator's ``RetryLoop``). ``timeout`` bounds all attempts
+        together (:class:`aiocoord.TimeoutError`). See :func:`aiocoord.call_with_retry` for
+        what is retried, what a lost attempt may have done, and cancellation."""
+        return await call_with_retry(op, policy=self.retry, timeout=timeout)
 
     # --- transactions ----------------------------------------------------------------------
 
