@@ -11,7 +11,14 @@ from aiocoord._stats import ClientStats, OpStats, RecipeStats, WatchStats
 from aiocoord._tracker import EnsembleTracker
 from aiocoord._watches import EventType, PersistentWatch, Watch, WatchEvent
 from aiocoord._wire.data import ACL, Stat
-from aiocoord.acl import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, ACLProvider
+from aiocoord.acl import (
+    CREATOR_ALL_ACL,
+    OPEN_ACL_UNSAFE,
+    READ_ACL_UNSAFE,
+    ACLProvider,
+    digest_acl,
+    digest_id,
+)
 from aiocoord.client import (
     ChildData,
     Client,
@@ -210,4 +217,6 @@ __all__ = [
     # issue 28: what kazoo and Curator users reach for
     "RETRYABLE_ERRORS",
     "call_with_retry",
+    "digest_acl",
+    "digest_id",
 ]
