@@ -1,7 +1,8 @@
 """Client operations beyond reading and writing node data: ACLs (``get_acl``, ``set_acl``),
 authentication and identity (``add_auth``, ``whoami``), what the server counts for this
 session (``get_ephemerals``, ``count_descendants``), persistent watches (``add_watch``) and
-the ensemble's dynamic configuration (``get_config``, ``reconfig``; ZooKeeper 3.5+).
+the ensemble's dynamic configuration (``get_config``, ``reconfig``; ZooKeeper 3.5+), and the
+connected server's four-letter words (``command``, ``server_version``).
 
 :class:`AdminOps` is the part of :class:`~aiocoord.Client` that holds them, built on
 :class:`~aiocoord._pathops.PathOps` (the multi-request path operations) for its request and
@@ -10,9 +11,11 @@ retry plumbing; the API reference shows them on the client.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from aiocoord._deadline import timed_out
 from aiocoord._ensembleconfig import (
     CONFIG_NODE,
     EnsembleConfig,
@@ -20,7 +23,14 @@ from aiocoord._ensembleconfig import (
     reconfig_arguments,
 )
 from aiocoord._pathops import PathOps
-from aiocoord._validation import validate_auth, validate_flag, validate_path, validate_version
+from aiocoord._server_commands import check_word, four_letter, parse_version
+from aiocoord._validation import (
+    validate_auth,
+    validate_flag,
+    validate_path,
+    validate_timeout,
+    validate_version,
+)
 from aiocoord._watches import PersistentWatch, Watch, WatchKind
 from aiocoord._wire.auth import WhoAmIRequest
 from aiocoord._wire.data import ACL, Stat
@@ -33,7 +43,7 @@ from aiocoord._wire.reads import (
 from aiocoord._wire.reconfig import ReconfigRequest
 from aiocoord._wire.writes import SetACLRequest
 from aiocoord.acl import wire_acl
-from aiocoord.errors import InvalidTypeError
+from aiocoord.errors import ConnectionLossError, InvalidTypeError, ProtocolError
 
 __all__ = ["AdminOps"]
 
@@ -116,6 +126,52 @@ class AdminOps(PathOps):
         watch = PersistentWatch(path, recursive, remove)
         await session.watches.add_persistent(watch, full)
         return watch
+
+    # --- the connected server's four-letter words ------------------------------------------
+
+    async def command(self, word: str = "ruok", *, timeout: float | None = 5.0) -> str:
+        """Send the four-letter word ``word`` (``ruok``, ``srvr``, ``mntr``, ``conf``...) to
+        the server this client is connected to; its answer, as text (``"imok"`` for
+        ``ruok``). kazoo's ``client.command``.
+
+        The word goes on a connection of its own, outside the session (as the server
+        requires); the session is neither used nor disturbed. The server runs only the words
+        its ``4lw.commands.whitelist`` names (``srvr`` alone by default).
+
+        :raises FourLetterWordError: the server did not run the word (not whitelisted, or not
+            serving).
+        :raises ConnectionLossError: the client is not connected to a server now, or that
+            server could not be reached (retryable: :meth:`call_with_retry`).
+        :raises aiocoord.TimeoutError: no answer within ``timeout`` seconds.
+        :raises BadArgumentsError: ``word`` is not four lowercase letters (InvalidTypeError if
+            not a str), or ``timeout`` is negative; nothing is sent.
+        """
+        check_word(word)
+        limit = validate_timeout(timeout)
+        session = self._session
+        server, state = session.server, session.state
+        if server is None or state is None or not state.is_connected:
+            raise ConnectionLossError(
+                f"{word} not sent: the client is not connected to a server now "
+                f"(state {state.name if state else None}); wait for CONNECTED and try again",
+                op="command",
+            )
+        try:
+            return await four_letter(server.host, server.port, word, limit, ssl=session.ssl)
+        except asyncio.TimeoutError:  # before OSError: it is one since Python 3.11
+            raise timed_out(f"{word} not answered by {server}", limit) from None
+        except OSError as exc:
+            raise ConnectionLossError(f"{word}: {server} unreachable: {exc}", op="command") from exc
+
+    async def server_version(self, *, timeout: float | None = 5.0) -> tuple[int, int, int]:
+        """The connected server's ZooKeeper version, ``(major, minor, patch)`` (kazoo's
+        ``server_version``), from its answer to ``srvr`` (whitelisted by default). Raises as
+        :meth:`command`; ProtocolError if the answer has no version line."""
+        text = await self.command("srvr", timeout=timeout)
+        version = parse_version(text)
+        if version is None:
+            raise ProtocolError(f"no 'Zookeeper version:' line in the srvr answer: {text[:200]!r}")
+        return version
 
     # --- dynamic reconfiguration (3.5+) ---------------------------------------------------
 

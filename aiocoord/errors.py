@@ -25,6 +25,7 @@ __all__ = [
     "DataInconsistencyError",
     "DataTooLargeError",
     "EphemeralOnLocalSessionError",
+    "FourLetterWordError",
     "InvalidACLError",
     "InvalidCallbackError",
     "InvalidPathError",
@@ -123,6 +124,12 @@ class ClientClosedError(CoordinationError):
 
 class NoServersError(CoordinationError):
     """No server in the connect string could be reached."""
+
+
+class FourLetterWordError(CoordinationError):
+    """The server answered a four-letter word (``client.command("mntr")``) without running
+    it: the word is not in its ``4lw.commands.whitelist`` (add it in zoo.cfg), or the server
+    is not serving (no quorum, or still starting)."""
 
 
 class MissingDependencyError(CoordinationError, ImportError):
