@@ -43,9 +43,21 @@ from aiocoord._wire.reads import (
 from aiocoord._wire.reconfig import ReconfigRequest
 from aiocoord._wire.writes import SetACLRequest
 from aiocoord.acl import wire_acl
-from aiocoord.errors import ConnectionLossError, InvalidTypeError, ProtocolError
+from aiocoord.errors import (
+    BadArgumentsError,
+    ConnectionLossError,
+    InvalidTypeError,
+    ProtocolError,
+)
 
 __all__ = ["AdminOps"]
+
+#: The one-shot watch kinds each ``kind`` of remove_watches names.
+_WATCH_KINDS: dict[str, tuple[WatchKind, ...]] = {
+    "any": (WatchKind.DATA, WatchKind.CHILD),
+    "data": (WatchKind.DATA,),
+    "child": (WatchKind.CHILD,),
+}
 
 
 class AdminOps(PathOps):
@@ -126,6 +138,37 @@ class AdminOps(PathOps):
         watch = PersistentWatch(path, recursive, remove)
         await session.watches.add_persistent(watch, full)
         return watch
+
+    async def remove_watches(
+        self,
+        path: str,
+        kind: Literal["any", "data", "child"] = "any",
+        *,
+        local: bool = False,
+    ) -> None:
+        """Remove this session's one-shot watches on ``path`` (ZooKeeper's
+        ``removeAllWatches``): ``"data"`` the ones :meth:`get` and :meth:`exists` set,
+        ``"child"`` the ones :meth:`children` set, ``"any"`` both.
+
+        Every :class:`~aiocoord.Watch` removed fires with a :class:`~aiocoord.WatchEvent` of
+        type ``DATA_WATCH_REMOVED`` or ``CHILD_WATCH_REMOVED`` (so whoever awaits it wakes up
+        rather than waiting for a change that will not be reported). The server watch goes
+        first; with ``local=True`` it is left there (for use while disconnected: its event
+        later finds no one). A waiter fired by a real event while the removal was under way
+        keeps that event. Persistent watches (:meth:`add_watch`) are not touched: close them.
+
+        :raises NoWatcherError: this session holds no such watch on ``path``; nothing sent.
+        :raises ConnectionLossError: the connection was lost before the server answered; the
+            watches stay, so call again (or with ``local=True``).
+        :raises BadArgumentsError: a bad ``path`` or ``kind`` (InvalidTypeError for a
+            non-bool ``local``), before anything is sent.
+        """
+        validate_path(path)
+        validate_flag(local, "local")
+        kinds = _WATCH_KINDS.get(kind) if isinstance(kind, str) else None
+        if kinds is None:
+            raise BadArgumentsError(f"kind must be 'any', 'data' or 'child', not {kind!r}")
+        await self._session.watches.remove_one_shot(kinds, self._full(path), path, local)
 
     # --- the connected server's four-letter words ------------------------------------------
 

@@ -33,7 +33,7 @@ from aiocoord._wire.watches import (
     SetWatches2Request,
     SetWatchesRequest,
 )
-from aiocoord.errors import ClientClosedError, CoordinationError
+from aiocoord.errors import ClientClosedError, CoordinationError, NoWatcherError
 
 __all__ = ["WatchTable", "WatchWire"]
 
@@ -207,6 +207,52 @@ class WatchTable:
         if fut is not None:
             fut.add_done_callback(_ignore_result)
         return fut
+
+    async def remove_one_shot(
+        self, kinds: tuple[WatchKind, ...], server_path: str, user_path: str, local: bool
+    ) -> None:
+        """Remove this session's one-shot watches of ``kinds`` on the path (removeWatches):
+        on the server unless ``local``, then here, firing their waiters with a
+        ``*_WATCH_REMOVED`` event. NoWatcherError, with nothing sent, if there is none."""
+        entries = {
+            kind: entry
+            for kind in kinds
+            if (entry := self._one_shot.get((kind, server_path))) is not None and entry.waiters
+        }
+        if not entries:
+            raise NoWatcherError(
+                "this session holds no such watch on the path", path=user_path, op="remove_watches"
+            )
+        if not local:
+            for kind in entries:
+                if self.served_by_persistent(kind, server_path):
+                    continue  # ZOOKEEPER-4466: not set on the server, and removing would
+                    # take the persistent watch with it
+                wtype = WatcherType.CHILDREN if kind is WatchKind.CHILD else WatcherType.DATA
+                # NoWatcher: the server's watch fired and its event is on its way here (it
+                # then fires the waiters first), or the read that sets it failed: either
+                # way nothing is left to remove there.
+                with contextlib.suppress(NoWatcherError):
+                    await self._wire.request(
+                        RemoveWatchesRequest(path=server_path, type=wtype), path=user_path
+                    )
+        for kind, entry in entries.items():
+            key = (kind, server_path)
+            # Only the entry asked about: one made after its event fired during the await
+            # stands for a new server watch, which was not removed.
+            if self._one_shot.get(key) is not entry:
+                continue
+            del self._one_shot[key]
+            removed = (
+                EventType.CHILD_WATCH_REMOVED
+                if kind is WatchKind.CHILD
+                else EventType.DATA_WATCH_REMOVED
+            )
+            event = WatchEvent(removed, user_path)
+            for fut in entry.waiters:
+                if not fut.done():
+                    fut.set_result(event)
+        self._path_changed(server_path)
 
     # --- persistent ---------------------------------------------------------------------
 

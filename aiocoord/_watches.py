@@ -23,6 +23,10 @@ class EventType(enum.IntEnum):
     DELETED = 2
     DATA_CHANGED = 3
     CHILDREN_CHANGED = 4
+    #: the watch was removed by :meth:`Client.remove_watches <aiocoord.Client.remove_watches>`
+    #: (ZooKeeper's DataWatchRemoved / ChildWatchRemoved; never sent by the server)
+    DATA_WATCH_REMOVED = 5
+    CHILD_WATCH_REMOVED = 6
 
 
 @dataclass(frozen=True, slots=True)
