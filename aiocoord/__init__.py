@@ -4,7 +4,7 @@
 recipes (locks, caches, election, ...) take that client. Everything public is re-exported here.
 """
 
-from aiocoord import zkpaths
+from aiocoord import compression, zkpaths
 from aiocoord._connect import Connecting, connect, open_client
 from aiocoord._ensembleconfig import EnsembleConfig, EnsembleMember, MemberRole
 from aiocoord._gssapi import GSSAPI
@@ -220,5 +220,6 @@ __all__ = [
     "call_with_retry",
     "digest_acl",
     "digest_id",
+    "compression",
     "zkpaths",
 ]

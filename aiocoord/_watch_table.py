@@ -23,7 +23,15 @@ from typing import Protocol
 
 from aiocoord._connection import Reply
 from aiocoord._stats import WatchStats
-from aiocoord._watches import TRIGGERS, EventType, PersistentWatch, Watch, WatchEvent, WatchKind
+from aiocoord._watches import (
+    REMOVED,
+    TRIGGERS,
+    EventType,
+    PersistentWatch,
+    Watch,
+    WatchEvent,
+    WatchKind,
+)
 from aiocoord._wire.framing import EmptyResponse, Request
 from aiocoord._wire.opcodes import AddWatchMode, Op, WatcherType
 from aiocoord._wire.watches import (
@@ -214,44 +222,27 @@ class WatchTable:
         """Remove this session's one-shot watches of ``kinds`` on the path (removeWatches):
         on the server unless ``local``, then here, firing their waiters with a
         ``*_WATCH_REMOVED`` event. NoWatcherError, with nothing sent, if there is none."""
-        entries = {
-            kind: entry
-            for kind in kinds
-            if (entry := self._one_shot.get((kind, server_path))) is not None and entry.waiters
-        }
+        found = {kind: self._one_shot.get((kind, server_path)) for kind in kinds}
+        entries = {kind: entry for kind, entry in found.items() if entry and entry.waiters}
         if not entries:
-            raise NoWatcherError(
-                "this session holds no such watch on the path", path=user_path, op="remove_watches"
-            )
-        if not local:
-            for kind in entries:
-                if self.served_by_persistent(kind, server_path):
-                    continue  # ZOOKEEPER-4466: not set on the server, and removing would
-                    # take the persistent watch with it
+            raise NoWatcherError("no such watch here", path=user_path, op="remove_watches")
+        for kind in () if local else entries:
+            # ZOOKEEPER-4466: one served by a persistent watch is not on the server, and
+            # removing it there would take the persistent one too. NoWatcher: the server's
+            # watch fired (its event, on its way, fires the waiters first) or was never set.
+            if not self.served_by_persistent(kind, server_path):
                 wtype = WatcherType.CHILDREN if kind is WatchKind.CHILD else WatcherType.DATA
-                # NoWatcher: the server's watch fired and its event is on its way here (it
-                # then fires the waiters first), or the read that sets it failed: either
-                # way nothing is left to remove there.
                 with contextlib.suppress(NoWatcherError):
-                    await self._wire.request(
-                        RemoveWatchesRequest(path=server_path, type=wtype), path=user_path
-                    )
+                    request = RemoveWatchesRequest(path=server_path, type=wtype)
+                    await self._wire.request(request, path=user_path)
         for kind, entry in entries.items():
-            key = (kind, server_path)
             # Only the entry asked about: one made after its event fired during the await
             # stands for a new server watch, which was not removed.
-            if self._one_shot.get(key) is not entry:
-                continue
-            del self._one_shot[key]
-            removed = (
-                EventType.CHILD_WATCH_REMOVED
-                if kind is WatchKind.CHILD
-                else EventType.DATA_WATCH_REMOVED
-            )
-            event = WatchEvent(removed, user_path)
-            for fut in entry.waiters:
-                if not fut.done():
-                    fut.set_result(event)
+            if self._one_shot.get((kind, server_path)) is entry:
+                del self._one_shot[(kind, server_path)]
+                for fut in entry.waiters:
+                    if not fut.done():
+                        fut.set_result(WatchEvent(REMOVED[kind], user_path))
         self._path_changed(server_path)
 
     # --- persistent ---------------------------------------------------------------------

@@ -51,6 +51,11 @@ TRIGGERS: dict[int, tuple[WatchKind, ...]] = {
     3: (WatchKind.DATA,),
     4: (WatchKind.CHILD,),
 }
+#: The event a one-shot watch of each kind fires with when removed (Client.remove_watches).
+REMOVED: dict[WatchKind, EventType] = {
+    WatchKind.DATA: EventType.DATA_WATCH_REMOVED,
+    WatchKind.CHILD: EventType.CHILD_WATCH_REMOVED,
+}
 
 
 class Watch:

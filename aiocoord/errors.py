@@ -20,6 +20,7 @@ __all__ = [
     "BadArgumentsError",
     "BadVersionError",
     "ClientClosedError",
+    "CompressedDataError",
     "ConnectionLossError",
     "CoordinationError",
     "DataInconsistencyError",
@@ -124,6 +125,15 @@ class ClientClosedError(CoordinationError):
 
 class NoServersError(CoordinationError):
     """No server in the connect string could be reached."""
+
+
+class CompressedDataError(CoordinationError):
+    """A node read with ``compressed=True`` does not hold gzip data (it was written
+    uncompressed, or by something else); its data is left as it is. ``path`` names it."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(f"{message} (path={path})" if path else message)
+        self.path = path
 
 
 class FourLetterWordError(CoordinationError):

@@ -276,7 +276,8 @@ def compile_java_peer(out: Path, name: str, jars: Sequence[str]) -> list[str]:
     return ["java", "-Dfile.encoding=UTF-8", "-cp", os.pathsep.join([classpath, str(out)]), name]
 
 
-#: What CuratorToolsPeer.java needs: ZooKeeper's digest provider, Curator's gzip provider.
+#: What CuratorToolsPeer.java needs: ZooKeeper's digest provider, Curator's gzip provider
+#: and a Curator client.
 CURATOR_TOOLS_JARS = (
     "zookeeper.jar",
     "zookeeper-jute.jar",
