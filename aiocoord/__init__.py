@@ -35,6 +35,7 @@ from aiocoord.recipes.cache import (
     NodeCache,
     NodeEvent,
     TreeCache,
+    TreeCacheSelector,
     WatchMode,
 )
 from aiocoord.recipes.counter import (
@@ -220,6 +221,7 @@ __all__ = [
     "call_with_retry",
     "digest_acl",
     "digest_id",
+    "TreeCacheSelector",
     "compression",
     "zkpaths",
 ]

@@ -117,6 +117,9 @@ LARGER = {
     # Lifecycle, requests (held ones included) and the connection loop of one session: one
     # concern each, to become modules of their own when the session gets its package.
     "aiocoord.session": 600,
+    # The three caches' shared lifecycle and the three caches: becomes the recipes/cache/
+    # package in issue 27's move, which splits it by concern.
+    "aiocoord.recipes.cache": 510,
 }
 
 
