@@ -94,3 +94,17 @@ async def test_bad_input_before_anything_is_sent(zk_client: Client) -> None:
     with pytest.raises(DataTooLargeError):
         await zk_client.create("/n", os.urandom(2 << 20), compressed=True)
     assert await zk_client.exists("/n") is None
+
+
+async def test_a_transaction_writes_compressed_data(zk_client: Client) -> None:
+    await zk_client.create("/existing", b"old")
+    await (
+        zk_client.transaction()
+        .create("/made", b"m" * 1000, compressed=True)
+        .set("/existing", b"e" * 1000, compressed=True)
+        .commit()
+    )
+    assert (await zk_client.get("/made", compressed=True))[0] == b"m" * 1000
+    assert (await zk_client.get("/existing"))[0] == gzip_compress(b"e" * 1000)
+    with pytest.raises(InvalidTypeError):
+        zk_client.transaction().set("/existing", b"x", compressed=1)  # type: ignore[arg-type]

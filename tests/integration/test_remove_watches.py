@@ -4,6 +4,8 @@ other kinds stay, and what cannot be done is refused before anything is sent."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from support import Factory
 
@@ -102,3 +104,19 @@ async def test_bad_arguments(zk_client: Client) -> None:
         await zk_client.remove_watches("node")
     with pytest.raises(InvalidTypeError):
         await zk_client.remove_watches("/node", local=1)  # type: ignore[arg-type]
+
+
+async def test_a_watch_served_by_a_persistent_one_leaves_the_persistent_one_alone(
+    zk_client: Client, zk_connect: Factory
+) -> None:
+    # ZOOKEEPER-4466: a one-shot data watch on a path with our persistent watch is not set
+    # on the server; removing it there (type DATA) would end the persistent watch too.
+    await zk_client.create("/node", b"v1")
+    async with await zk_client.add_watch("/node") as persistent:
+        _, _, one_shot = await zk_client.get("/node", watch=True)
+        await zk_client.remove_watches("/node", "data")
+        assert (await one_shot.wait(5)).type is EventType.DATA_WATCH_REMOVED
+        other = await zk_connect()
+        await other.set("/node", b"v2")
+        event = await asyncio.wait_for(anext(persistent), 10)
+        assert (event.type, event.path) == (EventType.DATA_CHANGED, "/node")
