@@ -4,6 +4,7 @@
 recipes (locks, caches, election, ...) take that client. Everything public is re-exported here.
 """
 
+from aiocoord import compression, zkpaths
 from aiocoord._auth.gssapi import GSSAPI
 from aiocoord._client.connect import Connecting, connect, open_client
 from aiocoord._client.tracker import EnsembleTracker
@@ -12,7 +13,14 @@ from aiocoord._session.ensemble_config import EnsembleConfig, EnsembleMember, Me
 from aiocoord._session.session import State, StateChange
 from aiocoord._session.watch import EventType, PersistentWatch, Watch, WatchEvent
 from aiocoord._wire.data import ACL, Stat
-from aiocoord.acl import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, ACLProvider
+from aiocoord.acl import (
+    CREATOR_ALL_ACL,
+    OPEN_ACL_UNSAFE,
+    READ_ACL_UNSAFE,
+    ACLProvider,
+    digest_acl,
+    digest_id,
+)
 from aiocoord.client import (
     ChildData,
     Client,
@@ -28,6 +36,7 @@ from aiocoord.recipes.cache import (
     NodeCache,
     NodeEvent,
     TreeCache,
+    TreeCacheSelector,
     WatchMode,
 )
 from aiocoord.recipes.counter import (
@@ -88,7 +97,15 @@ from aiocoord.recipes.semaphore import Lease, Semaphore
 from aiocoord.recipes.shared_value import SharedValue, ValueChange
 from aiocoord.recipes.simple_queue import QueueEmptyError, SimpleQueue
 from aiocoord.recipes.ttl_node import PersistentTtlNode
-from aiocoord.retry import ExponentialBackoff, NoRetry, RetryNTimes, RetryPolicy, RetryUntilElapsed
+from aiocoord.retry import (
+    RETRYABLE_ERRORS,
+    ExponentialBackoff,
+    NoRetry,
+    RetryNTimes,
+    RetryPolicy,
+    RetryUntilElapsed,
+    call_with_retry,
+)
 from aiocoord.transaction import OpResult, Transaction
 
 __version__ = "0.1.0"
@@ -199,4 +216,12 @@ __all__ = [
     "EnsembleMember",
     "EnsembleTracker",
     "MemberRole",
+    # issue 28: what kazoo and Curator users reach for
+    "RETRYABLE_ERRORS",
+    "call_with_retry",
+    "digest_acl",
+    "digest_id",
+    "TreeCacheSelector",
+    "compression",
+    "zkpaths",
 ]

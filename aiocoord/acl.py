@@ -1,12 +1,16 @@
-"""ACLs: the common ones (ZooKeeper's ``Ids``), the provider that picks one per path, and the
-check every creating call makes before anything is sent."""
+"""ACLs: the common ones (ZooKeeper's ``Ids``), the provider that picks one per path, the
+``digest`` scheme's identities (:func:`digest_acl`), and the check every creating call makes
+before anything is sent."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Callable, Sequence
 
-from aiocoord._validation import validate_acl
+from aiocoord._validation import encode_utf8, validate_acl
 from aiocoord._wire.data import ACL
+from aiocoord.errors import BadArgumentsError, InvalidTypeError
 
 __all__ = [
     "CREATOR_ALL_ACL",
@@ -14,6 +18,8 @@ __all__ = [
     "READ_ACL_UNSAFE",
     "ACLProvider",
     "check_acl",
+    "digest_acl",
+    "digest_id",
     "wire_acl",
 ]
 
@@ -40,3 +46,41 @@ def check_acl(acl: Sequence[ACL] | None) -> tuple[ACL, ...] | None:
         return None
     wire_acl(acl)
     return tuple(acl)
+
+
+def digest_id(user: str, password: str) -> str:
+    """The ``digest`` scheme's id of ``user`` with ``password``: ``user:`` and the base64 of
+    the SHA-1 of ``user:password`` (UTF-8), as the server computes it for a session that
+    called ``add_auth("digest", "user:password")`` (Curator's
+    ``DigestAuthenticationProvider.generateDigest``, kazoo's ``make_digest_acl_credential``).
+
+    :raises InvalidTypeError: ``user`` or ``password`` is not a str.
+    :raises BadArgumentsError: ``user`` is empty or holds ``:`` (the server splits the
+        credential at its first colon, so no session could ever match), or either is not
+        encodable as UTF-8.
+    """
+    for value, name in ((user, "user"), (password, "password")):
+        if not isinstance(value, str):
+            raise InvalidTypeError(f"{name} must be a str, not {type(value).__name__}")
+    if not user or ":" in user:
+        raise BadArgumentsError(f"user must be non-empty and hold no ':', got {user!r}")
+    credential = encode_utf8(user, "user") + b":" + encode_utf8(password, "password")
+    # SHA-1 is what the digest scheme is defined with; it is no choice of ours.
+    digest = hashlib.sha1(credential, usedforsecurity=False).digest()
+    return f"{user}:{base64.b64encode(digest).decode('ascii')}"
+
+
+def digest_acl(user: str, password: str, perms: int = ACL.ALL) -> ACL:
+    """An ACL entry granting ``perms`` (``ACL.READ | ACL.WRITE``..., default all) to the
+    sessions authenticated as ``user`` with ``password`` (kazoo's ``make_digest_acl``).
+
+    The password itself is never sent: only its digest (:func:`digest_id`). A session gets
+    the access with ``await client.add_auth("digest", "user:password")`` or
+    ``connect(..., auth=[("digest", "user:password")])``.
+
+    :raises InvalidTypeError: as :func:`digest_id`, or ``perms`` is not an int.
+    :raises BadArgumentsError: as :func:`digest_id`, or ``perms`` is outside 1..``ACL.ALL``.
+    """
+    acl = ACL(perms, "digest", digest_id(user, password))
+    validate_acl([acl])
+    return acl

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -27,7 +27,6 @@ from aiocoord._session.session import Session
 from aiocoord._session.watch import Watch, WatchKind
 from aiocoord._validation import (
     MAX_TTL_MS,
-    validate_data,
     validate_duration_ms,
     validate_flag,
     validate_path,
@@ -46,12 +45,13 @@ from aiocoord._wire.writes import (
     SetDataRequest,
 )
 from aiocoord.acl import ACLProvider, wire_acl
+from aiocoord.compression import _payload, gzip_decompress
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
     NoNodeError,
 )
-from aiocoord.retry import ExponentialBackoff, RetryPolicy
+from aiocoord.retry import ExponentialBackoff, RetryPolicy, call_with_retry
 from aiocoord.transaction import Transaction, create_mode
 
 if TYPE_CHECKING:
@@ -195,15 +195,24 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
         return await self._retrying(once)
 
     @overload
-    async def get(self, path: str, *, watch: Literal[False] = False) -> tuple[bytes, Stat]: ...
+    async def get(
+        self, path: str, *, watch: Literal[False] = False, compressed: bool = False
+    ) -> tuple[bytes, Stat]: ...
     @overload
-    async def get(self, path: str, *, watch: Literal[True]) -> tuple[bytes, Stat, Watch]: ...
+    async def get(
+        self, path: str, *, watch: Literal[True], compressed: bool = False
+    ) -> tuple[bytes, Stat, Watch]: ...
 
-    async def get(self, path: str, *, watch: bool = False) -> Any:
+    async def get(self, path: str, *, watch: bool = False, compressed: bool = False) -> Any:
         """The node's data and Stat; raises NoNodeError. ``watch=True`` adds a Watch that
-        fires on its next change or deletion. Retried on connection loss."""
+        fires on its next change or deletion. Retried on connection loss.
+
+        ``compressed=True`` decompresses data written compressed (``create``/``set`` with
+        ``compressed=True``, or Curator's ``.compressed()``); CompressedDataError if the node
+        holds anything else (the Stat describes the stored, compressed bytes)."""
         validate_path(path)
         validate_flag(watch, "watch")
+        validate_flag(compressed, "compressed")
         full = self._full(path)
         watches = self._session.watches
 
@@ -212,7 +221,8 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
             reply = await self._request(
                 GetDataRequest(path=full, watch=wire_watch), path=path, watch=w
             )
-            return (reply.data, reply.stat, w) if watch else (reply.data, reply.stat)
+            data = gzip_decompress(reply.data, path) if compressed else reply.data
+            return (data, reply.stat, w) if watch else (data, reply.stat)
 
         return await self._retrying(once)
 
@@ -282,6 +292,7 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
         parents_as_containers: bool = False,
         protected: bool = False,
         acl: Sequence[ACL] | None = None,
+        compressed: bool = False,
         with_stat: Literal[False] = False,
     ) -> str: ...
     @overload
@@ -298,6 +309,7 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
         parents_as_containers: bool = False,
         protected: bool = False,
         acl: Sequence[ACL] | None = None,
+        compressed: bool = False,
         with_stat: Literal[True],
     ) -> tuple[str, Stat]: ...
 
@@ -314,6 +326,7 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
         parents_as_containers: bool = False,
         protected: bool = False,
         acl: Sequence[ACL] | None = None,
+        compressed: bool = False,
         with_stat: bool = False,
     ) -> Any:
         """Create a node and return its path (with its Stat if ``with_stat``).
@@ -324,10 +337,13 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
         persistent node. ``make_parents`` creates missing ancestors (as containers if
         ``parents_as_containers``). ``protected`` names the node ``_c_<uuid>-<name>`` so that,
         if the reply is lost, the node is found again instead of created twice; only a
-        protected create is retried after a connection loss.
+        protected create is retried after a connection loss. ``compressed`` stores ``data``
+        gzip-compressed as Curator's ``.compressed()`` does (:mod:`aiocoord.compression`);
+        read it back with ``get(path, compressed=True)``.
         """
         validate_path(path, sequential=sequential)
-        payload = validate_data(data, path)
+        validate_flag(compressed, "compressed")
+        payload = _payload(data, path, compressed)
         for flag, name in (
             (ephemeral, "ephemeral"),
             (sequential, "sequential"),
@@ -391,11 +407,15 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
         validate_path(path)
         await self._ensure_path(path, container, None if acl is None else wire_acl(acl))
 
-    async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
+    async def set(
+        self, path: str, data: bytes, version: int = -1, *, compressed: bool = False
+    ) -> Stat:
         """Replace the node's data; with ``version`` >= 0 only if it still has that version
-        (BadVersionError otherwise). Version-checked sets are retried on connection loss."""
+        (BadVersionError otherwise). Version-checked sets are retried on connection loss.
+        ``compressed`` stores ``data`` gzip-compressed, as :meth:`create` does."""
         validate_path(path)
-        payload = validate_data(data, path)
+        validate_flag(compressed, "compressed")
+        payload = _payload(data, path, compressed)
         validate_version(version)
         req = SetDataRequest(path=self._full(path), data=payload, version=version)
 
@@ -434,6 +454,16 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
             )
         else:
             await self._delete_once(path, version)
+
+    async def call_with_retry(
+        self, op: Callable[[], Awaitable[T]], *, timeout: float | None = None
+    ) -> T:
+        """``await op()`` under this client's :attr:`retry` policy: again after each
+        connection loss or operation timeout, never after another error (kazoo's
+        ``client.retry(fn)``, Curator's ``RetryLoop``). ``timeout`` bounds all attempts
+        together (:class:`aiocoord.TimeoutError`). See :func:`aiocoord.call_with_retry` for
+        what is retried, what a lost attempt may have done, and cancellation."""
+        return await call_with_retry(op, policy=self.retry, timeout=timeout)
 
     # --- transactions ----------------------------------------------------------------------
 

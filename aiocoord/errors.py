@@ -20,11 +20,13 @@ __all__ = [
     "BadArgumentsError",
     "BadVersionError",
     "ClientClosedError",
+    "CompressedDataError",
     "ConnectionLossError",
     "CoordinationError",
     "DataInconsistencyError",
     "DataTooLargeError",
     "EphemeralOnLocalSessionError",
+    "FourLetterWordError",
     "InvalidACLError",
     "InvalidCallbackError",
     "InvalidPathError",
@@ -123,6 +125,21 @@ class ClientClosedError(CoordinationError):
 
 class NoServersError(CoordinationError):
     """No server in the connect string could be reached."""
+
+
+class CompressedDataError(CoordinationError):
+    """A node read with ``compressed=True`` does not hold gzip data (it was written
+    uncompressed, or by something else); its data is left as it is. ``path`` names it."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(f"{message} (path={path})" if path else message)
+        self.path = path
+
+
+class FourLetterWordError(CoordinationError):
+    """The server answered a four-letter word (``client.command("mntr")``) without running
+    it: the word is not in its ``4lw.commands.whitelist`` (add it in zoo.cfg), or the server
+    is not serving (no quorum, or still starting)."""
 
 
 class MissingDependencyError(CoordinationError, ImportError):

@@ -4,18 +4,47 @@ A policy is an iterable of sleeps: :meth:`RetryPolicy.delays` yields how long to
 each retry and stops when the policy gives up. The client applies a policy only to idempotent
 reads, version-checked writes and protected creates; a plain create, delete or set whose reply
 was lost is never sent twice, since it may have been applied.
+
+:func:`call_with_retry` (and :meth:`Client.call_with_retry <aiocoord.Client.call_with_retry>`)
+applies a policy to the caller's own code, as kazoo's ``client.retry(fn)`` and Curator's
+``RetryLoop`` do: the whole of ``op`` runs again after a connection loss or an operation
+timeout, never after any other error.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TypeVar
 
-from aiocoord._validation import is_finite
-from aiocoord.errors import BadArgumentsError, InvalidTypeError
+from aiocoord._deadline import timed_out, wait_at_most
+from aiocoord._validation import is_finite, validate_timeout
+from aiocoord.errors import (
+    BadArgumentsError,
+    ConnectionLossError,
+    InvalidTypeError,
+    OperationTimeoutError,
+)
 
-__all__ = ["ExponentialBackoff", "NoRetry", "RetryNTimes", "RetryPolicy", "RetryUntilElapsed"]
+__all__ = [
+    "RETRYABLE_ERRORS",
+    "ExponentialBackoff",
+    "NoRetry",
+    "RetryNTimes",
+    "RetryPolicy",
+    "RetryUntilElapsed",
+    "call_with_retry",
+]
+
+T = TypeVar("T")
+
+#: What :func:`call_with_retry` retries on: the request may not have reached the server, or
+#: its answer was lost (ConnectionLossError, NotSentError included), or the server gave up on
+#: it (OperationTimeoutError). Every other error is the operation's answer and is raised.
+RETRYABLE_ERRORS: tuple[type[Exception], ...] = (ConnectionLossError, OperationTimeoutError)
 
 
 def _number(value: object, name: str, minimum: float) -> float:
@@ -91,3 +120,71 @@ class ExponentialBackoff(RetryPolicy):
 
     def __repr__(self) -> str:
         return f"ExponentialBackoff({self.base}, {self.max_retries}, {self.max_sleep})"
+
+
+async def call_with_retry(
+    op: Callable[[], Awaitable[T]],
+    *,
+    policy: RetryPolicy | None = None,
+    timeout: float | None = None,
+) -> T:
+    """``await op()``, again after each connection loss or operation timeout while ``policy``
+    allows; its result.
+
+    :param op: a function of no arguments returning an awaitable (a coroutine function, a
+        ``lambda: client.create(...)``, a ``functools.partial``); each attempt calls it anew.
+    :param policy: the sleeps between attempts (default: :class:`ExponentialBackoff()`).
+    :param timeout: seconds for all attempts and sleeps together; None: no limit.
+    :returns: what the first attempt that did not fail with a :data:`RETRYABLE_ERRORS` error
+        returned.
+    :raises aiocoord.TimeoutError: ``timeout`` passed (the attempt then running is
+        cancelled), or the policy's next sleep would end after it; chained to the last
+        error, if any.
+    :raises ConnectionLossError: (or OperationTimeoutError) when the policy gives up.
+    :raises InvalidTypeError: ``op`` is not callable, returns no awaitable, or ``policy`` is
+        not a :class:`RetryPolicy`; BadArgumentsError for a bad ``timeout``. Both before
+        ``op`` is first called.
+
+    Any other error ``op`` raises ends the loop at once. An attempt that lost its connection
+    may have been applied: ``op`` is safe to repeat only if it is idempotent, or checks what
+    an earlier attempt did (a versioned ``set``, a create that tolerates NodeExistsError).
+    The client already retries its idempotent reads itself; this is for the caller's
+    sequences of calls and for the writes the client does not repeat on its own.
+
+    Cancellation: cancelling the caller cancels the attempt or the sleep in progress and
+    nothing else runs afterwards; like any cancelled call, an attempt's write may have
+    reached the server.
+    """
+    if not callable(op):
+        raise InvalidTypeError(f"op must be a callable of no arguments, not {type(op).__name__}")
+    if policy is None:
+        policy = ExponentialBackoff()
+    elif not isinstance(policy, RetryPolicy):
+        raise InvalidTypeError(f"policy must be a RetryPolicy, not {type(policy).__name__}")
+    limit = validate_timeout(timeout)
+    loop = asyncio.get_running_loop()
+    deadline = None if limit is None else loop.time() + limit
+    delays = policy.delays()
+    while True:
+        attempt = op()
+        if not inspect.isawaitable(attempt):
+            raise InvalidTypeError(
+                f"op must return an awaitable (a coroutine), not {type(attempt).__name__}"
+            )
+        try:
+            if deadline is None:
+                return await attempt
+            try:
+                return await wait_at_most(attempt, max(deadline - loop.time(), 0.0))
+            except asyncio.TimeoutError:
+                # Only our own deadline: an attempt's aiocoord.TimeoutError is an answer.
+                if loop.time() < deadline:
+                    raise
+                raise timed_out("the operation did not succeed", limit) from None
+        except RETRYABLE_ERRORS as exc:
+            delay = next(delays, None)
+            if delay is None:
+                raise
+            if deadline is not None and loop.time() + delay >= deadline:
+                raise timed_out("the operation did not succeed", limit) from exc
+            await asyncio.sleep(delay)

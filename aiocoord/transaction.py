@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from aiocoord._validation import (
     MAX_TTL_MS,
-    validate_data,
     validate_duration_ms,
     validate_flag,
     validate_path,
@@ -28,6 +27,7 @@ from aiocoord._wire.writes import (
     SetDataRequest,
     SetDataResponse,
 )
+from aiocoord.compression import _payload
 from aiocoord.errors import (
     BadArgumentsError,
     ProtocolError,
@@ -73,12 +73,15 @@ class Transaction:
         container: bool = False,
         ttl: float | None = None,
         acl: Sequence[ACL] | None = None,
+        compressed: bool = False,
     ) -> Transaction:
         """Add a create (returns self, so calls chain); the options are
         :meth:`Client.create`'s (``ttl``: a persistent node the server removes once it
-        has gone that many seconds without a change or a child)."""
+        has gone that many seconds without a change or a child; ``compressed``: the data
+        gzip-compressed as Curator's ``.compressed()`` stores it)."""
         validate_path(path, sequential=sequential)
-        payload = validate_data(data, path)
+        validate_flag(compressed, "compressed")
+        payload = _payload(data, path, compressed)
         for flag, name in (
             (ephemeral, "ephemeral"),
             (sequential, "sequential"),
@@ -116,10 +119,13 @@ class Transaction:
         )
         return self
 
-    def set(self, path: str, data: bytes, version: int = -1) -> Transaction:
-        """Add a set."""
+    def set(
+        self, path: str, data: bytes, version: int = -1, *, compressed: bool = False
+    ) -> Transaction:
+        """Add a set (``compressed`` as :meth:`create`'s)."""
         validate_path(path)
-        payload = validate_data(data, path)
+        validate_flag(compressed, "compressed")
+        payload = _payload(data, path, compressed)
         validate_version(version)
         req = SetDataRequest(
             path=self._client.session.paths.add(path), data=payload, version=version

@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
+import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -249,3 +252,51 @@ def local_jvm_available() -> bool:
 needs_local_jvm = pytest.mark.skipif(
     not local_jvm_available(), reason="needs a local ZooKeeper distribution and Java"
 )
+
+
+#: Where the ZooKeeper and Curator jars are (Debian's packages put them here).
+JAVA_LIBS = Path(os.environ.get("AIOCOORD_JAVA_LIBS", "/usr/share/java"))
+JAVA_SOURCES = Path(__file__).resolve().parent / "integration" / "java"
+
+
+def compile_java_peer(out: Path, name: str, jars: Sequence[str]) -> list[str]:
+    """The command that runs ``integration/java/<name>.java``, compiled into ``out`` against
+    ``jars`` (file names in :data:`JAVA_LIBS`); skips the test without a JDK or the jars."""
+    missing = [jar for jar in jars if not (JAVA_LIBS / jar).exists()]
+    if shutil.which("javac") is None or shutil.which("java") is None or missing:
+        pytest.skip(f"needs a JDK and these jars in {JAVA_LIBS}: {missing or 'javac'}")
+    classpath = os.pathsep.join(str(JAVA_LIBS / jar) for jar in jars)
+    subprocess.run(
+        ["javac", "-nowarn", "-d", str(out), "-cp", classpath, str(JAVA_SOURCES / f"{name}.java")],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    # UTF-8 whatever the locale: Java 17 still takes its default charset from it.
+    return ["java", "-Dfile.encoding=UTF-8", "-cp", os.pathsep.join([classpath, str(out)]), name]
+
+
+#: What CuratorToolsPeer.java needs: ZooKeeper's digest provider, Curator's gzip provider
+#: and a Curator client.
+CURATOR_TOOLS_JARS = (
+    "zookeeper.jar",
+    "zookeeper-jute.jar",
+    "curator-client.jar",
+    "curator-framework.jar",
+    "guava.jar",
+    "slf4j-api.jar",
+    "slf4j-nop.jar",
+)
+
+
+def ask_java_peer(command: list[str], requests: Sequence[str]) -> list[str]:
+    """Run a line-per-request Java peer over ``requests``; its answer lines."""
+    done = subprocess.run(
+        command,
+        input="".join(r + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.splitlines()

@@ -1,7 +1,8 @@
 """Client operations beyond reading and writing node data: ACLs (``get_acl``, ``set_acl``),
 authentication and identity (``add_auth``, ``whoami``), what the server counts for this
 session (``get_ephemerals``, ``count_descendants``), persistent watches (``add_watch``) and
-the ensemble's dynamic configuration (``get_config``, ``reconfig``; ZooKeeper 3.5+).
+the ensemble's dynamic configuration (``get_config``, ``reconfig``; ZooKeeper 3.5+), and the
+connected server's four-letter words (``command``, ``server_version``).
 
 :class:`AdminOps` is the part of :class:`~aiocoord.Client` that holds them, built on
 :class:`~aiocoord._client.pathops.PathOps` (the multi-request path operations) for its request and
@@ -10,10 +11,13 @@ retry plumbing; the API reference shows them on the client.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from aiocoord._client.pathops import PathOps
+from aiocoord._deadline import timed_out
+from aiocoord._server_commands import check_word, four_letter, parse_version
 from aiocoord._session.ensemble_config import (
     CONFIG_NODE,
     EnsembleConfig,
@@ -25,6 +29,7 @@ from aiocoord._validation import (
     validate_auth,
     validate_flag,
     validate_path,
+    validate_timeout,
     validate_version,
 )
 from aiocoord._wire.auth import WhoAmIRequest
@@ -38,9 +43,21 @@ from aiocoord._wire.reads import (
 from aiocoord._wire.reconfig import ReconfigRequest
 from aiocoord._wire.writes import SetACLRequest
 from aiocoord.acl import wire_acl
-from aiocoord.errors import InvalidTypeError
+from aiocoord.errors import (
+    BadArgumentsError,
+    ConnectionLossError,
+    InvalidTypeError,
+    ProtocolError,
+)
 
 __all__ = ["AdminOps"]
+
+#: The one-shot watch kinds each ``kind`` of remove_watches names.
+_WATCH_KINDS: dict[str, tuple[WatchKind, ...]] = {
+    "any": (WatchKind.DATA, WatchKind.CHILD),
+    "data": (WatchKind.DATA,),
+    "child": (WatchKind.CHILD,),
+}
 
 
 class AdminOps(PathOps):
@@ -121,6 +138,83 @@ class AdminOps(PathOps):
         watch = PersistentWatch(path, recursive, remove)
         await session.watches.add_persistent(watch, full)
         return watch
+
+    async def remove_watches(
+        self,
+        path: str,
+        kind: Literal["any", "data", "child"] = "any",
+        *,
+        local: bool = False,
+    ) -> None:
+        """Remove this session's one-shot watches on ``path`` (ZooKeeper's
+        ``removeAllWatches``): ``"data"`` the ones :meth:`get` and :meth:`exists` set,
+        ``"child"`` the ones :meth:`children` set, ``"any"`` both.
+
+        Every :class:`~aiocoord.Watch` removed fires with a :class:`~aiocoord.WatchEvent` of
+        type ``DATA_WATCH_REMOVED`` or ``CHILD_WATCH_REMOVED`` (so whoever awaits it wakes up
+        rather than waiting for a change that will not be reported). The server watch goes
+        first; with ``local=True`` it is left there (for use while disconnected: its event
+        later finds no one). A waiter fired by a real event while the removal was under way
+        keeps that event. Persistent watches (:meth:`add_watch`) are not touched: close them.
+
+        :raises NoWatcherError: this session holds no such watch on ``path``; nothing sent.
+        :raises ConnectionLossError: the connection was lost before the server answered; the
+            watches stay, so call again (or with ``local=True``).
+        :raises BadArgumentsError: a bad ``path`` or ``kind`` (InvalidTypeError for a
+            non-bool ``local``), before anything is sent.
+        """
+        validate_path(path)
+        validate_flag(local, "local")
+        kinds = _WATCH_KINDS.get(kind) if isinstance(kind, str) else None
+        if kinds is None:
+            raise BadArgumentsError(f"kind must be 'any', 'data' or 'child', not {kind!r}")
+        await self._session.watches.remove_one_shot(kinds, self._full(path), path, local)
+
+    # --- the connected server's four-letter words ------------------------------------------
+
+    async def command(self, word: str = "ruok", *, timeout: float | None = 5.0) -> str:
+        """Send the four-letter word ``word`` (``ruok``, ``srvr``, ``mntr``, ``conf``...) to
+        the server this client is connected to; its answer, as text (``"imok"`` for
+        ``ruok``). kazoo's ``client.command``.
+
+        The word goes on a connection of its own, outside the session (as the server
+        requires); the session is neither used nor disturbed. The server runs only the words
+        its ``4lw.commands.whitelist`` names (``srvr`` alone by default).
+
+        :raises FourLetterWordError: the server did not run the word (not whitelisted, or not
+            serving).
+        :raises ConnectionLossError: the client is not connected to a server now, or that
+            server could not be reached (retryable: :meth:`call_with_retry`).
+        :raises aiocoord.TimeoutError: no answer within ``timeout`` seconds.
+        :raises BadArgumentsError: ``word`` is not four lowercase letters (InvalidTypeError if
+            not a str), or ``timeout`` is negative; nothing is sent.
+        """
+        check_word(word)
+        limit = validate_timeout(timeout)
+        session = self._session
+        server, state = session.server, session.state
+        if server is None or state is None or not state.is_connected:
+            raise ConnectionLossError(
+                f"{word} not sent: the client is not connected to a server now "
+                f"(state {state.name if state else None}); wait for CONNECTED and try again",
+                op="command",
+            )
+        try:
+            return await four_letter(server.host, server.port, word, limit, ssl=session.ssl)
+        except asyncio.TimeoutError:  # before OSError: it is one since Python 3.11
+            raise timed_out(f"{word} not answered by {server}", limit) from None
+        except OSError as exc:
+            raise ConnectionLossError(f"{word}: {server} unreachable: {exc}", op="command") from exc
+
+    async def server_version(self, *, timeout: float | None = 5.0) -> tuple[int, int, int]:
+        """The connected server's ZooKeeper version, ``(major, minor, patch)`` (kazoo's
+        ``server_version``), from its answer to ``srvr`` (whitelisted by default). Raises as
+        :meth:`command`; ProtocolError if the answer has no version line."""
+        text = await self.command("srvr", timeout=timeout)
+        version = parse_version(text)
+        if version is None:
+            raise ProtocolError(f"no 'Zookeeper version:' line in the srvr answer: {text[:200]!r}")
+        return version
 
     # --- dynamic reconfiguration (3.5+) ---------------------------------------------------
 

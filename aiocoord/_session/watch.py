@@ -23,6 +23,10 @@ class EventType(enum.IntEnum):
     DELETED = 2
     DATA_CHANGED = 3
     CHILDREN_CHANGED = 4
+    #: the watch was removed by :meth:`Client.remove_watches <aiocoord.Client.remove_watches>`
+    #: (ZooKeeper's DataWatchRemoved / ChildWatchRemoved; never sent by the server)
+    DATA_WATCH_REMOVED = 5
+    CHILD_WATCH_REMOVED = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,11 @@ TRIGGERS: dict[int, tuple[WatchKind, ...]] = {
     2: (WatchKind.DATA, WatchKind.CHILD),
     3: (WatchKind.DATA,),
     4: (WatchKind.CHILD,),
+}
+#: The event a one-shot watch of each kind fires with when removed (Client.remove_watches).
+REMOVED: dict[WatchKind, EventType] = {
+    WatchKind.DATA: EventType.DATA_WATCH_REMOVED,
+    WatchKind.CHILD: EventType.CHILD_WATCH_REMOVED,
 }
 
 

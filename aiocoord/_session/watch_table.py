@@ -24,6 +24,7 @@ from typing import Protocol
 from aiocoord._observe.metrics import WatchStats
 from aiocoord._session.connection import Reply
 from aiocoord._session.watch import (
+    REMOVED,
     TRIGGERS,
     EventType,
     PersistentWatch,
@@ -40,7 +41,7 @@ from aiocoord._wire.watches import (
     SetWatches2Request,
     SetWatchesRequest,
 )
-from aiocoord.errors import ClientClosedError, CoordinationError
+from aiocoord.errors import ClientClosedError, CoordinationError, NoWatcherError
 
 __all__ = ["WatchTable", "WatchWire"]
 
@@ -214,6 +215,35 @@ class WatchTable:
         if fut is not None:
             fut.add_done_callback(_ignore_result)
         return fut
+
+    async def remove_one_shot(
+        self, kinds: tuple[WatchKind, ...], server_path: str, user_path: str, local: bool
+    ) -> None:
+        """Remove this session's one-shot watches of ``kinds`` on the path (removeWatches):
+        on the server unless ``local``, then here, firing their waiters with a
+        ``*_WATCH_REMOVED`` event. NoWatcherError, with nothing sent, if there is none."""
+        found = {kind: self._one_shot.get((kind, server_path)) for kind in kinds}
+        entries = {kind: entry for kind, entry in found.items() if entry and entry.waiters}
+        if not entries:
+            raise NoWatcherError("no such watch here", path=user_path, op="remove_watches")
+        for kind in () if local else entries:
+            # ZOOKEEPER-4466: one served by a persistent watch is not on the server, and
+            # removing it there would take the persistent one too. NoWatcher: the server's
+            # watch fired (its event, on its way, fires the waiters first) or was never set.
+            if not self.served_by_persistent(kind, server_path):
+                wtype = WatcherType.CHILDREN if kind is WatchKind.CHILD else WatcherType.DATA
+                with contextlib.suppress(NoWatcherError):
+                    request = RemoveWatchesRequest(path=server_path, type=wtype)
+                    await self._wire.request(request, path=user_path)
+        for kind, entry in entries.items():
+            # Only the entry asked about: one made after its event fired during the await
+            # stands for a new server watch, which was not removed.
+            if self._one_shot.get((kind, server_path)) is entry:
+                del self._one_shot[(kind, server_path)]
+                for fut in entry.waiters:
+                    if not fut.done():
+                        fut.set_result(WatchEvent(REMOVED[kind], user_path))
+        self._path_changed(server_path)
 
     # --- persistent ---------------------------------------------------------------------
 

@@ -1,18 +1,19 @@
 """ZooKeeper's four-letter words (``srvr``, ``mntr``, ``cons``) over asyncio, and what
 ``stat`` and ``locks`` read from them.
 
-A four-letter word is a plain TCP request on the client port: the server answers in text and
-closes the connection. The server runs only the words its ``4lw.commands.whitelist`` names
-(``srvr`` alone by default); any other gets a sentence saying so, which
-:class:`FourLetterError` carries.
+The words go over the wire in :mod:`aiocoord._server_commands`, shared with
+``Client.command``; a word the server refuses raises :class:`FourLetterError`
+(:class:`aiocoord.FourLetterWordError`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import re
 from dataclasses import dataclass
+
+# The wire part is the client's too (Client.command): it lives below both.
+from aiocoord._server_commands import four_letter
+from aiocoord.errors import FourLetterWordError as FourLetterError
 
 __all__ = [
     "FourLetterError",
@@ -23,41 +24,7 @@ __all__ = [
     "parse_srvr",
 ]
 
-#: The answer's upper bound: ``cons`` on a busy server is a line per connection.
-_LIMIT = 64 * 1024 * 1024
-_NOT_ALLOWED = "is not executed because it is not in the whitelist"
 _CONNECTION = re.compile(r"^\s*/(?P<address>.+?)\[\d+\]\((?P<fields>.*)\)\s*$")
-
-
-class FourLetterError(Exception):
-    """The server answered, but did not run the word (not whitelisted, or not serving)."""
-
-
-async def four_letter(host: str, port: int, word: str, timeout: float) -> str:
-    """Send ``word`` to ``host:port``; the server's answer. Raises OSError (or
-    TimeoutError) when the server cannot be reached within ``timeout`` seconds in all,
-    FourLetterError when it refuses the word."""
-
-    async def ask() -> bytes:
-        reader, writer = await asyncio.open_connection(host, port, limit=_LIMIT)
-        try:
-            writer.write(word.encode("ascii"))
-            await writer.drain()
-            return await reader.read(_LIMIT)
-        finally:
-            writer.close()
-            # The server closes first; a reset then is no failure to report.
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
-
-    text = (await asyncio.wait_for(ask(), timeout)).decode("utf-8", "replace")
-    if _NOT_ALLOWED in text:
-        raise FourLetterError(
-            f"{word} is not in the server's 4lw.commands.whitelist (add it to zoo.cfg)"
-        )
-    if "not currently serving requests" in text:
-        raise FourLetterError("not serving requests (no quorum, or still starting)")
-    return text
 
 
 def parse_srvr(text: str) -> dict[str, str]:

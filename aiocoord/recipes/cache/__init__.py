@@ -12,6 +12,7 @@ from aiocoord.recipes.cache._caches import (
     NodeCache,
     NodeEvent,
     TreeCache,
+    TreeCacheSelector,
     WatchMode,
 )
 
@@ -23,5 +24,6 @@ __all__ = [
     "NodeCache",
     "NodeEvent",
     "TreeCache",
+    "TreeCacheSelector",
     "WatchMode",
 ]

@@ -75,6 +75,7 @@ from aiocoord.recipes.cache._types import (
     CacheEventType,
     ChildrenView,
     NodeEvent,
+    TreeCacheSelector,
     WatchMode,
 )
 
@@ -86,6 +87,7 @@ __all__ = [
     "NodeCache",
     "NodeEvent",
     "TreeCache",
+    "TreeCacheSelector",
     "WatchMode",
 ]
 
@@ -454,6 +456,7 @@ class TreeCache(_Cache[Mapping[str, ChildData]]):
     On servers >= 3.6 the whole subtree is served by one recursive persistent watch (like
     Curator's CuratorCache); on older ones each node gets a data watch and each node above
     ``max_depth`` a child watch. ``watch_mode`` is "auto", "persistent" or "one-shot".
+    ``selector`` (a :class:`TreeCacheSelector`) narrows which nodes are followed.
     """
 
     _ADDED = CacheEventType.NODE_ADDED
@@ -469,6 +472,7 @@ class TreeCache(_Cache[Mapping[str, ChildData]]):
         cache_data: bool = True,
         buffer_size: int = DEFAULT_BUFFER_SIZE,
         watch_mode: WatchMode | str = WatchMode.AUTO,
+        selector: TreeCacheSelector | None = None,
     ) -> None:
         super().__init__(
             client,
@@ -479,6 +483,7 @@ class TreeCache(_Cache[Mapping[str, ChildData]]):
             buffer_size=buffer_size,
             watch_mode=watch_mode,
         )
+        self._store.select(selector)
         self._view_proxy = MappingProxyType(self._nodes)
 
     @property

@@ -318,7 +318,7 @@ class PersistentFeed(Feed):
         seen.add(path)
         if depth or store.include_root:
             pending.add(self._refresh(path))
-        if depth >= store.limit:
+        if not store.follows(path, depth):
             return
         try:
             names = await self._client.children(path)
@@ -334,12 +334,12 @@ class PersistentFeed(Feed):
             refresh = self._refresh
             for name in names:
                 child = join(path, name)
-                seen.add(child)
-                pending.add(refresh(child))
+                if store.accepts(child):
+                    seen.add(child)
+                    pending.add(refresh(child))
             return
-        await asyncio.gather(
-            *(self._walk(join(path, name), depth + 1, pending, seen) for name in names)
-        )
+        children = [c for c in (join(path, name) for name in names) if store.accepts(c)]
+        await asyncio.gather(*(self._walk(child, depth + 1, pending, seen) for child in children))
 
 
 class OneShotFeed(Feed):
@@ -369,7 +369,7 @@ class OneShotFeed(Feed):
         store = self._store
         if store.include_root:
             self._watch_node(store.root, 0)
-        if store.limit > 0:
+        if store.follows(store.root, 0):
             self._watch_children(store.root, 0)
         self._loaded_one(False)
         await self._loaded
@@ -441,7 +441,7 @@ class OneShotFeed(Feed):
                         await watch
                         continue
                     store.put(path, data, stat)
-                    if depth < store.limit:
+                    if store.follows(path, depth):
                         self._watch_children(path, depth)
                     first = self._loaded_one(first)
                     delay = FIRST_DELAY
@@ -479,7 +479,8 @@ class OneShotFeed(Feed):
                         await watch
                         continue
                     for name in names:
-                        self._watch_node(join(path, name), depth + 1)
+                        if self._store.accepts(child := join(path, name)):
+                            self._watch_node(child, depth + 1)
                     first = self._loaded_one(first)
                     delay = FIRST_DELAY
                     await watch

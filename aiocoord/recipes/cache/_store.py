@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 from aiocoord._wire.data import Stat
 from aiocoord.client import ChildData
+from aiocoord.errors import InvalidTypeError
+from aiocoord.recipes.cache._types import TreeCacheSelector
 
 __all__ = ["Change", "Emit", "Store"]
 
@@ -33,7 +35,17 @@ Emit = Callable[[Change, str, "ChildData | None", "ChildData | None"], None]
 class Store:
     """A cache's nodes: ``root`` and, to ``limit`` levels below it, its subtree."""
 
-    __slots__ = ("_emit", "_prefix", "_slashes", "include_root", "kids", "limit", "nodes", "root")
+    __slots__ = (
+        "_emit",
+        "_prefix",
+        "_slashes",
+        "include_root",
+        "kids",
+        "limit",
+        "nodes",
+        "root",
+        "selector",
+    )
 
     def __init__(self, root: str, *, limit: int, include_root: bool, emit: Emit) -> None:
         self.root = root
@@ -45,6 +57,16 @@ class Store:
         self._emit = emit
         self._prefix = "/" if root == "/" else root + "/"
         self._slashes = 0 if root == "/" else root.count("/")
+        #: which nodes within ``limit`` are followed (None: all)
+        self.selector: TreeCacheSelector | None = None
+
+    def select(self, selector: TreeCacheSelector | None) -> None:
+        """Follow only the nodes ``selector`` picks (None: all within the limit)."""
+        if selector is not None and not isinstance(selector, TreeCacheSelector):
+            raise InvalidTypeError(
+                f"selector must be a TreeCacheSelector or None, not {type(selector).__name__}"
+            )
+        self.selector = selector
 
     def depth(self, path: str) -> int | None:
         """Levels of ``path`` below the root (0 for the root), None if outside it."""
@@ -57,7 +79,28 @@ class Store:
     def wants(self, path: str) -> bool:
         """True if ``path`` is one the cache holds when it exists."""
         depth = self.depth(path)
-        return depth is not None and depth <= self.limit and (depth > 0 or self.include_root)
+        if depth is None or depth > self.limit or (depth == 0 and not self.include_root):
+            return False
+        return depth == 0 or self.selector is None or self._selected(path)
+
+    def _selected(self, path: str) -> bool:
+        """The selector's rule (TreeCacheSelector's docstring) for ``path`` below the root."""
+        assert self.selector is not None
+        parent = path.rpartition("/")[0] or "/"
+        if not (self.selector.traverse_children(parent) and self.selector.accept_child(path)):
+            return False
+        return parent == self.root or self._selected(parent)
+
+    def follows(self, path: str, depth: int) -> bool:
+        """Whether the children of ``path``, ``depth`` levels below the root and held, are
+        listed: within the limit, and traversed by the selector."""
+        return depth < self.limit and (
+            self.selector is None or self.selector.traverse_children(path)
+        )
+
+    def accepts(self, path: str) -> bool:
+        """Whether ``path``, a child of a followed node, is held (the selector's word)."""
+        return self.selector is None or self.selector.accept_child(path)
 
     def put(self, path: str, data: bytes, stat: Stat) -> None:
         """A read found ``path`` with ``data`` and ``stat``: keep it if it is news."""

@@ -1,7 +1,8 @@
 """The values the caches of :mod:`aiocoord.recipes.cache` hand out: how a cache follows the
 server (:class:`WatchMode`), its events (:class:`CacheEventType`, :class:`NodeEvent`), its
-error (:class:`CacheError`) and the live ``name -> ChildData`` view of a ChildrenCache
-(:class:`ChildrenView`). Plain data, no I/O; re-exported from :mod:`aiocoord.recipes.cache`,
+error (:class:`CacheError`), the live ``name -> ChildData`` view of a ChildrenCache
+(:class:`ChildrenView`) and which nodes a TreeCache follows (:class:`TreeCacheSelector`).
+Plain data, no I/O; re-exported from :mod:`aiocoord.recipes.cache`,
 where the API reference shows them.
 """
 
@@ -14,7 +15,14 @@ from dataclasses import dataclass
 from aiocoord.client import ChildData
 from aiocoord.errors import CoordinationError
 
-__all__ = ["CacheError", "CacheEventType", "ChildrenView", "NodeEvent", "WatchMode"]
+__all__ = [
+    "CacheError",
+    "CacheEventType",
+    "ChildrenView",
+    "NodeEvent",
+    "TreeCacheSelector",
+    "WatchMode",
+]
 
 
 class WatchMode(str, enum.Enum):
@@ -103,3 +111,24 @@ class ChildrenView(Mapping[str, ChildData]):
 
     def __repr__(self) -> str:
         return f"ChildrenView({dict(self)!r})"
+
+
+class TreeCacheSelector:
+    """Which nodes a :class:`~aiocoord.TreeCache` follows (Curator's ``TreeCacheSelector``):
+    pass a subclass as ``selector=`` and override either method; both say yes by default.
+
+    A node is cached when it is within ``max_depth``, every ancestor below the cache's root
+    was accepted, every ancestor (the root included) has its children traversed, and the node
+    itself is accepted. Paths are full and client-relative (``/app/config/db``). The methods
+    are called on the event loop for every node read and every event: keep them quick, pure
+    (the same answer for the same path, every time) and free of exceptions.
+    """
+
+    def traverse_children(self, path: str) -> bool:
+        """Whether the children of ``path`` are cached (listed and watched)."""
+        return True
+
+    def accept_child(self, path: str) -> bool:
+        """Whether ``path``, a child of a traversed node, is cached; a refused node is not
+        followed further either."""
+        return True
