@@ -68,10 +68,10 @@ def unhighlighted_blocks(page: str, source: str) -> Iterator[Defect]:
             yield Defect(page, f"code block without highlighting: {first_line!r}")
             continue
         language = LANGUAGE.search(classes)
-        code = language is not None and language.group(1) not in PLAIN_LANGUAGES
+        name = language.group(1) if language else ""
         tokens = '<span class="' in match.group(1) or not text_of(match.group(1)).strip()
-        if code and not tokens:
-            yield Defect(page, f"{language.group(1)} block with no token: {first_line!r}")
+        if name not in PLAIN_LANGUAGES and not tokens:
+            yield Defect(page, f"{name} block with no token: {first_line!r}")
 
 
 def signatures(source: str) -> dict[str, str | None]:
