@@ -97,10 +97,10 @@ def public_identifier(dotted: str) -> str | None:
 def _scopes(obj: griffe.Object) -> list[str]:
     """Where a relative role target is looked for: enclosing classes, then the module."""
     scopes: list[str] = []
-    current: griffe.Object | None = obj if obj.is_class or obj.is_module else obj.parent  # type: ignore[assignment]
+    current: griffe.Object | None = obj if obj.is_class or obj.is_module else obj.parent
     while current is not None:
         scopes.append(current.path)
-        current = current.parent  # type: ignore[assignment]
+        current = current.parent
     return [*scopes, *PUBLIC_MODULES]
 
 
