@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs bench bench-quick bench-java ab profile soak ci-local zookeeper kerberos venv clean
+.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab profile soak ci-local zookeeper kerberos venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,10 +51,17 @@ typecheck: venv
 
 check: lint typecheck test
 
-# The docs site into site/; a broken reference or a warning fails it.
+# The docs site into site/; a broken reference or a warning fails it, and so does a page a
+# reader would find broken (raw Sphinx roles, unhighlighted code, an untyped public name).
 docs: venv
 	$(PY) -m pip install -q -e '.[docs]'
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -q
+	$(PY) scripts/check_site.py site
+
+# Screenshots of the built site (home, a recipe page, API pages) into /tmp/aiocoord-site-shots,
+# to look at as a reader; installs headless Chromium if missing.
+site-shots: docs
+	PYTHON=$(PY) ./scripts/site-shots site
 
 # The pytest plugin in three scratch projects outside the repo (bare, pytest-asyncio, anyio).
 plugin-check: venv zookeeper
