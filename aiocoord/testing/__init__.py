@@ -3,6 +3,8 @@
 * :class:`ZooKeeperServer`, :class:`ZooKeeperEnsemble`: local JVM servers on loopback;
 * :func:`start_server`, :func:`select_backend`: the backend chosen by ``AIOCOORD_ZK_BACKEND``
   (``auto``, ``local``, ``docker``, ``external`` with ``AIOCOORD_ZK_CONNECT``);
+* :class:`ZooKeeperTestCase`: a ``unittest`` base class with a server, a client under a
+  namespace of the test's own, and ``expire_session``;
 * :class:`FaultProxy`: a proxy that drops, partitions, delays and loses replies;
 * :func:`expire_session`: real server-side session expiry; :func:`expire_client` also waits
   until the client has heard;
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from aiocoord.testing._process import four_letter, sweep_orphans
     from aiocoord.testing.expire import RawSession, expire_client, expire_session, raw_session
     from aiocoord.testing.faults import DroppedRequest, FaultProxy, FrameBuffer, PendingDrop
+    from aiocoord.testing.harness import ZooKeeperTestCase
     from aiocoord.testing.server import ZooKeeperEnsemble, ZooKeeperServer
 
 #: Where each public name lives: imported on first use (PEP 562), because pytest imports the
@@ -44,6 +47,7 @@ _WHERE = {
     "ServerHandle": "aiocoord.testing._backend",
     "ZooKeeperEnsemble": "aiocoord.testing.server",
     "ZooKeeperServer": "aiocoord.testing.server",
+    "ZooKeeperTestCase": "aiocoord.testing.harness",
     "docker_available": "aiocoord.testing._backend",
     "expire_client": "aiocoord.testing.expire",
     "expire_session": "aiocoord.testing.expire",
@@ -66,6 +70,7 @@ __all__ = [
     "ServerHandle",
     "ZooKeeperEnsemble",
     "ZooKeeperServer",
+    "ZooKeeperTestCase",
     "docker_available",
     "expire_client",
     "expire_session",

@@ -90,4 +90,3 @@ def test_the_testing_packages_table_is_what_a_type_checker_sees() -> None:
     table: dict[str, str] = testing._WHERE  # type: ignore[attr-defined]
     assert table == seen
     assert sorted(testing.__all__) == sorted(seen)
-
