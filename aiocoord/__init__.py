@@ -4,224 +4,38 @@
 recipes (locks, caches, election, ...) take that client. Everything public is re-exported here.
 """
 
-from aiocoord import compression, zkpaths
-from aiocoord._auth.gssapi import GSSAPI
-from aiocoord._client.connect import Connecting, connect, open_client
-from aiocoord._client.tracker import EnsembleTracker
-from aiocoord._observe.metrics import ClientStats, OpStats, RecipeStats, WatchStats
-from aiocoord._session.ensemble_config import EnsembleConfig, EnsembleMember, MemberRole
-from aiocoord._session.session import State, StateChange
-from aiocoord._session.watch import EventType, PersistentWatch, Watch, WatchEvent
-from aiocoord._wire.data import ACL, Stat
-from aiocoord.acl import (
-    CREATOR_ALL_ACL,
-    OPEN_ACL_UNSAFE,
-    READ_ACL_UNSAFE,
-    ACLProvider,
-    digest_acl,
-    digest_id,
-)
-from aiocoord.client import (
-    ChildData,
-    Client,
-)
-from aiocoord.errors import *  # noqa: F403
-from aiocoord.errors import __all__ as _errors_all
-from aiocoord.recipes.barrier import Barrier, BarrierError, DoubleBarrier
-from aiocoord.recipes.cache import (
-    CacheError,
-    CacheEventType,
-    ChildrenCache,
-    EventSubscription,
-    NodeCache,
-    NodeEvent,
-    TreeCache,
-    TreeCacheSelector,
-    WatchMode,
-)
-from aiocoord.recipes.counter import (
-    AtomicCounter,
-    AtomicValue,
-    CorruptedValueError,
-    CountChange,
-    SharedCount,
-    VersionedValue,
-)
-from aiocoord.recipes.delay_queue import DelayQueue
-from aiocoord.recipes.discovery import (
-    DiscoveryError,
-    DownInstancePolicy,
-    InstanceEvent,
-    InstanceFormatError,
-    InstanceSubscription,
-    ProviderStrategy,
-    Random,
-    RoundRobin,
-    ServiceCache,
-    ServiceDiscovery,
-    ServiceInstance,
-    ServiceProvider,
-    ServiceType,
-    Sticky,
-    UriPart,
-    UriSpec,
-)
-from aiocoord.recipes.election import (
-    Election,
-    LeaderLatch,
-    LeadershipChange,
-    LeadershipLostError,
-    LeadershipTerm,
-    Participant,
-)
-from aiocoord.recipes.id_queue import IdQueue
-from aiocoord.recipes.lease import (
-    LeaseDataError,
-    LeaseHolder,
-    MultiNonBlockingLease,
-    NonBlockingLease,
-)
-from aiocoord.recipes.lock import Lock, LossEvent, Mutex
-from aiocoord.recipes.locking_queue import LockedItem, LockingQueue
-from aiocoord.recipes.multilock import MultiLock
-from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
-from aiocoord.recipes.partitioner import (
-    PartitionChange,
-    PartitionFailedError,
-    PartitionState,
-    SetPartitioner,
-)
-from aiocoord.recipes.queue import PriorityQueue, Queue
-from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
-from aiocoord.recipes.semaphore import Lease, Semaphore
-from aiocoord.recipes.shared_value import SharedValue, ValueChange
-from aiocoord.recipes.simple_queue import QueueEmptyError, SimpleQueue
-from aiocoord.recipes.ttl_node import PersistentTtlNode
-from aiocoord.retry import (
-    RETRYABLE_ERRORS,
-    ExponentialBackoff,
-    NoRetry,
-    RetryNTimes,
-    RetryPolicy,
-    RetryUntilElapsed,
-    call_with_retry,
-)
-from aiocoord.transaction import OpResult, Transaction
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aiocoord._public import *  # noqa: F403
+    from aiocoord.errors import *  # noqa: F403  (a type checker does not follow `*_errors_all`)
 
 __version__ = "0.1.0"
-__all__ = [
-    *_errors_all,
-    "AtomicCounter",
-    "AtomicValue",
-    "Barrier",
-    "BarrierError",
-    "CacheError",
-    "CacheEventType",
-    "ChildrenCache",
-    "CorruptedValueError",
-    "CountChange",
-    "CreateMode",
-    "DoubleBarrier",
-    "Election",
-    "EventSubscription",
-    "GSSAPI",
-    "GroupMember",
-    "LeaderLatch",
-    "LeadershipChange",
-    "LeadershipLostError",
-    "LeadershipTerm",
-    "Lease",
-    "Lock",
-    "LockedItem",
-    "LockingQueue",
-    "LossEvent",
-    "MultiLock",
-    "Mutex",
-    "NodeCache",
-    "NodeEvent",
-    "Participant",
-    "PersistentNode",
-    "PriorityQueue",
-    "Queue",
-    "ReadLock",
-    "ReadWriteLock",
-    "Semaphore",
-    "SharedCount",
-    "TreeCache",
-    "WatchMode",
-    "VersionedValue",
-    "WriteLock",
-    "DiscoveryError",
-    "DownInstancePolicy",
-    "InstanceEvent",
-    "InstanceFormatError",
-    "InstanceSubscription",
-    "ProviderStrategy",
-    "Random",
-    "RoundRobin",
-    "ServiceCache",
-    "ServiceDiscovery",
-    "ServiceInstance",
-    "ServiceProvider",
-    "ServiceType",
-    "Sticky",
-    "UriPart",
-    "UriSpec",
-    "LeaseDataError",
-    "LeaseHolder",
-    "MultiNonBlockingLease",
-    "NonBlockingLease",
-    "PartitionChange",
-    "PartitionFailedError",
-    "PartitionState",
-    "SetPartitioner",
-    # issue 18: more of Curator's recipes
-    "DelayQueue",
-    "IdQueue",
-    "PersistentTtlNode",
-    "QueueEmptyError",
-    "SharedValue",
-    "SimpleQueue",
-    "ValueChange",
-    "ACL",
-    "ACLProvider",
-    "CREATOR_ALL_ACL",
-    "ChildData",
-    "ClientStats",
-    "Client",
-    "Connecting",
-    "EventType",
-    "ExponentialBackoff",
-    "NoRetry",
-    "OPEN_ACL_UNSAFE",
-    "OpResult",
-    "OpStats",
-    "RecipeStats",
-    "PersistentWatch",
-    "READ_ACL_UNSAFE",
-    "RetryNTimes",
-    "RetryPolicy",
-    "RetryUntilElapsed",
-    "Stat",
-    "State",
-    "StateChange",
-    "Transaction",
-    "Watch",
-    "WatchEvent",
-    "WatchStats",
-    "__version__",
-    "connect",
-    "open_client",
-    "EnsembleConfig",
-    "EnsembleMember",
-    "EnsembleTracker",
-    "MemberRole",
-    # issue 28: what kazoo and Curator users reach for
-    "RETRYABLE_ERRORS",
-    "call_with_retry",
-    "digest_acl",
-    "digest_id",
-    "TreeCacheSelector",
-    "compression",
-    "zkpaths",
-]
+
+
+if not TYPE_CHECKING:  # to a type checker, the names are those imported above, no others
+
+    def __getattr__(name: str) -> object:
+        # PEP 562: the first use of a public name imports the whole surface (aiocoord._public),
+        # so that importing one module of the package costs that module only. pytest imports the
+        # plugin, aiocoord.testing.pytest_plugin, in every run of every project where aiocoord is
+        # installed: that import must not pull in the client and every recipe.
+        if name.startswith("_") and name != "__all__":
+            # Private names and submodules (``from aiocoord import _paths``) are not here:
+            # the import system then looks for a submodule, and must not load the surface first.
+            raise AttributeError(f"module 'aiocoord' has no attribute {name!r}")
+        from aiocoord import _public
+
+        found = {n: getattr(_public, n) for n in _public.__all__}
+        found["__all__"] = [*_public.__all__, "__version__"]
+        globals().update(found)
+        if name in globals():  # also a subpackage that the surface imported (aiocoord.recipes)
+            return globals()[name]
+        raise AttributeError(f"module 'aiocoord' has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        from aiocoord import _public
+
+        return sorted({*globals(), *_public.__all__})

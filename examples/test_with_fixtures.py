@@ -3,8 +3,9 @@
 Installing aiocoord registers its pytest plugin (no conftest needed). The fixtures start a
 *real* ZooKeeper (a local JVM; or Docker, or your own with ``AIOCOORD_ZK_BACKEND=external``)
 once per test session, give each test its own namespace, and put faults between your code
-and the server. With pytest-asyncio in auto mode (``asyncio_mode = "auto"``), tests are
-plain ``async def``; otherwise mark them ``@pytest.mark.asyncio``.
+and the server. The ``pytestmark`` line below marks every test of this file for
+pytest-asyncio, so the file runs as it is in a project with pytest-asyncio's default (strict)
+mode as well as in one with ``asyncio_mode = "auto"`` (docs/testing.md shows both set-ups).
 
 * ``zk_client``: a connected client, chrooted to a namespace unique to the test and removed
   after it;
@@ -29,8 +30,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+import pytest
+
 import aiocoord
 from aiocoord.testing import FaultProxy, ServerHandle, expire_session
+
+# Strict mode (pytest-asyncio's default) runs only the async tests marked for it.
+pytestmark = pytest.mark.asyncio
 
 #: The type of the ``zk_connect`` fixture.
 ClientFactory = Callable[..., Awaitable[aiocoord.Client]]

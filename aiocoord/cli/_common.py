@@ -5,7 +5,9 @@ one line on stderr."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -21,6 +23,9 @@ __all__ = [
     "shown",
     "add_hosts",
     "hosts_of",
+    "non_negative_int",
+    "positive_seconds",
+    "resolve_or_say",
     "servers_of",
     "DEFAULT_CONNECT",
     "EXIT_INTERRUPTED",
@@ -71,19 +76,73 @@ def connect_help() -> str:
     return f"ZooKeeper connect string (default ${CONNECT_ENV}, else {DEFAULT_CONNECT})"
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse ``type``: a number of seconds greater than 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse ``type``: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
 def add_hosts(parser: argparse.ArgumentParser) -> None:
-    """The optional ``HOSTS`` argument, and ``--connect`` for the same (as other commands)."""
+    """The connect string, as every command that reads a live ensemble takes it: ``--connect
+    HOSTS``, or ``HOSTS`` as the first argument (a connect string never starts with ``/``, a
+    path always does, so the two cannot be confused). Add it before the other positionals."""
     parser.add_argument("hosts", nargs="?", metavar="HOSTS", default=None, help=connect_help())
     parser.add_argument("--connect", metavar="HOSTS", default=None, help="the same as HOSTS")
 
 
 def hosts_of(args: argparse.Namespace, what: str) -> str | None:
     """The connect string of ``HOSTS`` or ``--connect``, else the default; None (said on
-    stderr) if both are given and differ."""
-    if args.hosts and args.connect and args.hosts != args.connect:
+    stderr) if both are given and differ, or it is empty or malformed (an empty member, as in
+    ``h:1,,h2``: a typo that would otherwise silently drop a member).
+
+    A command whose PATH is optional (``tree``) may receive a lone PATH in ``args.hosts``:
+    it is moved to ``args.path`` (a connect string never starts with ``/``)."""
+    if args.hosts is not None and args.hosts.startswith("/"):
+        if "path" in vars(args) and args.path is None:
+            args.path, args.hosts = args.hosts, None
+        else:
+            print(
+                f"aiocoord {what}: {args.hosts!r} is a path, not a connect string "
+                "(HOSTS comes first, or give --connect HOSTS)",
+                file=sys.stderr,
+            )
+            return None
+    if args.hosts is not None and args.connect is not None and args.hosts != args.connect:
         print(f"aiocoord {what}: give HOSTS or --connect, not both", file=sys.stderr)
         return None
-    hosts: str = args.hosts or args.connect or default_connect()
+    given = args.hosts if args.hosts is not None else args.connect
+    hosts = given if given is not None else default_connect()
+    if not hosts.strip():
+        print(
+            f"aiocoord {what}: the connect string is empty; give host:port[,host:port...]"
+            f"[/chroot] (or leave --connect out for ${CONNECT_ENV}, else {DEFAULT_CONNECT})",
+            file=sys.stderr,
+        )
+        return None
+    members = hosts.split("/", 1)[0].split(",")
+    if any(not m.strip() for m in members):
+        print(
+            f"aiocoord {what}: the connect string {hosts!r} has an empty member; give "
+            "host:port[,host:port...][/chroot]",
+            file=sys.stderr,
+        )
+        return None
     return hosts
 
 
@@ -98,6 +157,33 @@ def servers_of(hosts: str | None, what: str) -> list[Server] | None:
         return None
 
 
+async def resolve_or_say(servers: list[Server], timeout: float, what: str) -> bool:
+    """Whether at least one of ``servers`` has a name that resolves; if none does, says so on
+    stderr. A connect string of names that cannot resolve (a typo) fails here at once,
+    instead of after the client has retried them for the whole timeout."""
+    loop = asyncio.get_running_loop()
+
+    async def error_of(server: Server) -> str | None:
+        try:
+            await asyncio.wait_for(
+                loop.getaddrinfo(server.host, server.port, type=socket.SOCK_STREAM), timeout
+            )
+        except socket.gaierror as exc:
+            return f"{server.host}: {exc.strerror or exc}"
+        except (OSError, asyncio.TimeoutError):
+            return None  # not a verdict on the name: let the connection attempt tell
+        return None
+
+    errors = await asyncio.gather(*(error_of(s) for s in servers))
+    if servers and all(errors):
+        print(
+            f"aiocoord {what}: cannot resolve {'; '.join(e for e in errors if e)}",
+            file=sys.stderr,
+        )
+        return False
+    return True
+
+
 async def read_only(
     connect: str,
     timeout: float,
@@ -106,13 +192,16 @@ async def read_only(
     result_of: Callable[[Client], Awaitable[T]],
 ) -> tuple[int, T | None]:
     """Connect, return ``(EXIT_OK, await result_of(client))``; the usual failures become one
-    line on stderr and ``(status, None)``: a bad path is a usage error, an unreachable
+    line on stderr and ``(status, None)``: a bad path, or a connect string none of whose
+    names resolves, is a usage error; an unreachable
     ensemble, a missing path or a server error a server error."""
     try:
         validate_path(path)
-        parse_connect_string(connect)
+        servers = parse_connect_string(connect)[0]
     except CoordinationError as exc:
         print(f"aiocoord {what}: {exc}", file=sys.stderr)
+        return EXIT_USAGE, None
+    if not await resolve_or_say(servers, timeout, what):
         return EXIT_USAGE, None
     try:
         async with connect_client(

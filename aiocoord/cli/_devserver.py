@@ -15,7 +15,18 @@ from aiocoord.cli._common import program_name
 from aiocoord.errors import PortInUseError, ServerSetupError
 from aiocoord.testing import ZooKeeperServer
 
-__all__ = ["add_parser", "run", "serve"]
+__all__ = ["add_parser", "port_number", "run", "serve"]
+
+
+def port_number(text: str) -> int:
+    """An argparse ``type``: a TCP port, 1-65535, or 0 for a free one."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 1-65535 (or 0: a free port), not {text}")
+    return port
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,7 +38,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "connect string; Ctrl-C stops it. Without --data-dir its data lives in a temporary "
         "directory removed at exit. For development and tests, not production.",
     )
-    server.add_argument("--port", type=int, default=2181, help="client port (default 2181)")
+    server.add_argument(
+        "--port",
+        type=port_number,
+        default=2181,
+        help="client port (default 2181; 0: a free port, printed in the banner)",
+    )
     server.add_argument("--data-dir", metavar="DIR", help="keep the data here across runs")
     server.add_argument(
         "--json",
@@ -45,9 +61,12 @@ def serve(port: int, data_dir: str | None, as_json: bool = False) -> int:
     """Run a development ZooKeeper in the foreground until Ctrl-C; the exit status.
 
     ``as_json``: the banner is one JSON object on stdout, and every other message goes to
-    stderr, so that a script can read the connect string from the first line.
+    stderr, so that a script can read the connect string from the first line. ``port`` 0: a
+    free port, chosen here (the banner's connect string names it).
     """
-    server = ZooKeeperServer(port=port, data_dir=data_dir, startup_timeout=60)
+    # ZooKeeper itself takes clientPort=0 for "none" and fails; a free port is chosen here.
+    server = ZooKeeperServer(port=port or None, data_dir=data_dir, startup_timeout=60)
+    port = server.port
     chatter = sys.stderr if as_json else sys.stdout
     print(f"aiocoord server: starting ZooKeeper on 127.0.0.1:{port} ...", file=chatter, flush=True)
     stopping = False

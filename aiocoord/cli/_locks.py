@@ -26,6 +26,7 @@ from aiocoord.cli._common import (
     EXIT_OK,
     add_hosts,
     hosts_of,
+    positive_seconds,
     read_only,
     servers_of,
     shown,
@@ -47,8 +48,10 @@ from aiocoord.recipes.semaphore import LEASES, LOCKS, Semaphore
 
 __all__ = ["LAYOUTS", "LockEntry", "add_parser", "detect_layout", "lock_entries", "run"]
 
-#: The layouts ``locks`` reads (``auto``: found from the node names).
-LAYOUTS = ("auto", "lock", "rwlock", "latch", "semaphore")
+#: The layouts ``locks`` reads (``auto``: found from the node names). ``election``: an
+#: ``Election``'s ``-lock-`` nodes or a ``LeaderLatch``'s ``latch-`` nodes, as leader and
+#: candidates (found as ``lock`` or ``latch``: an election's nodes are named as a lock's).
+LAYOUTS = ("auto", "lock", "rwlock", "latch", "election", "semaphore")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,10 @@ async def detect_layout(client: Client, path: str) -> str | None:
 
 async def _participants(client: Client, layout: str, path: str) -> list[tuple[str, Participant]]:
     """``(node below path, participant)`` in queue order, as the recipe lists them."""
+    if layout == "election":
+        # An Election's nodes are named as a lock's, a LeaderLatch's are not.
+        names = await client.children(path)
+        layout = "latch" if any(LATCH_NAME in n for n in names) else "lock"
     if layout == "lock":
         return [(p.node_name, p) for p in await Lock(client, path).contenders()]
     if layout == "latch":
@@ -134,7 +141,8 @@ def _roles(layout: str, found: list[tuple[str, Participant, Stat]]) -> list[str]
             ("" if p.holds else "waiting ") + ("writer" if WRITE_NAME in n else "reader")
             for n, p, _ in found
         ]
-    held, waiting = ("leader", "candidate") if layout == "latch" else ("holder", "waiting")
+    leaders = layout in ("latch", "election")
+    held, waiting = ("leader", "candidate") if leaders else ("holder", "waiting")
     return [held if p.holds else waiting for _, p, _ in found]
 
 
@@ -146,11 +154,11 @@ async def lock_entries(
     parents are containers, which the server removes once empty)."""
     try:
         found_layout = await detect_layout(client, path) if layout == "auto" else layout
+        if found_layout is None:
+            return None, []
+        listed = await _participants(client, found_layout, path)
     except NoNodeError:
         return None, []
-    if found_layout is None:
-        return None, []
-    listed = await _participants(client, found_layout, path)
     if progress is not None:
         progress.update(f"reading {len(listed)} node(s) ...")
     stats = await asyncio.gather(*(client.exists(join(path, node)) for node, _ in listed))
@@ -219,7 +227,7 @@ def _summary(layout: str, rows: list[dict[str, object]]) -> str:
         held = sum(r["role"] == "lease" for r in rows)
         return f"{held} lease(s) held; {len(rows) - held} waiting or acquiring"
     holding = [shown(str(r["identifier"])) for r in rows if r["holds"]]
-    if layout == "latch":
+    if layout in ("latch", "election"):
         return f"leader {holding[0]}; {len(rows) - 1} candidate(s)" if holding else "no leader"
     return f"held by {', '.join(holding) or 'nobody'}; {len(rows) - len(holding)} waiting"
 
@@ -262,14 +270,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_hosts(locks)
     locks.add_argument("path", metavar="PATH", help="the recipe's path, e.g. /locks/orders")
     locks.add_argument("--kind", choices=LAYOUTS, default="auto", help="the layout (default auto)")
-    locks.add_argument("--timeout", type=float, default=5.0, help=timeout_help())
+    locks.add_argument("--timeout", type=positive_seconds, default=5.0, help=timeout_help())
     locks.add_argument("--json", action="store_true", help="one JSON object (keys documented)")
 
 
-async def run(args: argparse.Namespace) -> int:
-    """Run ``locks`` as parsed into ``args``; the exit status."""
-    hosts = hosts_of(args, "locks")
-    servers = servers_of(hosts, "locks")
+async def run(args: argparse.Namespace, what: str = "locks") -> int:
+    """Run ``locks`` (or its alias ``what``) as parsed into ``args``; the exit status."""
+    hosts = hosts_of(args, what)
+    servers = servers_of(hosts, what)
     if hosts is None or servers is None:
         return 2
     path: str = args.path
@@ -285,7 +293,7 @@ async def run(args: argparse.Namespace) -> int:
         return layout, entries, conns
 
     try:
-        status, result = await read_only(hosts, args.timeout, "locks", path, read)
+        status, result = await read_only(hosts, args.timeout, what, path, read)
     finally:
         progress.clear()
     if result is None:

@@ -59,6 +59,10 @@ def _demo(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("aiocoord demo: --workers must be at least 1", file=sys.stderr)
         return EXIT_USAGE
+    if args.connect is not None and not args.connect.strip():
+        # Not the embedded ensemble: that is what leaving --connect out means.
+        print("aiocoord demo: the connect string is empty", file=sys.stderr)
+        return EXIT_USAGE
     try:
         return asyncio.run(
             run(connect=args.connect, workers=args.workers, plain=args.plain, as_json=args.json)
@@ -80,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_locks.run(args))
         if args.command == "stat":
             return asyncio.run(_stat.run(args))
-        if args.command == "inspect":
+        if args.command == "inspect":  # an alias of locks
             return asyncio.run(_inspect.run(args))
         return asyncio.run(_tree.run(args))
     except KeyboardInterrupt:

@@ -16,7 +16,14 @@ import time
 from dataclasses import asdict, dataclass
 
 from aiocoord._session.servers import Server
-from aiocoord.cli._common import EXIT_OK, EXIT_SERVER, add_hosts, hosts_of, servers_of
+from aiocoord.cli._common import (
+    EXIT_OK,
+    EXIT_SERVER,
+    add_hosts,
+    hosts_of,
+    positive_seconds,
+    servers_of,
+)
 from aiocoord.cli._fourletter import FourLetterError, four_letter, parse_mntr, parse_srvr
 from aiocoord.cli._progress import Progress
 
@@ -157,9 +164,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "does not answer is a row saying so. Exit status 1 if any member did not answer.",
     )
     add_hosts(stat)
-    stat.add_argument("--timeout", type=float, default=5.0, help="seconds per member (default 5)")
     stat.add_argument(
-        "--watch", type=float, metavar="SECONDS", help="refresh every SECONDS until Ctrl-C"
+        "--timeout", type=positive_seconds, default=5.0, help="seconds per member (default 5)"
+    )
+    stat.add_argument(
+        "--watch",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="refresh every SECONDS until Ctrl-C",
     )
     stat.add_argument("--count", type=int, metavar="N", help="with --watch: stop after N tables")
     stat.add_argument(

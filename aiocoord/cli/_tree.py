@@ -13,14 +13,30 @@ import contextlib
 import json
 from dataclasses import dataclass
 
-from aiocoord._paths import join
+from aiocoord._paths import join, sequence_of
 from aiocoord._wire.data import Stat
-from aiocoord.cli._common import connect_help, default_connect, read_only, timeout_help
+from aiocoord.cli._common import (
+    EXIT_USAGE,
+    add_hosts,
+    hosts_of,
+    non_negative_int,
+    positive_seconds,
+    read_only,
+    timeout_help,
+)
 from aiocoord.cli._progress import Progress
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError
 
-__all__ = ["TreeNode", "add_parser", "run", "tree_json", "tree_lines", "walk_tree"]
+__all__ = [
+    "TreeNode",
+    "add_parser",
+    "run",
+    "sibling_order",
+    "tree_json",
+    "tree_lines",
+    "walk_tree",
+]
 
 #: Data previews in ``tree --data`` are cut to this many characters.
 _PREVIEW = 60
@@ -34,6 +50,14 @@ def _preview(data: bytes) -> str:
     if not text.isprintable():
         return repr(data[:_PREVIEW])
     return repr(text if len(text) <= _PREVIEW else text[:_PREVIEW] + "...")
+
+
+def sibling_order(name: str) -> tuple[bool, int, str]:
+    """The sort key of siblings: names without a sequence number first, by name; then the
+    sequential ones by their number alone, so that a lock's queue reads in queue order (a
+    protected node's name starts with a random UUID, which must not decide)."""
+    sequence = sequence_of(name)
+    return (sequence is not None, sequence or 0, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +80,8 @@ async def walk_tree(
     show_data: bool = False,
     progress: Progress | None = None,
 ) -> list[TreeNode]:
-    """``path`` and its descendants, depth first, siblings by name; siblings are read
-    concurrently (pipelined on the one connection).
+    """``path`` and its descendants, depth first, siblings in :func:`sibling_order`; siblings
+    are read concurrently (pipelined on the one connection).
 
     Raises NoNodeError if ``path`` does not exist; nodes deleted during the walk are left out.
     """
@@ -81,7 +105,9 @@ async def walk_tree(
         if max_depth is not None and depth >= max_depth:
             return [TreeNode(node, depth, stat, data, len(names))]
         out = [TreeNode(node, depth, stat, data, 0)]
-        below = await asyncio.gather(*(walk(join(node, n), depth + 1) for n in sorted(names)))
+        below = await asyncio.gather(
+            *(walk(join(node, n), depth + 1) for n in sorted(names, key=sibling_order))
+        )
         for sub in below:
             out.extend(sub)
         return out
@@ -142,21 +168,28 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description="Print the nodes under PATH, indented, with data sizes and ephemeral "
         "owners. Read-only.",
     )
-    tree.add_argument("path", nargs="?", default="/", help="where to start (default /)")
-    tree.add_argument("--connect", metavar="HOSTS", default=None, help=connect_help())
-    tree.add_argument("--timeout", type=float, default=5.0, help=timeout_help())
-    tree.add_argument("--depth", type=int, default=None, help="levels to show below PATH")
+    add_hosts(tree)
+    tree.add_argument(
+        "path", nargs="?", metavar="PATH", default=None, help="where to start (default /)"
+    )
+    tree.add_argument("--timeout", type=positive_seconds, default=5.0, help=timeout_help())
+    tree.add_argument(
+        "--depth", type=non_negative_int, default=None, help="levels to show below PATH"
+    )
     tree.add_argument("--data", action="store_true", help="show a preview of each node's data")
     tree.add_argument("--json", action="store_true", help="one JSON object (keys documented)")
 
 
 async def run(args: argparse.Namespace) -> int:
     """Run ``tree`` as parsed into ``args``; the exit status."""
-    path: str = args.path
+    hosts = hosts_of(args, "tree")
+    if hosts is None:
+        return EXIT_USAGE
+    path: str = args.path if args.path is not None else "/"
     progress = Progress()
     try:
         status, nodes = await read_only(
-            args.connect or default_connect(),
+            hosts,
             args.timeout,
             "tree",
             path,

@@ -1,17 +1,19 @@
-"""Client fixtures of the pytest plugin: connected clients isolated under a unique namespace."""
+"""Client fixtures of the pytest plugin: connected clients isolated under a unique namespace.
+
+Like the plugin, this module imports no more of aiocoord at load than its type names (for the
+type checker only): a fixture imports the client when it is first used."""
 
 from __future__ import annotations
 
 import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pytest
 
-from aiocoord._client.connect import open_client
-from aiocoord.client import Client
-from aiocoord.testing.server import SUPER_AUTH
+if TYPE_CHECKING:
+    from aiocoord.client import Client
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -38,7 +40,7 @@ def async_fixture(func: _F) -> _F:
 #: Every test namespace lives under this node, so a crashed run's leftovers are easy to find.
 NAMESPACE_ROOT = "/aiocoord-test"
 
-ClientFactory = Callable[..., Awaitable[Client]]
+ClientFactory = Callable[..., Awaitable["Client"]]
 
 
 @pytest.fixture
@@ -56,6 +58,9 @@ async def zk_connect(zookeeper: Any, zk_namespace: str) -> AsyncIterator[ClientF
     ``zookeeper`` server; pass a FaultProxy's to put faults between the client and the server.
     The namespace is created first and removed, with everything under it, afterwards.
     """
+    from aiocoord import open_client
+    from aiocoord.testing.server import SUPER_AUTH
+
     clients: list[Client] = []
     # The superuser can remove whatever a test left, whatever ACL it set.
     admin = await open_client(zookeeper.connect_string, session_timeout=10, auth=[SUPER_AUTH])

@@ -10,22 +10,26 @@ Fixtures:
   front of ``zookeeper``.
 
 Session-scoped fixtures are synchronous on purpose: they need no event loop, so they work
-with any pytest-asyncio loop scope. Loading the plugin (pytest loads it in every run where
-aiocoord is installed) imports nothing beyond pytest and aiocoord and does no I/O: JVMs left
-by killed runs are swept when a server is first started.
+with any pytest-asyncio loop scope. pytest loads this plugin in every run of every project
+where aiocoord is installed, so loading it costs next to nothing: it imports no more of
+aiocoord than the fixture definitions (each fixture imports what it uses when first used;
+tests/unit/test_plugin_load.py holds the budget) and does no I/O: JVMs left by killed runs
+are swept when a server is first started.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
-from aiocoord.errors import ServerSetupError
-from aiocoord.testing._backend import ServerHandle, select_backend, start_server
-from aiocoord.testing._client_fixtures import async_fixture
-from aiocoord.testing.faults import FaultProxy
-from aiocoord.testing.server import ZooKeeperEnsemble
+from aiocoord.testing._client_fixtures import async_fixture, zk_client, zk_connect, zk_namespace
+
+if TYPE_CHECKING:
+    from aiocoord.testing._backend import ServerHandle
+    from aiocoord.testing.faults import FaultProxy
+    from aiocoord.testing.server import ZooKeeperEnsemble
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -37,6 +41,8 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def zookeeper() -> Iterator[ServerHandle]:
     """A serving ZooKeeper shared by the whole test session; closed at its end."""
+    from aiocoord.testing._backend import start_server
+
     server = start_server()
     try:
         yield server
@@ -49,6 +55,10 @@ def zookeeper_ensemble() -> Iterator[ZooKeeperEnsemble]:
     """A 3-member ensemble shared by the session, reconfigurable (``add_member()``,
     ``remove_member(id)``). Tests that kill or stop members must start them again
     (``restart(i)``), and remove the members they add, before they end."""
+    from aiocoord.errors import ServerSetupError
+    from aiocoord.testing._backend import select_backend
+    from aiocoord.testing.server import ZooKeeperEnsemble
+
     try:
         backend = select_backend()
     except ServerSetupError as exc:
@@ -62,17 +72,11 @@ def zookeeper_ensemble() -> Iterator[ZooKeeperEnsemble]:
 @async_fixture
 async def zk_fault_proxy(zookeeper: ServerHandle) -> AsyncIterator[FaultProxy]:
     """A started :class:`FaultProxy` in front of ``zookeeper``; closed after the test."""
+    from aiocoord.testing.faults import FaultProxy
+
     async with FaultProxy(zookeeper.host, zookeeper.port) as proxy:
         yield proxy
 
-
-# --- client fixtures ----------------------------------------------------------------------------
-# Connected clients, each test under a namespace of its own (see _client_fixtures).
-from aiocoord.testing._client_fixtures import (  # noqa: E402
-    zk_client,
-    zk_connect,
-    zk_namespace,
-)
 
 __all__ = [
     "zk_client",

@@ -1,6 +1,6 @@
 """The ``python -m aiocoord`` commands, each run as a subprocess the way a user runs it:
-``server``, ``tree``, ``inspect lock|rwlock|election|semaphore`` and ``demo`` (against a
-server with ``--connect``, and on its embedded ensemble)."""
+``server``, ``tree``, ``inspect lock|rwlock|election|semaphore`` (``locks --kind``) and
+``demo`` (against a server with ``--connect``, and on its embedded ensemble)."""
 
 from __future__ import annotations
 
@@ -329,7 +329,8 @@ async def test_inspect_election_shows_the_leader_then_the_candidates(
             "inspect", "election", "/election", "--connect", zookeeper.connect_string + zk_namespace
         )
         assert code == 0, out
-        assert out.splitlines()[0] == "election /election: leader alpha, 2 candidate(s)"
+        # inspect is `locks --kind`: its table, its summary
+        assert out.splitlines()[0] == "election /election: leader alpha; 2 candidate(s)"
         assert table(out) == [
             (0, "leader", "alpha"),
             (1, "candidate", "bravo"),
@@ -359,7 +360,7 @@ async def test_inspect_semaphore_shows_leases_then_the_queue(
             "inspect", "semaphore", "/sem", "--connect", zookeeper.connect_string + zk_namespace
         )
         assert code == 0, out
-        assert out.splitlines()[0] == "semaphore /sem: 2 lease(s) held, 2 waiting or acquiring"
+        assert out.splitlines()[0] == "semaphore /sem: 2 lease(s) held; 2 waiting or acquiring"
         assert table(out) == [
             (0, "lease", "alpha"),
             (1, "lease", "bravo"),

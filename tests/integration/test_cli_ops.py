@@ -421,18 +421,15 @@ async def test_inspect_json_lists_the_contenders(
         await holder.release()
     assert code == 0, out + err
     doc = json.loads(out)
-    assert (doc["kind"], doc["path"], doc["summary"]) == (
-        "lock",
-        "/locks/j",
-        "held by alpha; 1 waiting",
-    )
+    # inspect is `locks --kind`: the keys of locks --json
+    assert (doc["layout"], doc["path"]) == ("lock", "/locks/j")
     assert [
-        (c["position"], c["role"], c["identifier"], c["session_id"]) for c in doc["contenders"]
+        (c["position"], c["role"], c["identifier"], c["session_id"]) for c in doc["entries"]
     ] == [
         (0, "holder", "alpha", f"0x{alpha.session_id:x}"),
         (1, "waiting", "bravo", f"0x{bravo.session_id:x}"),
     ]
-    assert doc["contenders"][0]["czxid"] == token
+    assert doc["entries"][0]["fencing_token"] == token
 
 
 async def test_exit_statuses_of_tree_and_inspect() -> None:

@@ -14,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
+import aiocoord
 from aiocoord.testing import ServerHandle
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+#: The checkout whose aiocoord this run imports (a subprocess imports the same).
+CHECKOUT = Path(aiocoord.__file__).resolve().parents[1]
 
 #: Each example script and a line its output must contain when it worked.
 EXPECTED = {
@@ -73,3 +76,37 @@ async def test_example_takes_the_connect_string_from_the_environment(example_hos
     code, out = await run_example("cache_stream.py", [], env={"AIOCOORD_CONNECT": example_hosts})
     assert code == 0, out
     assert EXPECTED["cache_stream.py"] in out, out
+
+
+async def test_the_fixtures_example_runs_in_a_strict_mode_project(
+    zookeeper: ServerHandle, tmp_path: Path
+) -> None:
+    # A project of its own: no conftest, pytest-asyncio's default mode (strict), the example
+    # copied as a user would; against this session's server (an external one to the plugin).
+    example = CHECKOUT / "examples" / "test_with_fixtures.py"
+    ini = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+    (tmp_path / "pytest.ini").write_text(ini)
+    (tmp_path / "test_with_fixtures.py").write_text(example.read_text())
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(CHECKOUT),
+        "AIOCOORD_ZK_BACKEND": "external",
+        "AIOCOORD_ZK_CONNECT": zookeeper.connect_string,
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "test_with_fixtures.py",
+        cwd=tmp_path,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=env,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    text = out.decode()
+    assert proc.returncode == 0, text
+    assert "6 passed" in text, text
