@@ -155,14 +155,45 @@ def untyped_public_names(api_pages: dict[str, str]) -> Iterator[Defect]:
             yield Defect(page, f"{name}: {why}")
 
 
+#: What the site's stylesheet must say for a reader: long code lines wrap instead of scrolling
+#: sideways, and a table's words (option names) are not broken mid-word.
+STYLE_RULES = {
+    "code blocks wrap long lines": r"pre\s*>\s*code\s*\{[^}]*white-space:\s*pre-wrap",
+    "table words stay whole": r"table[^{]*td[^{]*\{[^}]*word-break:\s*normal",
+}
+
+
+def style(site: Path) -> Iterator[Defect]:
+    css = site / "extra.css"
+    if not css.is_file():
+        yield Defect("extra.css", "the site's stylesheet is missing")
+        return
+    text = css.read_text(encoding="utf-8")
+    for what, rule in STYLE_RULES.items():
+        if not re.search(rule, text):
+            yield Defect("extra.css", f"no rule for: {what}")
+
+
+def home(page: str, source: str) -> Iterator[Defect]:
+    """The door: an install line and a runnable example on the home page."""
+    if "pip install" not in text_of(source):
+        yield Defect(page, "no install line")
+    if 'class="language-python' not in source and "language-python" not in source:
+        yield Defect(page, "no Python example")
+
+
 def check(site: Path) -> list[Defect]:
-    defects: list[Defect] = []
+    defects: list[Defect] = list(style(site))
     api_pages: dict[str, str] = {}
     for path in sorted(site.rglob("*.html")):
         page = str(path.relative_to(site))
         source = path.read_text(encoding="utf-8")
         defects += raw_roles(page, source)
         defects += unhighlighted_blocks(page, source)
+        if "extra.css" not in source and page != "404.html":
+            defects.append(Defect(page, "does not load the site's stylesheet"))
+        if page == "index.html":
+            defects += home(page, source)
         if page.startswith("api/"):
             api_pages[page] = source
     defects += untyped_public_names(api_pages)

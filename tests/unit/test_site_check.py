@@ -1,6 +1,8 @@
 """The docs-site check (scripts/check_site.py, run by ``make docs`` over the built HTML) flags
 what a reader would find broken: a raw Sphinx role, an unhighlighted code block, a public
-name documented without its types, or not under its public name. Fed small pages shaped like
+name documented without its types, or not under its public name, a stylesheet that lets long
+code lines scroll sideways or table words break, a home page without an install line or an
+example. Fed small pages shaped like
 mkdocs-material's and mkdocstrings' output, one defect each."""
 
 from __future__ import annotations
@@ -110,5 +112,24 @@ def test_site_missing_public_names_fails(tmp_path: Path) -> None:
     defects = _defects(tmp_path, pages)
     # Documented under its module's path only: not where a reader (or a link) looks.
     assert "api/: aiocoord.connect is not documented under its public name" in defects
-    assert len(defects) == len(check_site.public_names())
+    assert len([d for d in defects if d.startswith("api/: ")]) == len(check_site.public_names())
     assert check_site.main(["check_site.py", str(tmp_path)]) == 1
+
+
+def test_the_stylesheet_and_the_home_page_are_checked(tmp_path: Path) -> None:
+    bare = _defects(tmp_path, {"index.html": "<h1>aiocoord</h1><p>Coordination.</p>"})
+    assert "extra.css: the site's stylesheet is missing" in bare
+    assert "index.html: does not load the site's stylesheet" in bare
+    assert "index.html: no install line" in bare
+    assert "index.html: no Python example" in bare
+    (tmp_path / "extra.css").write_text(".md-typeset pre { font-size: 0.9em; }")
+    styled = _defects(tmp_path, {})
+    assert "extra.css: no rule for: code blocks wrap long lines" in styled
+    assert "extra.css: no rule for: table words stay whole" in styled
+    (tmp_path / "extra.css").write_text((ROOT / "docs" / "extra.css").read_text())
+    home = (
+        '<link rel="stylesheet" href="extra.css"><p><code>pip install -e .</code></p>'
+        f"{HIGHLIGHTED}{OUTPUT}"
+    )
+    done = _defects(tmp_path, {"index.html": home})
+    assert not [d for d in done if not d.startswith("api/: ")]
