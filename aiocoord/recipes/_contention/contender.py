@@ -117,10 +117,10 @@ async def delete_node(
     operator's forced expiry while the link is cut off) and the server may hand the node's
     place to another client: no task of ours is told it holds anything on a guess.
     ``cleared``: the node was granted by an exclusive driver, so no node ahead of it was left
-    (see :meth:`QueueState.mark_gone`). ``confirm``: wait up to :data:`CONFIRM_WAIT` for the
-    server's answer, so that other sessions find the node gone once this returns while the link
-    is live (closing a :class:`PersistentNode`, leaving a barrier, a contender giving up); a
-    lock's release does not.
+    (see :meth:`~aiocoord.recipes._contention.listing.QueueState.mark_gone`). ``confirm``: wait up
+    to :data:`CONFIRM_WAIT` for the server's answer, so that other sessions find the node gone once
+    this returns while the link is live (closing a :class:`PersistentNode`, leaving a barrier, a
+    contender giving up); a lock's release does not.
     """
     try:
         reply = client.delete_for_sure(path, on_deleted=lambda: forget_node(client, path, cleared))
@@ -367,8 +367,9 @@ async def abandon_watch(task: asyncio.Future[Watch | None]) -> None:
 async def confirm_alive(
     client: Client, pinned: Client, node: QueueNode, deadline: float | None
 ) -> None:
-    """Return once ``node``'s session may be trusted (:meth:`Session.trusted`); raise
-    Restart if the node or its session is gone.
+    """Return once ``node``'s session may be trusted
+    (:meth:`~aiocoord._session.session.Session.trusted`); raise Restart if the node or its session
+    is gone.
 
     A grant is only as good as the session behind it. A client that is connected and heard
     from the server within the liveness window knows the server cannot have expired the

@@ -54,7 +54,8 @@ While SUSPENDED, or silent for too long, the waiter waits for the server's word 
 
 **Connection and session.** A waiter survives a connection loss (its watch is restored, its
 node stays); after an expiry it queues again with a new node in the new session. A granted
-node is watched by a :class:`LossWatch` (:mod:`aiocoord.recipes._contention.holding`).
+node is watched by a :class:`~aiocoord.recipes._contention.holding.LossWatch`
+(:mod:`aiocoord.recipes._contention.holding`).
 """
 
 from __future__ import annotations
@@ -129,9 +130,9 @@ class SequentialQueue:
 
         Returns the node, or None if ``blocking`` is false and the node was not through at
         once, or if ``timeout`` seconds passed first; either way no node is left behind. The
-        caller must start its :class:`LossWatch` before its next ``await``. Under
-        ``suspended_is_loss`` a node is not granted while the connection is SUSPENDED.
-        Cancelling leaves no node (see :meth:`ProtectedNode.discard`).
+        caller must start its :class:`~aiocoord.recipes._contention.holding.LossWatch` before its
+        next ``await``. Under ``suspended_is_loss`` a node is not granted while the connection is
+        SUSPENDED. Cancelling leaves no node (see :meth:`ProtectedNode.discard`).
         """
         client = self.client
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
