@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiocoord._deadline import within
+from aiocoord._futures import retrieve
 
 
 class EventType(enum.IntEnum):
@@ -122,7 +123,7 @@ class Watch:
         """Leave the server watch armed until its event consumes it, without waiting for it:
         nothing is sent to remove it (a watch on a node the caller will delete anyway), and
         its outcome is not reported as unretrieved."""
-        self._future.add_done_callback(_consume)
+        self._future.add_done_callback(retrieve)
 
     def add_done_callback(self, callback: Callable[[Watch], None]) -> None:
         """Call ``callback(watch)`` once the watch fired, failed or was cancelled."""
@@ -130,11 +131,6 @@ class Watch:
 
     def __repr__(self) -> str:
         return f"<Watch {self.kind.name} {self.path} {'done' if self.done() else 'pending'}>"
-
-
-def _consume(fut: asyncio.Future[WatchEvent]) -> None:
-    if not fut.cancelled():
-        fut.exception()
 
 
 class PersistentWatch:

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from aiocoord._client.pathops import find_protected, protected_matches
+from aiocoord._futures import retrieve
 from aiocoord._paths import join, protected_prefix, sequence_of
 from aiocoord._session.connection import Reply
 from aiocoord._session.watch import Watch, WatchKind
@@ -49,7 +50,7 @@ from aiocoord.errors import (
     error_for_code,
 )
 from aiocoord.recipes._contention.listing import forget_node, next_stamp
-from aiocoord.recipes._contention.waiting import bounded, result_by, retrieve
+from aiocoord.recipes._contention.waiting import bounded, result_by
 
 __all__ = [
     "CONFIRM_WAIT",

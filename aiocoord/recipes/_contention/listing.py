@@ -22,12 +22,12 @@ import bisect
 import contextlib
 import itertools
 
+from aiocoord._futures import retrieve
 from aiocoord._paths import join, sequence_of, sort_by_sequence
 from aiocoord._wire.reads import GetChildrenRequest
 from aiocoord.client import Client
 from aiocoord.errors import ConnectionLossError, NoNodeError, error_for_code
 from aiocoord.recipes._contention.drivers import Driver
-from aiocoord.recipes._contention.waiting import retrieve
 
 __all__ = [
     "QueueState",

@@ -30,7 +30,6 @@ __all__ = [
     "left_or_zero",
     "remaining",
     "result_by",
-    "retrieve",
     "time_left",
     "wait_gone",
     "wait_watches",
@@ -99,12 +98,6 @@ async def result_by(fut: asyncio.Future[T], deadline: float | None) -> T:
         if not fut.done():
             raise TimedOut()
     return fut.result()
-
-
-def retrieve(fut: asyncio.Future[Any]) -> None:
-    """Mark a future's exception as retrieved (a done-callback for futures nobody may await)."""
-    if not fut.cancelled():
-        fut.exception()
 
 
 def _watches_in(result: Any) -> list[Watch]:
