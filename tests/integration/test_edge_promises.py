@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from support import Factory, child_names, eventually
 
 from aiocoord import (
@@ -20,6 +21,7 @@ from aiocoord import (
     State,
 )
 from aiocoord._wire.opcodes import Op
+from aiocoord.errors import LockLostError, SessionExpiredError
 from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.testing import FaultProxy, expire_session
 
@@ -184,3 +186,22 @@ async def test_no_local_hand_over_while_the_session_is_being_expired_unseen(
 
 async def _count(client: Client, path: str, n: int) -> bool:
     return len(await child_names(client, path)) == n
+
+
+async def test_releasing_after_an_expiry_for_good_reports_the_loss_only(
+    zk_connect: Factory, zookeeper: Any
+) -> None:
+    # With no new session to come, nothing can be sent: the release reports the loss, and the
+    # delete it would have sent is not owed (the node went with the session).
+    client = await zk_connect(reconnect_after_expiry=False)
+    lock, waiter = Lock(client, "/for-good"), Mutex(client, "/for-good")
+    await lock.acquire()
+    waiting = asyncio.create_task(waiter.acquire(timeout=30))
+    await eventually(lambda: _count(client, "/for-good", 2), what="the waiter queued")
+    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await client.wait_for(State.LOST, timeout=10)
+    with pytest.raises(LockLostError):
+        await lock.release()
+    with pytest.raises(SessionExpiredError):
+        await waiting
+    assert client.pending_deletes() == 0

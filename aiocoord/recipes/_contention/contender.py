@@ -125,8 +125,10 @@ async def delete_node(
     """
     try:
         reply = client.delete_for_sure(path, on_deleted=lambda: forget_node(client, path, cleared))
-    except ClientClosedError:
-        return  # the session's end removes what was ephemeral
+    except (ClientClosedError, SessionExpiredError):
+        # Closed, or expired for good (no reconnect_after_expiry): the session's end removed
+        # what was ephemeral, and there is no session left to send anything on.
+        return
     # The holding is over once the delete is accepted: nobody is granted anything before the
     # server has applied it, and waiting for its answer would only hold up the caller (a
     # release on a dead link, not yet detected, would wait for the link's timeout).
