@@ -339,12 +339,16 @@ class PathOps:
         called once the server has answered that the node is gone (the server's word, not a
         guess). Validation is the caller's (:meth:`delete` validates).
         """
-        reply = self._session.submit(
+        reply = self._submit_delete(path, version)
+        self._see_through(path, version, on_deleted, reply)
+        return reply
+
+    def _submit_delete(self, path: str, version: int) -> asyncio.Future[Reply[EmptyResponse]]:
+        """The delete, written now or held for the next connection, in the current session."""
+        return self._session.submit(
             DeleteRequest(path=self._full(path), version=version),
             generation=self._session.generation,
         )
-        self._see_through(path, version, on_deleted, reply)
-        return reply
 
     def _see_through(
         self,
@@ -360,10 +364,7 @@ class PathOps:
             if isinstance(exc, ConnectionLossError) and not self._session.closed:
                 # It may or may not have been applied: once more, held for the reconnect.
                 try:
-                    again = self._session.submit(
-                        DeleteRequest(path=self._full(path), version=version),
-                        generation=self._session.generation,
-                    )
+                    again = self._submit_delete(path, version)
                 except CoordinationError:
                     return  # closed meanwhile: the session's end removes what was ephemeral
                 self._see_through(path, version, on_deleted, again)
