@@ -52,6 +52,9 @@ session is *trusted* (connected, and answered within the liveness window; see
 itself declares it LOST, so the new holder hears of any loss before another client can be let in.
 While SUSPENDED, or silent for too long, the waiter waits for the server's word instead.
 
+**Decide, then do.** What a waiter does next is decided by a pure step over what it knows
+(:mod:`aiocoord.recipes._contention.turn`); the loop here only carries the answer out.
+
 **Connection and session.** A waiter survives a connection loss (its watch is restored, its
 node stays); after an expiry it queues again with a new node in the new session. A granted
 node is watched by a :class:`~aiocoord.recipes._contention.holding.LossWatch`
@@ -89,6 +92,7 @@ from aiocoord.recipes._contention.listing import (
     next_stamp,
     queued_nodes,
 )
+from aiocoord.recipes._contention.turn import GiveUp, Grant, Turn
 from aiocoord.recipes._contention.waiting import TimedOut, bounded, wait_gone
 
 __all__ = ["SequentialQueue"]
@@ -202,7 +206,6 @@ class SequentialQueue:
         self, entry: ProtectedNode, state: QueueState, deadline: float | None, blocking: bool
     ) -> QueueNode | None:
         client = self.client
-        driver = self.driver
         if entry.sent_stamp is None:
             # The create went to a task (not connected): let it write its request first, so
             # that the listing below is ordered after it on the wire and pipelines with it.
@@ -220,76 +223,42 @@ class SequentialQueue:
         node = await entry.result(deadline)
         if names is None or node.name not in names:
             names = await self._listing(node, state, deadline)
-        # `ahead`: the nearest relevant nodes ahead of ours, taken from the listing `source`;
-        # `truncated`: more are further ahead in it (looked at once the nearest are gone).
-        source = names
-        ahead, truncated = state.ahead(source, node.name, node.sequence, driver)
+        turn = Turn.start(self.driver, node.name, node.sequence, names, state)
         # Requests made for the node run only in its session: a read retried on a new session
         # would keep waiting in a queue that the node, gone with the old session, has left.
         pinned = client.bound(node.generation)
-        state.mine[node.name] = None
-        # A waiter that may be let through with no listing after its wake (nothing else ahead
-        # of the node it waits for, or that node is this client's and may be handed over
-        # locally) watches its own node too: a third party may delete it (the whole lock path,
-        # say). Events arrive in zxid order, so if our node went before the node ahead of it,
-        # we know by the time the latter's deletion wakes us. Any other waiter lists after its
-        # wake, and a listing that holds our node proves it as well.
-        own: Watch | None = None
-        stale = False  # whether nodes in `ahead` may have gone unseen
-        need_listing = False
-        listed = True  # whether a listing read since the last wake holds our node
-        waited = False  # whether we waited for a node ahead (Client.stats counts it)
+        state.add_mine(node.name)
+        own: Watch | None = None  # the watch on our own node (see "Its own node, too")
         while True:
             if own is not None and own.done():
                 event = own.fired()
                 if event is None or event.type is EventType.DELETED:
                     raise Restart()
                 own = None  # a data change consumed it: armed again with the next probe
-            # Names this client saw go since (its own deletions, its other waiters' events).
-            if any(n in state.gone for n in ahead):
-                for n in ahead:
-                    if n in state.gone and driver.needs_listing_after(n):
-                        need_listing = True
-                cut = 0
-                for i, n in enumerate(ahead):
-                    if n in state.cleared:
-                        cut = i + 1  # granted exclusively, then gone: nothing before it is left
-                if cut:
-                    ahead = ahead[cut:]
-                    truncated = False
-                ahead = [n for n in ahead if n not in state.gone]
-            blocker = driver.blocker(ahead)
-            if blocker is None and truncated:
-                # The nodes in view are gone; look further ahead in the listing (those may
-                # have gone unseen, so they are checked before they are trusted).
-                ahead, truncated = state.ahead(source, node.name, node.sequence, driver)
-                stale = bool(ahead)
-                continue
-            if blocker is None and not need_listing:
-                if not listed and (own is None or own.done()):
-                    # Through with no listing since the wake and no watch on our node armed
-                    # before it: only an answer about the node itself proves it is there.
+            step = turn.decide(state, blocking=blocking, own_armed=own is not None)
+            if isinstance(step, Grant):
+                if step.confirm_own:
                     own = await bounded(watch_own(client, pinned, node), deadline)
                     if own is None:
                         continue  # a connection loss: asked again once reconnected
                 await confirm_alive(client, pinned, node, deadline)
                 live = own if own is not None and not own.done() else None
-                return replace(node, own=live, waited=waited) if live or waited else node
-            if not blocking:  # decided on the first, fresh listing
+                if live or turn.waited:
+                    return replace(node, own=live, waited=turn.waited)
+                return node
+            if isinstance(step, GiveUp):
                 return None
-            # Nodes ahead that may have gone unseen (after a wake: the node we waited for was
-            # most likely granted, so they are most likely gone) are checked by one listing,
-            # before any watch: one request, where a watch on a node that is gone would be
-            # two. The listing is sent alone; a watch follows only if we are still blocked.
-            relist = need_listing or stale
-            probe_for = None if stale else blocker
-            arm_own = own is None and (
-                (probe_for is not None and ahead == [probe_for]) or probe_for in state.mine
+            arming = (
+                asyncio.ensure_future(watch_own(client, pinned, node)) if step.arm_own else None
             )
-            arming = asyncio.ensure_future(watch_own(client, pinned, node)) if arm_own else None
             try:
                 watch, gone, fresh = await self._probe(
-                    pinned, probe_for, deadline, node if relist else None, state, node.generation
+                    pinned,
+                    step.watch,
+                    deadline,
+                    node if step.relist else None,
+                    state,
+                    node.generation,
                 )
             except BaseException:
                 if arming is not None:
@@ -303,40 +272,19 @@ class SequentialQueue:
                         watch.cancel()
                     await abandon_watch(arming)
                     raise
-            stale = False
-            if fresh is not None:
-                gone.update(set(ahead) - set(fresh))
-                source = fresh
-                ahead, truncated = state.ahead(source, node.name, node.sequence, driver)
-                need_listing = False
-                listed = True
-                if watch is not None and driver.blocker(ahead) != blocker:
+            if not turn.probed(state, step, fresh, gone):
+                if watch is not None:
                     watch.cancel()
-                    watch = None
-            for n in gone:
-                state.mark_gone(n)
-                if fresh is None and driver.needs_listing_after(n):
-                    need_listing = True
-            if gone and fresh is None:
-                ahead = [n for n in ahead if n not in gone]
-            if watch is None:
-                # Listed, or the node to watch was gone: others we know of may be too (next probe).
-                stale = fresh is None and bool(ahead)
                 continue
-            assert blocker is not None  # a watch is only armed on a blocker
-            waited = True
+            assert watch is not None and step.watch is not None  # kept: armed on a blocker
             try:
-                deleted = await wait_gone(watch, blocker, state, deadline, own)
+                deleted = await wait_gone(watch, step.watch, state, deadline, own)
             except SessionExpiredError:
                 if client.session.reconnect_after_expiry:
                     raise Restart() from None
                 raise
             if deleted:
-                state.mark_gone(blocker)
-                need_listing = need_listing or driver.needs_listing_after(blocker)
-                ahead = [n for n in ahead if n != blocker]
-                stale = bool(ahead)
-                listed = False
+                turn.woke(state, step.watch)
             # Any other event (a data change) leaves the node in place: the loop re-arms.
 
     async def _listing(

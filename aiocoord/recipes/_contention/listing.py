@@ -69,7 +69,21 @@ class _Listing:
 
 
 class QueueState:
-    """What one client knows about one queue path: names seen gone, and a shared listing."""
+    """What one client knows about one queue path: names seen gone, and a shared listing.
+
+    Invariants (the one place they are written; :meth:`check` asserts them, and each mutation
+    asserts the part it touches):
+
+    1. ``gone`` only grows but for forgetting its oldest names past a bound; nothing once seen
+       gone comes back (sequence numbers are never reused), so a name is never unmarked.
+    2. ``cleared`` is a subset of ``gone``: a name is cleared only as it is marked gone, and
+       forgotten with it.
+    3. ``mine`` and ``gone`` are disjoint: a node of ours seen gone is no longer ours to hand
+       over.
+    4. No future waits on a name in ``gone`` (:meth:`mark_gone` resolves them; :meth:`when_gone`
+       on such a name is resolved at once).
+    5. ``users`` is never negative; the state is dropped when it reaches 0.
+    """
 
     __slots__ = ("_last", "_listing", "_sorted", "_waiting", "cleared", "gone", "mine", "users")
 
@@ -126,13 +140,35 @@ class QueueState:
         return out, truncated
 
     def mark_gone(self, name: str, cleared: bool = False) -> None:
+        """Record that node ``name`` is gone (``cleared``: it had been granted exclusively),
+        and wake whoever waits for that news (:meth:`when_gone`)."""
+        gone = self.gone
+        gone[name] = None
+        if len(gone) > _GONE_LIMIT:
+            # Forgetting a name only costs a probe later; it leaves both sets (invariant 2).
+            oldest = next(iter(gone))
+            del gone[oldest]
+            self.cleared.pop(oldest, None)
         if cleared:
-            _remember(self.cleared, name)
-        _remember(self.gone, name)
+            self.cleared[name] = None
         self.mine.pop(name, None)
         for fut in self._waiting.pop(name, ()):
             if not fut.done():
                 fut.set_result(None)
+        assert name not in self.mine and name not in self._waiting  # invariants 3 and 4
+
+    def add_mine(self, name: str) -> None:
+        """Record that node ``name`` is one of this client's waiters' (until seen gone)."""
+        if name not in self.gone:  # invariant 3: a node seen gone is nobody's to hand over
+            self.mine[name] = None
+
+    def check(self) -> None:
+        """Assert every invariant of the class docstring (O(size): for tests)."""
+        assert len(self.gone) <= _GONE_LIMIT  # 1
+        assert self.cleared.keys() <= self.gone.keys()  # 2
+        assert not (self.mine.keys() & self.gone.keys())  # 3
+        assert not (self._waiting.keys() & self.gone.keys())  # 4
+        assert self.users >= 0  # 5
 
     def when_gone(self, name: str) -> asyncio.Future[None]:
         """A future resolved when this client learns ``name`` is gone (see mark_gone)."""
@@ -226,13 +262,6 @@ async def _list(client: Client, path: str) -> list[str]:
     return await client.children(path)
 
 
-def _remember(names: dict[str, None], name: str) -> None:
-    """Add ``name`` to an ordered set of at most _GONE_LIMIT names (the oldest goes first)."""
-    names[name] = None
-    if len(names) > _GONE_LIMIT:
-        del names[next(iter(names))]
-
-
 class _LeaderGone(Exception):
     """The task whose listing others joined was cancelled."""
 
@@ -254,7 +283,8 @@ def enter_state(client: Client, path: str) -> QueueState:
 def leave_state(client: Client, path: str, state: QueueState) -> None:
     """One user less of ``state``; the last one lets it go."""
     state.users -= 1
-    if state.users <= 0:
+    assert state.users >= 0  # invariant 5 of QueueState
+    if state.users == 0:
         per_path = _states(client)
         if per_path.get(path) is state:
             del per_path[path]
