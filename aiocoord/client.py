@@ -4,36 +4,45 @@ Paths are checked before anything is sent, prefixed with the chroot on the way o
 stripped on the way back. Retry policies apply only where repeating is safe: reads,
 version-checked writes and protected creates (see :mod:`aiocoord.retry`).
 
-The class is assembled from parts: the session accessors (``_sessionview``), the ACL, auth
-and introspection ops (``_adminops``) and the multi-request path ops (``_pathops``) live
-beside this module; the single-request reads and writes and the lifecycle live here.
+:class:`Client` is one facade over parts it owns (:mod:`aiocoord._client`): ``Requests`` (the
+session, the chroot, the bound generation, the retry policy), ``PathOps`` (operations made of
+several requests, guaranteed deletes), ``AdminOps`` (ACLs, auth, persistent watches,
+reconfig, four-letter words) and ``BackgroundWork`` (tasks that outlive their callers). The
+single-request reads and writes, the session's state and the lifecycle live here; every
+public method is declared here, with its docstring, so the API reference shows one class.
+Recipes reach below it only through :mod:`aiocoord._client.door`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from aiocoord._client.adminops import AdminOps
 from aiocoord._client.background import BackgroundWork
 from aiocoord._client.pathops import PathOps
-from aiocoord._client.sessionview import SessionView
+from aiocoord._client.requests import Requests
+from aiocoord._observe.metrics import ClientStats
 from aiocoord._observe.otel import telemetry_for
 from aiocoord._paths import protected_id
-from aiocoord._session.session import Session
-from aiocoord._session.watch import Watch, WatchKind
+from aiocoord._session.connection import Reply
+from aiocoord._session.ensemble_config import EnsembleConfig, EnsembleMember
+from aiocoord._session.session import Session, State, StateChange
+from aiocoord._session.watch import EventType, PersistentWatch, Watch, WatchEvent, WatchKind
 from aiocoord._validation import (
     MAX_TTL_MS,
     validate_duration_ms,
     validate_flag,
     validate_path,
+    validate_timeout,
     validate_version,
 )
 from aiocoord._wire.data import ACL, Stat
-from aiocoord._wire.framing import Request
+from aiocoord._wire.framing import EmptyResponse, Request
+from aiocoord._wire.opcodes import create_mode
 from aiocoord._wire.reads import (
     ExistsRequest,
     GetChildren2Request,
@@ -49,14 +58,15 @@ from aiocoord.compression import _payload, gzip_decompress
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
+    InvalidTypeError,
     NoNodeError,
+    ZooKeeperError,
 )
 from aiocoord.retry import ExponentialBackoff, RetryPolicy, call_with_retry
-from aiocoord.transaction import Transaction, create_mode
+from aiocoord.transaction import Transaction
 
 if TYPE_CHECKING:
     from aiocoord._client.tracker import EnsembleTracker
-    from aiocoord.recipes.lock import Lock
 
 T = TypeVar("T")
 #: What a read that asks for no watch registers.
@@ -72,7 +82,7 @@ class ChildData:
     stat: Stat
 
 
-class Client(SessionView, AdminOps, PathOps, BackgroundWork):
+class Client:
     """A connected ZooKeeper client. Get one with :func:`aiocoord.connect`.
 
     All methods are coroutine-safe: any number of tasks may share one client, and their
@@ -88,23 +98,41 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
     ) -> None:
         self._session = session
         session.recorder.telemetry = telemetry_for(self.stats)  # None: OpenTelemetry not set up
-        #: the ACL of every node created without an explicit ``acl`` (Curator's ACLProvider)
-        self.acl_provider = acl_provider
+        #: the connect string's chroot ("" for none)
         self.chroot = session.chroot
-        paths = session.paths
+        self._requests = Requests(
+            session, retry if retry is not None else ExponentialBackoff(), acl_provider
+        )
         # The chroot's add and strip, bound once: every request passes through them.
-        self._full = paths.add
-        self._short = paths.strip
-        self.retry: RetryPolicy = retry if retry is not None else ExponentialBackoff()
-        BackgroundWork.__init__(self)
-        # ensure_path walks in flight, by path: (container, acl, task)
-        self._ensuring: dict[str, list[tuple[bool, list[ACL] | None, asyncio.Task[None]]]] = {}
-        #: When set, every request belongs to that session generation (see :meth:`bound`).
-        self._generation: int | None = None
+        self._full = self._requests.full
+        self._short = self._requests.short
+        self._work = BackgroundWork()
+        self._paths = PathOps(self._requests, self._work, self)
+        self._admin = AdminOps(self._requests)
         # Per-client state of extensions (see extension_state); bound views share it.
         self._extensions: dict[object, Any] = {}
         #: the :class:`~aiocoord.EnsembleTracker` of ``connect(..., track_ensemble=True)``
         self.ensemble_tracker: EnsembleTracker | None = None
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy of the operations that are safe to repeat (reads, version-checked
+        writes, protected creates) and of :meth:`call_with_retry`."""
+        return self._requests.retry
+
+    @retry.setter
+    def retry(self, policy: RetryPolicy) -> None:
+        self._requests.retry = policy
+
+    @property
+    def acl_provider(self) -> ACLProvider | None:
+        """The ACL of every node created without an explicit ``acl`` (Curator's
+        ACLProvider); None: open."""
+        return self._requests.acl_provider
+
+    @acl_provider.setter
+    def acl_provider(self, provider: ACLProvider | None) -> None:
+        self._requests.acl_provider = provider
 
     def extension_state(self, key: object, factory: Callable[[], T]) -> T:
         """State an extension keeps per client: the object ``factory()`` made on the first
@@ -129,7 +157,11 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
         session. Recipes use it for writes that act for a holder of the old session.
         """
         view = copy.copy(self)
-        view._generation = self._session.generation if generation is None else generation
+        view._requests = self._requests.bound(
+            self._session.generation if generation is None else generation
+        )
+        view._paths = self._paths.bound(view._requests, view)
+        view._admin = AdminOps(view._requests)
         return view
 
     async def _request(
@@ -138,18 +170,19 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
         *,
         path: str | None = None,
         watch: Watch | None = None,
-        generation: int | None = None,
     ) -> T:
-        return await self._session.request(
-            request,
-            path=path,
-            watch=watch,
-            generation=generation if generation is not None else self._generation,
-        )
+        return await self._requests.send(request, path=path, watch=watch)
+
+    async def _retrying(
+        self,
+        op: Callable[[], Awaitable[T]],
+        ambiguous: tuple[type[ZooKeeperError], ...] = (),
+    ) -> T:
+        return await self._requests.retrying(op, ambiguous)
 
     async def close(self) -> None:
         """End the session cleanly: ephemeral nodes vanish, watches end, tasks stop."""
-        await self._stop_background()
+        await self._work.stop()
         await self._session.close()
 
     @property
@@ -164,6 +197,254 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
         await self.close()
 
     # --- helpers ------------------------------------------------------------------------
+
+    # --- the session ---------------------------------------------------------------------
+
+    @property
+    def session(self) -> Session:
+        """The session manager behind this client."""
+        return self._session
+
+    @property
+    def state(self) -> State:
+        """The current connection state."""
+        assert self._session.state is not None
+        return self._session.state
+
+    @property
+    def session_id(self) -> int:
+        """The current session id (changes when a new session starts after LOST)."""
+        return self._session.session_id
+
+    @property
+    def generation(self) -> int:
+        """Which session of this client is current: it grows by one each time a new session
+        starts after LOST. Recipes tie what they hold to it (see :meth:`bound`)."""
+        return self._session.generation
+
+    @property
+    def connected(self) -> bool:
+        """True while requests can be sent."""
+        return self.state.is_connected
+
+    async def wait_for(self, state: State, timeout: float | None = None) -> None:
+        """Wait until the state is ``state``; ``CONNECTED`` also matches ``RECONNECTED``."""
+        if not isinstance(state, State):
+            raise InvalidTypeError(
+                "state must be an aiocoord.State (e.g. State.CONNECTED), "
+                f"not {type(state).__name__}"
+            )
+        await self._session.wait_for(state, validate_timeout(timeout))
+
+    def state_changes(self) -> AsyncIterator[StateChange]:
+        """An async iterator of every state transition from now on.
+
+        Named for what it streams, unlike the recipes' ``changes()``: a client sees more
+        than one kind of change (its own state, and the nodes it watches with ``get(...,
+        watch=True)`` or ``add_watch()``), so ``client.changes()`` would not say which. Nor
+        is it a recipe stream: unbounded (a client goes through few transitions), with no
+        ``buffer_size`` and no RESYNCED item.
+        """
+        return self._session.changes()
+
+    def add_state_listener(self, callback: Callable[[StateChange], None]) -> Callable[[], None]:
+        """Call ``callback`` on every transition (synchronously); returns a remover."""
+        return self._session.add_listener(callback)
+
+    def stats(self) -> ClientStats:
+        """A snapshot of what this client did since it opened: requests by operation (count,
+        errors by type, latency p50/p99/max), requests in flight, bytes in and out, the
+        server watches held by kind, reconnects, session expiries, the server, the session
+        and its negotiated timeout, background deletes pending, and per recipe kind
+        (``"lock"``, ``"lease"``, ``"leadership"``, ``"latch"``) the grants, waits, wait
+        time and losses, and the nodes of others a recipe could not read (``undecodable``).
+
+        Counting is always on and costs a few integer operations per reply (the latency
+        histogram is fixed in size, see :mod:`aiocoord._observe.metrics`); a snapshot costs more, so
+        take one when it is wanted (a metrics scrape), not per request.
+        """
+        session = self._session
+        recorder = session.recorder
+        return ClientStats(
+            requests=recorder.requests(),
+            in_flight=session.pending_count,
+            bytes_in=recorder.bytes_in,
+            bytes_out=recorder.bytes_out,
+            watches=session.watches.stats(),
+            reconnects=max(recorder.connections - 1, 0),
+            session_expiries=recorder.expiries,
+            server=None if session.server is None else str(session.server),
+            session_id=session.session_id,
+            negotiated_timeout=session.negotiated_timeout,
+            pending_deletes=self._work.pending(),
+            recipes=recorder.recipes(),
+        )
+
+    # --- background work -----------------------------------------------------------------
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """Run ``coro`` as a task this client owns: ``close()`` cancels and awaits it, and
+        :meth:`wait_background` waits for it. For clean-ups that must outlive their caller
+        (guaranteed deletes, a recipe's node removal after a cancelled acquire)."""
+        return self._work.spawn(coro, name)
+
+    def follow(self, future: asyncio.Future[T], then: Callable[[asyncio.Future[T]], None]) -> None:
+        """Count ``future`` (the answer to a request written now, say) as this client's
+        background work until it is done, then call ``then`` with it: :meth:`wait_background`
+        waits for it and ``close()`` cancels it. For answers a recipe settles after its
+        caller has moved on (a release's delete) without a task to start."""
+        self._work.follow(future, then)
+
+    def pending_deletes(self) -> int:
+        """Background work still running: guaranteed deletes, and answers still followed."""
+        return self._work.pending()
+
+    async def wait_background(self) -> None:
+        """Wait until background work (guaranteed deletes, a release's delete) has finished."""
+        await self._work.wait()
+
+    def delete_for_sure(
+        self, path: str, version: int = -1, *, on_deleted: Callable[[], None] | None = None
+    ) -> asyncio.Future[Reply[EmptyResponse]]:
+        """Delete ``path`` for sure without waiting: the future of the first answer.
+
+        The delete is written now, or held and written first thing on the next connection
+        (nothing this client accepts later overtakes it), and seen through in the background
+        (:meth:`wait_background` waits for it): written again after a connection loss, and
+        carried into the next session if this one expires first. There an ephemeral node has
+        gone with the session, so only a persistent node is deleted (Curator's guaranteed
+        delete carries on in the next session too). ``on_deleted`` is called once the server
+        has answered that the node is gone (the server's word, not a guess). Validation is
+        the caller's (:meth:`delete` validates).
+        """
+        return self._paths.delete_for_sure(path, version, on_deleted=on_deleted)
+
+    # --- ACLs, auth, persistent watches, the ensemble, four-letter words ------------------
+
+    async def get_acl(self, path: str) -> tuple[list[ACL], Stat]:
+        """The node's ACL and Stat."""
+        return await self._admin.get_acl(path)
+
+    async def set_acl(self, path: str, acl: Sequence[ACL], version: int = -1) -> Stat:
+        """Replace the node's ACL (if its ACL version matches ``version``, unless -1)."""
+        return await self._admin.set_acl(path, acl, version)
+
+    async def add_auth(self, scheme: str, credential: str | bytes) -> None:
+        """Add credentials to the session (e.g. ``("digest", "user:password")``)."""
+        return await self._admin.add_auth(scheme, credential)
+
+    async def get_ephemerals(self, prefix: str = "/") -> list[str]:
+        """Paths of this session's ephemeral nodes starting with ``prefix`` (3.6+)."""
+        return await self._admin.get_ephemerals(prefix)
+
+    async def count_descendants(self, path: str) -> int:
+        """The number of nodes below ``path`` (getAllChildrenNumber, 3.6+)."""
+        return await self._admin.count_descendants(path)
+
+    async def whoami(self) -> list[tuple[str, str]]:
+        """The (scheme, user) identities this session is authenticated as (3.7+)."""
+        return await self._admin.whoami()
+
+    async def add_watch(self, path: str, *, recursive: bool = False) -> PersistentWatch:
+        """A persistent watch on ``path`` (and, if ``recursive``, its whole subtree; 3.6+).
+
+        Iterate it with ``async for``; close it with ``aclose()`` (or ``async with``).
+        """
+        return await self._admin.add_watch(path, recursive=recursive)
+
+    async def remove_watches(
+        self,
+        path: str,
+        kind: Literal["any", "data", "child"] = "any",
+        *,
+        local: bool = False,
+    ) -> None:
+        """Remove this session's one-shot watches on ``path`` (ZooKeeper's
+        ``removeAllWatches``): ``"data"`` the ones :meth:`get` and :meth:`exists` set,
+        ``"child"`` the ones :meth:`children` set, ``"any"`` both.
+
+        Every :class:`~aiocoord.Watch` removed fires with a :class:`~aiocoord.WatchEvent` of
+        type ``DATA_WATCH_REMOVED`` or ``CHILD_WATCH_REMOVED`` (so whoever awaits it wakes up
+        rather than waiting for a change that will not be reported). The server watch goes
+        first; with ``local=True`` it is left there (for use while disconnected: its event
+        later finds no one). A waiter fired by a real event while the removal was under way
+        keeps that event. Persistent watches (:meth:`add_watch`) are not touched: close them.
+
+        :raises NoWatcherError: this session holds no such watch on ``path``; nothing sent.
+        :raises ConnectionLossError: the connection was lost before the server answered; the
+            watches stay, so call again (or with ``local=True``).
+        :raises BadArgumentsError: a bad ``path`` or ``kind`` (InvalidTypeError for a
+            non-bool ``local``), before anything is sent.
+        """
+        return await self._admin.remove_watches(path, kind, local=local)
+
+    async def command(self, word: str = "ruok", *, timeout: float | None = 5.0) -> str:
+        """Send the four-letter word ``word`` (``ruok``, ``srvr``, ``mntr``, ``conf``...) to
+        the server this client is connected to; its answer, as text (``"imok"`` for
+        ``ruok``). kazoo's ``client.command``.
+
+        The word goes on a connection of its own, outside the session (as the server
+        requires); the session is neither used nor disturbed. The server runs only the words
+        its ``4lw.commands.whitelist`` names (``srvr`` alone by default).
+
+        :raises FourLetterWordError: the server did not run the word (not whitelisted, or not
+            serving).
+        :raises ConnectionLossError: the client is not connected to a server now, or that
+            server could not be reached (retryable: :meth:`call_with_retry`).
+        :raises aiocoord.TimeoutError: no answer within ``timeout`` seconds.
+        :raises BadArgumentsError: ``word`` is not four lowercase letters (InvalidTypeError if
+            not a str), or ``timeout`` is negative; nothing is sent.
+        """
+        return await self._admin.command(word, timeout=timeout)
+
+    async def server_version(self, *, timeout: float | None = 5.0) -> tuple[int, int, int]:
+        """The connected server's ZooKeeper version, ``(major, minor, patch)`` (kazoo's
+        ``server_version``), from its answer to ``srvr`` (whitelisted by default). Raises as
+        :meth:`command`; ProtocolError if the answer has no version line."""
+        return await self._admin.server_version(timeout=timeout)
+
+    @overload
+    async def get_config(self, *, watch: Literal[False] = False) -> EnsembleConfig: ...
+    @overload
+    async def get_config(self, *, watch: Literal[True]) -> tuple[EnsembleConfig, Watch]: ...
+    async def get_config(self, *, watch: bool = False) -> Any:
+        """The ensemble's configuration as the connected server knows it (``/zookeeper/config``,
+        read whatever the client's chroot). ``watch=True`` adds a Watch that fires when a
+        reconfig changes it. A standalone server publishes an empty configuration (no members,
+        version -1); a server older than 3.5 has no such node (NoNodeError). Retried on
+        connection loss; call :meth:`sync` with ``"/"`` first to read the leader's latest
+        rather than the connected server's."""
+        return await self._admin.get_config(watch=watch)
+
+    async def reconfig(
+        self,
+        *,
+        joining: Sequence[EnsembleMember | str] | EnsembleMember | str | None = None,
+        leaving: Sequence[int | EnsembleMember] | int | EnsembleMember | None = None,
+        new_members: Sequence[EnsembleMember | str] | None = None,
+        from_config: int = -1,
+    ) -> EnsembleConfig:
+        """Change the ensemble's membership and return the new configuration (3.5+).
+
+        Either incrementally, ``joining`` members (:class:`~aiocoord.EnsembleMember` or
+        ``"server.4=host:quorum:election[:observer];client_host:client_port"`` lines) and
+        ``leaving`` server ids, or wholesale with ``new_members`` (every member of the new
+        configuration; not together with the other two). ``from_config`` makes the change
+        conditional on the current configuration still having that version
+        (:attr:`EnsembleConfig.version`; BadVersionError otherwise); -1 applies it to
+        whatever is current.
+
+        The server needs ``reconfigEnabled=true`` (else ReconfigDisabledError) and the
+        session must be allowed to write ``/zookeeper/config``: the super user, or a server
+        with ``zookeeper.skipACL`` (else NoAuthError). It refuses a change while another is in
+        progress (ReconfigInProgressError) and one whose new voters are not connected and
+        synced in a quorum (NewConfigNoQuorumError). Bad arguments raise BadArgumentsError or
+        InvalidTypeError before anything is sent. Never retried: after a connection loss,
+        read :meth:`get_config` to see whether it was applied.
+        """
+        return await self._admin.reconfig(
+            joining=joining, leaving=leaving, new_members=new_members, from_config=from_config
+        )
 
     # --- reads --------------------------------------------------------------------------
 
@@ -354,7 +635,7 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
             (with_stat, "with_stat"),
         ):
             validate_flag(flag, name)
-        acls = self._acls_for(path, acl)
+        acls = self._requests.acls_for(path, acl)
         # Parents get the node's explicit ACL, else each the provider's for its own path.
         parent_acls = acls if acl is not None or self.acl_provider is None else None
         if container and (ephemeral or sequential or ttl is not None or protected):
@@ -369,7 +650,7 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
         if path == "/":
             raise BadArgumentsError("cannot create the root node")
         if protected:
-            created = await self._create_protected(
+            created = await self._paths.create_protected(
                 path,
                 payload,
                 ephemeral,
@@ -381,7 +662,7 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
                 ttl_ms,
             )
         else:
-            created = await self._create_parents_if_needed(
+            created = await self._paths.create(
                 path,
                 payload,
                 create_mode(ephemeral, sequential, container, ttl_ms),
@@ -393,19 +674,13 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
             )
         return created if with_stat else created[0]
 
-    def _acls_for(self, path: str, acl: Sequence[ACL] | None) -> list[ACL]:
-        """The ACL a create of ``path`` sends: ``acl``, else the provider's, else open."""
-        if acl is None and self.acl_provider is not None:
-            acl = self.acl_provider(path)
-        return wire_acl(acl)
-
     async def ensure_path(
         self, path: str, *, container: bool = False, acl: Sequence[ACL] | None = None
     ) -> None:
         """Create ``path`` and any missing ancestors (existing ones are left alone). Without
         ``acl`` each gets the client's :attr:`acl_provider` ACL for its path (else open)."""
         validate_path(path)
-        await self._ensure_path(path, container, None if acl is None else wire_acl(acl))
+        await self._paths.ensure_path(path, container, None if acl is None else wire_acl(acl))
 
     async def set(
         self, path: str, data: bytes, version: int = -1, *, compressed: bool = False
@@ -443,17 +718,18 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
         if path == "/":
             raise BadArgumentsError("cannot delete the root node")
         if guaranteed:
-            await self._delete_guaranteed(path, version, recursive)
+            await self._paths.delete_guaranteed(path, version, recursive)
             return
         if recursive:
-            await self._delete_tree(path)
+            await self._paths.delete_tree(path)
             return
         if version >= 0:
             await self._retrying(
-                lambda: self._delete_once(path, version), ambiguous=(BadVersionError, NoNodeError)
+                lambda: self._paths.delete_once(path, version),
+                ambiguous=(BadVersionError, NoNodeError),
             )
         else:
-            await self._delete_once(path, version)
+            await self._paths.delete_once(path, version)
 
     async def call_with_retry(
         self, op: Callable[[], Awaitable[T]], *, timeout: float | None = None
@@ -469,32 +745,17 @@ class Client(SessionView, AdminOps, PathOps, BackgroundWork):
 
     def transaction(self) -> Transaction:
         """A builder of ops applied all-or-nothing by ``await txn.commit()``."""
-        return Transaction(self)
-
-    # --- recipes ----------------------------------------------------------------------
-
-    def lock(
-        self,
-        path: str,
-        *,
-        identifier: str | None = None,
-        cancel_on_loss: bool = False,
-        suspended_is_loss: bool = False,
-        acl: Sequence[ACL] | None = None,
-    ) -> Lock:
-        """A reentrant :class:`~aiocoord.Lock` on ``path``: ``async with client.lock(p):``
-        (the options are the Lock's)."""
-        # Imported here: the recipes import this module.
-        from aiocoord.recipes.lock import Lock
-
-        return Lock(
-            self,
-            path,
-            identifier=identifier,
-            cancel_on_loss=cancel_on_loss,
-            suspended_is_loss=suspended_is_loss,
-            acl=acl,
-        )
+        return Transaction(self._requests)
 
 
-__all__ = ["ChildData", "Client", "protected_id"]
+__all__ = [
+    "ChildData",
+    "Client",
+    "EventType",
+    "PersistentWatch",
+    "State",
+    "StateChange",
+    "Watch",
+    "WatchEvent",
+    "protected_id",
+]

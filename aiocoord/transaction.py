@@ -15,7 +15,7 @@ from aiocoord._validation import (
 )
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.multi import MultiRequest, TxnOp
-from aiocoord._wire.opcodes import CreateMode
+from aiocoord._wire.opcodes import create_mode
 from aiocoord._wire.writes import (
     CheckVersionRequest,
     Create2Request,
@@ -37,9 +37,9 @@ from aiocoord.errors import (
 )
 
 if TYPE_CHECKING:
-    from aiocoord.client import Client
+    from aiocoord._client.requests import Requests
 
-__all__ = ["OpResult", "Transaction", "create_mode"]
+__all__ = ["OpResult", "Transaction"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +59,9 @@ class OpResult:
 class Transaction:
     """Ops applied atomically: all succeed or none does."""
 
-    def __init__(self, client: Client) -> None:
-        self._client = client
+    def __init__(self, requests: Requests) -> None:
+        """Made by :meth:`Client.transaction <aiocoord.Client.transaction>`."""
+        self._requests = requests
         self._ops: list[tuple[str, str, TxnOp]] = []
 
     def create(
@@ -94,8 +95,8 @@ class Transaction:
         if container and (ephemeral or sequential):
             raise BadArgumentsError("a container node cannot be ephemeral or sequential")
         mode = create_mode(ephemeral, sequential, container, ttl_ms)
-        full = self._client.session.paths.add(path)
-        acls = self._client._acls_for(path, acl)
+        full = self._requests.full(path)
+        acls = self._requests.acls_for(path, acl)
         req: TxnOp
         if container:
             req = CreateContainerRequest(path=full, data=payload, acl=acls, flags=mode)
@@ -114,7 +115,7 @@ class Transaction:
             (
                 "delete",
                 path,
-                DeleteRequest(path=self._client.session.paths.add(path), version=version),
+                DeleteRequest(path=self._requests.full(path), version=version),
             )
         )
         return self
@@ -127,9 +128,7 @@ class Transaction:
         validate_flag(compressed, "compressed")
         payload = _payload(data, path, compressed)
         validate_version(version)
-        req = SetDataRequest(
-            path=self._client.session.paths.add(path), data=payload, version=version
-        )
+        req = SetDataRequest(path=self._requests.full(path), data=payload, version=version)
         self._ops.append(("set", path, req))
         return self
 
@@ -137,7 +136,7 @@ class Transaction:
         """Add a check that the node has ``version``."""
         validate_path(path)
         validate_version(version)
-        req = CheckVersionRequest(path=self._client.session.paths.add(path), version=version)
+        req = CheckVersionRequest(path=self._requests.full(path), version=version)
         self._ops.append(("check", path, req))
         return self
 
@@ -148,8 +147,8 @@ class Transaction:
         """Apply every op or none; raises TransactionFailedError naming the failing op."""
         if not self._ops:
             return []
-        client = self._client
-        reply = await client._request(MultiRequest([r for _, _, r in self._ops]))
+        requests = self._requests
+        reply = await requests.send(MultiRequest([r for _, _, r in self._ops]))
         results = reply.results
         if any(r.err for r in results):
             for i, r in enumerate(results):
@@ -166,11 +165,11 @@ class Transaction:
         for (name, path, _), r in zip(self._ops, results, strict=True):
             match name, r.body:
                 case "create", Create2Response(path=created, stat=stat):
-                    out.append(OpResult(name, client.session.paths.strip(created), stat))
+                    out.append(OpResult(name, requests.short(created), stat))
                 case "create", CreateResponse(path=created):
                     # ZOOKEEPER-4026: before 3.9 the server turns a create2 inside a multi
                     # into a plain create (MultiOperationRecord), and answers with the path
-                    out.append(OpResult(name, client.session.paths.strip(created)))
+                    out.append(OpResult(name, requests.short(created)))
                 case "set", SetDataResponse(stat=stat):
                     out.append(OpResult(name, path, stat))
                 case (("delete" | "check"), _):
@@ -178,16 +177,3 @@ class Transaction:
                 case _:
                     raise ProtocolError(f"transaction reply answers {name} {path} with {r.body!r}")
         return out
-
-
-def create_mode(ephemeral: bool, sequential: bool, container: bool, ttl_ms: int | None) -> int:
-    """The wire flags of a create of this kind."""
-    if container:
-        return CreateMode.CONTAINER
-    if ttl_ms is not None:
-        return (
-            CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL
-            if sequential
-            else CreateMode.PERSISTENT_WITH_TTL
-        )
-    return (1 if ephemeral else 0) | (2 if sequential else 0)

@@ -66,7 +66,7 @@ class Service:
         client = self.client
         assert client is not None, "the lifespan startup runs first"
         if scope["method"] == "POST":
-            async with client.lock(LOCK) as lock:
+            async with aiocoord.Lock(client, LOCK) as lock:
                 data, stat = await client.get(COUNTER)
                 done = int(data or b"0") + 1
                 await client.set(COUNTER, str(done).encode(), version=stat.version)

@@ -2,7 +2,7 @@
 have moved on (guaranteed deletes, a release's delete, a recipe's create in flight).
 
 :class:`BackgroundWork` is the part of :class:`~aiocoord.Client` that keeps them: ``close()``
-cancels and awaits them, :meth:`~BackgroundWork.wait_background` waits for them. The API
+cancels and awaits them, :meth:`~BackgroundWork.wait` waits for them. The API
 reference shows its methods on the client.
 """
 
@@ -26,7 +26,7 @@ class BackgroundWork:
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run ``coro`` as a task this client owns: ``close()`` cancels and awaits it, and
-        :meth:`wait_background` waits for it. For clean-ups that must outlive their caller
+        :meth:`wait` waits for it. For clean-ups that must outlive their caller
         (guaranteed deletes, a recipe's node removal after a cancelled acquire)."""
         task = asyncio.get_running_loop().create_task(coro, name=name)
         self._background.add(task)
@@ -35,18 +35,18 @@ class BackgroundWork:
 
     def follow(self, future: asyncio.Future[T], then: Callable[[asyncio.Future[T]], None]) -> None:
         """Count ``future`` (the answer to a request written now, say) as this client's
-        background work until it is done, then call ``then`` with it: :meth:`wait_background`
+        background work until it is done, then call ``then`` with it: :meth:`wait`
         waits for it and ``close()`` cancels it. For answers a recipe settles after its
         caller has moved on (a release's delete) without a task to start."""
         self._background.add(future)
         future.add_done_callback(self._background.discard)
         future.add_done_callback(then)
 
-    def pending_deletes(self) -> int:
+    def pending(self) -> int:
         """Background work still running: guaranteed deletes, and answers still followed."""
         return len(self._background)
 
-    async def wait_background(self) -> None:
+    async def wait(self) -> None:
         """Wait until background work (guaranteed deletes, a release's delete) has finished."""
         while self._background:
             pending = [task for task in self._background if not task.done()]
@@ -58,7 +58,7 @@ class BackgroundWork:
                 # tasks without yielding, and this loop would never let the callbacks run.
                 await asyncio.sleep(0)
 
-    async def _stop_background(self) -> None:
+    async def stop(self) -> None:
         """Cancel the background work and wait until it has stopped (``close()``)."""
         for task in list(self._background):
             task.cancel()

@@ -23,7 +23,7 @@ from aiocoord._validation import (
 )
 from aiocoord._wire.reads import ExistsRequest
 from aiocoord._wire.writes import Create2Request
-from aiocoord.acl import ACLProvider
+from aiocoord.acl import ACLProvider, wire_acl
 from aiocoord.client import Client
 from aiocoord.errors import InvalidTypeError, NodeExistsError, NoNodeError
 from aiocoord.retry import RetryPolicy
@@ -188,7 +188,7 @@ async def _ensure_chroot(client: Client, chroot: str) -> None:
         return
     except NoNodeError:
         pass
-    acl = client._acls_for("/", None)
+    acl = wire_acl(client.acl_provider("/") if client.acl_provider is not None else None)
     prefix = ""
     for part in chroot.strip("/").split("/"):
         prefix += "/" + part

@@ -13,17 +13,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
+from aiocoord._client.background import BackgroundWork
+from aiocoord._client.requests import Requests
 from aiocoord._observe.logs import session_extra
 from aiocoord._paths import join, protected_prefix, split
 from aiocoord._session.connection import Reply
-from aiocoord._session.watch import Watch
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.framing import EmptyResponse, Request
-from aiocoord._wire.opcodes import CreateMode
+from aiocoord._wire.opcodes import CreateMode, create_mode
+from aiocoord._wire.reads import ExistsRequest
 from aiocoord._wire.writes import (
     Create2Request,
     Create2Response,
@@ -40,14 +42,8 @@ from aiocoord.errors import (
     NotEmptyError,
     SessionExpiredError,
     UnimplementedError,
-    ZooKeeperError,
     error_for_code,
 )
-from aiocoord.transaction import create_mode
-
-if TYPE_CHECKING:
-    from aiocoord._session.session import Session
-    from aiocoord.retry import RetryPolicy
 
 __all__ = ["PathOps", "find_protected", "protected_matches"]
 
@@ -86,71 +82,29 @@ async def find_protected(client: Reader, parent: str, prefix: str) -> tuple[str,
 
 
 class PathOps:
-    """The multi-request path operations of :class:`~aiocoord.Client` (module docstring)."""
+    """The multi-request path operations of :class:`~aiocoord.Client` (module docstring), a part
+    the client owns: it sends through ``requests``, keeps its background work in ``work``,
+    and looks for protected nodes with ``reader`` (the client's public reads)."""
 
-    if TYPE_CHECKING:  # provided by Client
-        _session: Session
-        retry: RetryPolicy
-        _ensuring: dict[str, list[tuple[bool, list[ACL] | None, asyncio.Task[None]]]]
-
-        @property
-        def connected(self) -> bool: ...
-
-        _full: Callable[[str], str]
-        _short: Callable[[str], str]
-
-        def _acls_for(self, path: str, acl: list[ACL] | None) -> list[ACL]: ...
-        def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]: ...
-        def follow(
-            self, future: asyncio.Future[T], then: Callable[[asyncio.Future[T]], None]
-        ) -> None: ...
-        def bound(self, generation: int | None = None) -> PathOps: ...
-        async def sync(self, path: str = ...) -> None: ...
-        async def children(self, path: str) -> list[str]: ...
-        async def exists(self, path: str) -> Stat | None: ...
-        async def _request(
-            self,
-            request: Request[T],
-            *,
-            path: str | None = None,
-            watch: Watch | None = None,
-            generation: int | None = None,
-        ) -> T: ...
-
-    async def _retrying(
+    def __init__(
         self,
-        op: Callable[[], Awaitable[T]],
-        ambiguous: tuple[type[ZooKeeperError], ...] = (),
-    ) -> T:
-        """Run ``op``, again after each ConnectionLossError while the policy allows.
+        requests: Requests,
+        work: BackgroundWork,
+        reader: Reader,
+        ensuring: dict[str, list[tuple[bool, list[ACL] | None, asyncio.Task[None]]]] | None = None,
+    ) -> None:
+        self._requests = requests
+        self._work = work
+        self._reader = reader
+        # ensure_path walks in flight, by path: (container, acl, task); shared by bound views
+        self._ensuring = ensuring if ensuring is not None else {}
 
-        ``ambiguous`` are the errors a *retry* can get because the lost attempt was applied
-        after all (a versioned set's BadVersion, a versioned delete's NoNode): they are then
-        reported as ConnectionLossError, "may have been applied", rather than as a conflict
-        that never happened.
-        """
-        delays = self.retry.delays()
-        lost: ConnectionLossError | None = None
-        while True:
-            try:
-                return await op()
-            except ConnectionLossError as exc:
-                lost = exc
-                delay = next(delays, None)
-                if delay is None:
-                    raise
-                await asyncio.sleep(delay)
-            except ambiguous as exc:
-                if lost is None:
-                    raise
-                raise ConnectionLossError(
-                    f"the reply was lost and a retry got {type(exc).__name__}: the first "
-                    "attempt may have been applied; read the node to find out",
-                    path=exc.path,
-                    op=exc.op,
-                ) from exc
+    def bound(self, requests: Requests, reader: Reader) -> PathOps:
+        """The same operations for a bound view (its ``requests`` and reads), sharing the
+        background work and the walks in flight."""
+        return PathOps(requests, self._work, reader, self._ensuring)
 
-    async def _create_raw(
+    async def create_raw(
         self,
         path: str,
         data: bytes,
@@ -159,7 +113,7 @@ class PathOps:
         ttl_ms: int | None,
         generation: int | None = None,
     ) -> tuple[str, Stat]:
-        full = self._full(path)
+        full = self._requests.full(path)
         req: Request[Create2Response]
         if mode == CreateMode.CONTAINER:
             req = CreateContainerRequest(path=full, data=data, acl=acl, flags=mode)
@@ -168,7 +122,7 @@ class PathOps:
         else:
             req = Create2Request(path=full, data=data, acl=acl, flags=mode)
         try:
-            reply = await self._request(req, path=path, generation=generation)
+            reply = await self._requests.send(req, path=path, generation=generation)
         except UnimplementedError as exc:
             if ttl_ms is None:
                 raise
@@ -178,9 +132,9 @@ class PathOps:
                 path=path,
                 op="create",
             ) from exc
-        return self._short(reply.path), reply.stat
+        return self._requests.short(reply.path), reply.stat
 
-    async def _create_parents_if_needed(
+    async def create(
         self,
         path: str,
         data: bytes,
@@ -194,15 +148,16 @@ class PathOps:
         parent_acl: list[ACL] | None,
     ) -> tuple[str, Stat]:
         try:
-            return await self._create_raw(path, data, mode, acl, ttl_ms, generation)
+            return await self.create_raw(path, data, mode, acl, ttl_ms, generation)
         except NoNodeError:
             if not make_parents:
                 raise
-        await self._ensure_path(split(path)[0], as_containers, parent_acl)
-        return await self._create_raw(path, data, mode, acl, ttl_ms, generation)
+        await self.ensure_path(split(path)[0], as_containers, parent_acl)
+        return await self.create_raw(path, data, mode, acl, ttl_ms, generation)
 
-    async def _ensure_path(self, path: str, container: bool, acl: list[ACL] | None) -> None:
-        """``acl`` None: each node gets :meth:`_acls_for` its own path.
+    async def ensure_path(self, path: str, container: bool, acl: list[ACL] | None) -> None:
+        """``acl`` None: each node gets the ACL of its own path
+        (:meth:`Requests.acls_for <aiocoord._client.requests.Requests.acls_for>`).
 
         Callers asking for the same path at the same time share one walk: a burst of
         contenders on a missing lock path makes its parents once, not once each.
@@ -211,7 +166,7 @@ class PathOps:
             if key == container and shared_acl == acl:
                 await asyncio.shield(task)
                 return
-        task = asyncio.ensure_future(self._ensure_path_walk(path, container, acl))
+        task = asyncio.ensure_future(self._walk(path, container, acl))
         entry = (container, acl, task)
         self._ensuring.setdefault(path, []).append(entry)
 
@@ -227,12 +182,12 @@ class PathOps:
         task.add_done_callback(done)
         await asyncio.shield(task)
 
-    async def _ensure_path_walk(self, path: str, container: bool, acl: list[ACL] | None) -> None:
+    async def _walk(self, path: str, container: bool, acl: list[ACL] | None) -> None:
         mode = CreateMode.CONTAINER if container else CreateMode.PERSISTENT
 
         async def make(node: str) -> None:
-            node_acl = acl if acl is not None else self._acls_for(node, None)
-            await self._retrying(lambda: self._create_raw(node, b"", mode, node_acl, None))
+            node_acl = acl if acl is not None else self._requests.acls_for(node, None)
+            await self._requests.retrying(lambda: self.create_raw(node, b"", mode, node_acl, None))
 
         # Walk up from the deepest ancestor: in the common case only the last levels are
         # missing, so most calls cost one or two round trips.
@@ -251,7 +206,7 @@ class PathOps:
             with contextlib.suppress(NodeExistsError):
                 await make(node)
 
-    async def _create_protected(
+    async def create_protected(
         self,
         path: str,
         data: bytes,
@@ -265,14 +220,14 @@ class PathOps:
     ) -> tuple[str, Stat]:
         parent, name = split(path)
         mode = create_mode(ephemeral, sequential, False, ttl_ms)
-        delays = self.retry.delays()
+        delays = self._requests.retry.delays()
         while True:
             prefix = protected_prefix()
             node_path = join(parent, prefix + name)
-            generation = self._session.generation
+            generation = self._requests.session.generation
             while True:
                 try:
-                    return await self._create_parents_if_needed(
+                    return await self.create(
                         node_path,
                         data,
                         mode,
@@ -293,32 +248,34 @@ class PathOps:
                         op="create",
                     )
                 await asyncio.sleep(delay)
-                match = await find_protected(self, parent, prefix)
+                match = await find_protected(self._reader, parent, prefix)
                 if match is None:
-                    if ephemeral and generation != self._session.generation:
+                    if ephemeral and generation != self._requests.session.generation:
                         break  # new session: start over with a fresh UUID
                     continue  # never created: the same UUID is safe to try again
                 found, stat = match
-                if ephemeral and stat.ephemeral_owner != self._session.session_id:
+                if ephemeral and stat.ephemeral_owner != self._requests.session.session_id:
                     # Made by a session that is gone: it will vanish on its own, but a lock
                     # queue must not wait on it meanwhile.
                     with contextlib.suppress(NoNodeError):
-                        await self._retrying(partial(self._delete_once, found, -1))
+                        await self._requests.retrying(partial(self.delete_once, found, -1))
                     break  # the UUID is retired; a fresh one is used
                 return found, stat
 
-    async def _delete_once(self, path: str, version: int) -> None:
-        await self._request(DeleteRequest(path=self._full(path), version=version), path=path)
+    async def delete_once(self, path: str, version: int) -> None:
+        await self._requests.send(
+            DeleteRequest(path=self._requests.full(path), version=version), path=path
+        )
 
-    async def _delete_tree(self, path: str) -> None:
+    async def delete_tree(self, path: str) -> None:
         while True:
             try:
-                names = await self.children(path)
+                names = await self._reader.children(path)
             except NoNodeError:
                 return
-            await asyncio.gather(*(self._delete_tree(join(path, n)) for n in names))
+            await asyncio.gather(*(self.delete_tree(join(path, n)) for n in names))
             try:
-                await self._retrying(lambda: self._delete_once(path, -1))
+                await self._requests.retrying(lambda: self.delete_once(path, -1))
                 return
             except NoNodeError:
                 return
@@ -328,26 +285,16 @@ class PathOps:
     def delete_for_sure(
         self, path: str, version: int = -1, *, on_deleted: Callable[[], None] | None = None
     ) -> asyncio.Future[Reply[EmptyResponse]]:
-        """Delete ``path`` for sure without waiting: the future of the first answer.
-
-        The delete is written now, or held and written first thing on the next connection
-        (:meth:`Session.submit`: nothing this client accepts later overtakes it), and seen
-        through in the background (:meth:`wait_background` waits for it): written again after
-        a connection loss, and carried into the next session if this one expires first. There
-        an ephemeral node has gone with the session, so only a persistent node is deleted
-        (Curator's guaranteed delete carries on in the next session too). ``on_deleted`` is
-        called once the server has answered that the node is gone (the server's word, not a
-        guess). Validation is the caller's (:meth:`delete` validates).
-        """
+        """See :meth:`Client.delete_for_sure <aiocoord.Client.delete_for_sure>`."""
         reply = self._submit_delete(path, version)
         self._see_through(path, version, on_deleted, reply)
         return reply
 
     def _submit_delete(self, path: str, version: int) -> asyncio.Future[Reply[EmptyResponse]]:
         """The delete, written now or held for the next connection, in the current session."""
-        return self._session.submit(
-            DeleteRequest(path=self._full(path), version=version),
-            generation=self._session.generation,
+        return self._requests.session.submit(
+            DeleteRequest(path=self._requests.full(path), version=version),
+            generation=self._requests.session.generation,
         )
 
     def _see_through(
@@ -361,7 +308,7 @@ class PathOps:
             if done.cancelled():  # only close() cancels what the client follows
                 return
             exc = done.exception()
-            if isinstance(exc, ConnectionLossError) and not self._session.closed:
+            if isinstance(exc, ConnectionLossError) and not self._requests.session.closed:
                 # It may or may not have been applied: once more, held for the reconnect.
                 try:
                     again = self._submit_delete(path, version)
@@ -369,17 +316,18 @@ class PathOps:
                     return  # closed meanwhile: the session's end removes what was ephemeral
                 self._see_through(path, version, on_deleted, again)
             elif isinstance(exc, SessionExpiredError):
-                if self._session.reconnect_after_expiry and not self._session.closed:
-                    self.spawn(
+                if (
+                    self._requests.session.reconnect_after_expiry
+                    and not self._requests.session.closed
+                ):
+                    self._work.spawn(
                         self._delete_after_expiry(path, version, on_deleted),
                         f"aiocoord-delete:{path}",
                     )
             elif isinstance(exc, ClientClosedError | ConnectionLossError):
                 pass  # the session ended with the client: its ephemeral nodes with it
             elif exc is not None:
-                log.warning(
-                    "could not delete %s: %r", path, exc, extra=session_extra(self._session)
-                )
+                self._delete_failed(path, exc)
             else:
                 err = done.result().err
                 if not err or err == NoNodeError.code:
@@ -387,14 +335,14 @@ class PathOps:
                         on_deleted()
                 else:
                     exc = error_for_code(err, path=path, op="delete")
-                    log.warning(
-                        "could not delete %s: %r", path, exc, extra=session_extra(self._session)
-                    )
+                    self._delete_failed(path, exc)
 
-        self.follow(reply, settle)
+        self._work.follow(reply, settle)
 
     def _delete_failed(self, path: str, exc: BaseException) -> None:
-        log.warning("could not delete %s: %r", path, exc, extra=session_extra(self._session))
+        log.warning(
+            "could not delete %s: %r", path, exc, extra=session_extra(self._requests.session)
+        )
 
     async def _delete_after_expiry(
         self, path: str, version: int, on_deleted: Callable[[], None] | None
@@ -403,31 +351,34 @@ class PathOps:
         still there and persistent, is deleted in the new session. An ephemeral node there now
         is not the one asked for (that one went with the old session): it is left alone."""
         while True:
-            view = self.bound()
+            requests = self._requests.bound(self._requests.session.generation)
             try:
-                stat = await view.exists(path)
+                stat = await requests.retrying(partial(_exists, requests, path))
                 if stat is not None and stat.ephemeral_owner == 0:
-                    await view._delete_once(path, version)
+                    await requests.send(
+                        DeleteRequest(path=requests.full(path), version=version), path=path
+                    )
             except NoNodeError:
                 pass
             except (ConnectionLossError, SessionExpiredError):
-                if self._session.closed or not self._session.reconnect_after_expiry:
+                if (
+                    self._requests.session.closed
+                    or not self._requests.session.reconnect_after_expiry
+                ):
                     return
                 continue  # held until the next connection or session
             except ClientClosedError:
                 return
             except CoordinationError as exc:
-                log.warning(
-                    "could not delete %s: %r", path, exc, extra=session_extra(self._session)
-                )
+                self._delete_failed(path, exc)
                 return
             if on_deleted is not None:
                 on_deleted()
             return
 
-    async def _delete_guaranteed(self, path: str, version: int, recursive: bool) -> None:
+    async def delete_guaranteed(self, path: str, version: int, recursive: bool) -> None:
         if not recursive:
-            connected = self.connected
+            connected = self._requests.connected
             reply = self.delete_for_sure(path, version)
             if not connected:
                 return  # held for the next connection, and seen through in the background
@@ -444,27 +395,36 @@ class PathOps:
         async def background() -> None:
             while True:
                 try:
-                    await self._delete_tree(path)
+                    await self.delete_tree(path)
                     return
                 except NoNodeError:
                     return
                 except ConnectionLossError:
                     await asyncio.sleep(0.05)
                 except (SessionExpiredError, CoordinationError) as exc:
-                    extra = session_extra(self._session)
+                    extra = session_extra(self._requests.session)
                     log.info("guaranteed delete of %s ended: %r", path, exc, extra=extra)
                     return
 
-        if not self.connected:
-            self.spawn(background(), f"aiocoord-delete:{path}")
+        if not self._requests.connected:
+            self._work.spawn(background(), f"aiocoord-delete:{path}")
             return
         try:
-            await self._delete_tree(path)
+            await self.delete_tree(path)
         except NoNodeError:
             return
         except ConnectionLossError:
-            self.spawn(background(), f"aiocoord-delete:{path}")
+            self._work.spawn(background(), f"aiocoord-delete:{path}")
         except asyncio.CancelledError:
             # The delete may or may not have been applied: make sure of it in the background.
-            self.spawn(background(), f"aiocoord-delete:{path}")
+            self._work.spawn(background(), f"aiocoord-delete:{path}")
             raise
+
+
+async def _exists(requests: Requests, path: str) -> Stat | None:
+    """The node's Stat, or None (one request, in ``requests``' session)."""
+    try:
+        reply = await requests.send(ExistsRequest(path=requests.full(path), watch=False), path=path)
+    except NoNodeError:
+        return None
+    return reply.stat

@@ -15,20 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import Any, Literal, Protocol
 
 from aiocoord._deadline import within
 from aiocoord._session.ensemble_config import CONFIG_NODE, EnsembleConfig
 from aiocoord._session.servers import parse_connect_string
+from aiocoord._session.session import Session
 from aiocoord._session.states import State
 from aiocoord._session.watch import Watch
 from aiocoord._validation import validate_timeout
 from aiocoord.errors import ClientClosedError, CoordinationError, InvalidTypeError
 
-if TYPE_CHECKING:
-    from aiocoord.client import Client
-
-__all__ = ["EnsembleTracker"]
+__all__ = ["EnsembleTracker", "TrackedClient"]
 
 log = logging.getLogger("aiocoord.client")
 
@@ -37,6 +36,24 @@ log = logging.getLogger("aiocoord.client")
 #: and then the tracker waits for the reconnect first).
 RETRY_MIN = 0.1
 RETRY_MAX = 5.0
+
+
+class TrackedClient(Protocol):
+    """What the tracker needs of a client (an :class:`aiocoord.Client` has it): the tracker
+    sits below the client, so it names the client's abilities rather than its class."""
+
+    @property
+    def session(self) -> Session:
+        """The session manager whose server list is kept."""
+
+    async def get_config(self, *, watch: Literal[True]) -> tuple[EnsembleConfig, Watch]:
+        """The ensemble's configuration, with a watch on its next change."""
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """Run ``coro`` as a task the client owns."""
+
+    async def wait_for(self, state: State, timeout: float | None = None) -> None:
+        """Wait until the client's state is ``state``."""
 
 
 class EnsembleTracker:
@@ -50,7 +67,7 @@ class EnsembleTracker:
     is connected again; the list stays as last learned meanwhile.
     """
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: TrackedClient) -> None:
         self._client = client
         #: the configuration last read (None before the first read)
         self.config: EnsembleConfig | None = None

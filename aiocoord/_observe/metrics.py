@@ -17,15 +17,46 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from aiocoord._wire.opcodes import OP_NAMES
 from aiocoord.errors import error_for_code
 
-if TYPE_CHECKING:
-    from aiocoord._observe.otel import Telemetry
+__all__ = [
+    "ClientStats",
+    "OpStats",
+    "RecipeStats",
+    "Recorder",
+    "TelemetrySink",
+    "WatchStats",
+    "error_name",
+]
 
-__all__ = ["ClientStats", "OpStats", "RecipeStats", "Recorder", "WatchStats", "error_name"]
+
+class TelemetrySink(Protocol):
+    """Where a :class:`Recorder` sends spans and instruments once OpenTelemetry is set up
+    (:mod:`aiocoord._observe.otel` implements it; this module never imports it)."""
+
+    def capture(self) -> Any:
+        """The caller's context, kept with a request until its answer makes the span."""
+
+    def request(
+        self,
+        request: Any,
+        xid: int,
+        err: str | None,
+        sent: float,
+        received: float,
+        server: tuple[str, int],
+        parent: Any,
+    ) -> None:
+        """Record one answered (or lost: ``err`` names the error) request."""
+
+    def granted(
+        self, kind: str, path: str, entered: float | None, waited: bool, token: int
+    ) -> None:
+        """Record a recipe's grant."""
+
 
 #: Buckets per octave of latency, and how many: 4 per octave from 1 µs reach 2**25 µs (33 s).
 _PER_OCTAVE = 4
@@ -169,7 +200,7 @@ class Recorder:
 
     def __init__(self) -> None:
         #: spans and instruments, when OpenTelemetry is set up (see aiocoord._observe.otel)
-        self.telemetry: Telemetry | None = None
+        self.telemetry: TelemetrySink | None = None
         self._ops: dict[int, _Op] = {}
         self._recipes: dict[str, _Recipe] = {}
         self.bytes_in = 0

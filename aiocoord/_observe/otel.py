@@ -30,12 +30,10 @@ import sys
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from aiocoord._observe.metrics import ClientStats
 from aiocoord._wire.opcodes import OP_NAMES
-
-if TYPE_CHECKING:
-    from aiocoord._observe.metrics import ClientStats
 
 __all__ = ["Telemetry", "telemetry_for"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["OP_NAMES", "AddWatchMode", "CreateMode", "Op", "WatcherType", "Xid"]
+__all__ = ["OP_NAMES", "AddWatchMode", "CreateMode", "Op", "WatcherType", "Xid", "create_mode"]
 
 
 class Op(IntEnum):
@@ -107,3 +107,16 @@ OP_NAMES: dict[int, str] = {
     Op.WHO_AM_I: "whoami",
     Op.CLOSE: "close",
 }
+
+
+def create_mode(ephemeral: bool, sequential: bool, container: bool, ttl_ms: int | None) -> int:
+    """The wire flags of a create of this kind."""
+    if container:
+        return CreateMode.CONTAINER
+    if ttl_ms is not None:
+        return (
+            CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL
+            if sequential
+            else CreateMode.PERSISTENT_WITH_TTL
+        )
+    return (1 if ephemeral else 0) | (2 if sequential else 0)

@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from aiocoord._demo import run
+    from aiocoord.cli.demo import run
 
     if args.workers < 1:
         print("aiocoord demo: --workers must be at least 1", file=sys.stderr)

@@ -42,10 +42,10 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from aiocoord._client import door
 from aiocoord._paths import join, protected_prefix
-from aiocoord._session.session import State
 from aiocoord._wire.data import ACL
-from aiocoord.client import Client
+from aiocoord.client import Client, State
 from aiocoord.errors import (
     ConnectionLossError,
     CoordinationError,
@@ -146,7 +146,7 @@ class MarkedCommit:
                 raise
             except SessionExpiredError:
                 # Never sent: the session was lost while the request waited to be written.
-                if not client.session.reconnect_after_expiry:
+                if not door.renews_sessions(client):
                     raise
                 continue
             except ConnectionLossError:
@@ -209,7 +209,7 @@ class MarkedCommit:
             if client.generation == generation and not client.closed:
                 client.delete_for_sure(fence)  # a fence of an ended session went with it
 
-        lifetime = FENCE_LIFETIME * client.session.negotiated_timeout
+        lifetime = FENCE_LIFETIME * door.negotiated_timeout(client)
         asyncio.get_running_loop().call_later(lifetime, retire)
 
     async def close(self) -> None:

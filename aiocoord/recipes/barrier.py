@@ -29,11 +29,10 @@ from collections.abc import Sequence
 from types import TracebackType
 
 from aiocoord._deadline import timed_out
-from aiocoord._session.session import State
 from aiocoord._validation import validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
-from aiocoord.client import Client
+from aiocoord.client import Client, State
 from aiocoord.errors import (
     BadArgumentsError,
     ConnectionLossError,

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aiocoord._client import door
 from aiocoord._validation import validate_path
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -182,7 +183,7 @@ class AtomicCounter:
         try:
             return self._decode(data), stat.version
         except CorruptedValueError:
-            self.client.session.recorder.undecodable("atomic_counter")
+            door.recorder(self.client).undecodable("atomic_counter")
             raise
 
     async def get(self) -> int:

@@ -24,11 +24,10 @@ from types import TracebackType
 from typing import Any
 
 from aiocoord._deadline import timed_out
-from aiocoord._session.session import State
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
-from aiocoord.client import Client
+from aiocoord.client import Client, State
 from aiocoord.errors import (
     BadArgumentsError,
     ConnectionLossError,

@@ -39,6 +39,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
+from aiocoord._client import door
 from aiocoord._deadline import within
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
@@ -234,7 +235,7 @@ class LeaderLatch:
             except ClientClosedError:
                 return
             except SessionExpiredError:
-                if not client.session.reconnect_after_expiry:
+                if not door.renews_sessions(client):
                     log.warning("latch %s: the session expired for good; leaving", self.path)
                     return
                 continue

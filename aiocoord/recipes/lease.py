@@ -41,6 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aiocoord._client import door
 from aiocoord._deadline import within
 from aiocoord._paths import join
 from aiocoord._validation import validate_path, validate_timeout
@@ -251,7 +252,7 @@ class NonBlockingLease:
         try:
             return decode_holder(path, data)
         except LeaseDataError:
-            self.client.session.recorder.undecodable("nonblocking_lease")
+            door.recorder(self.client).undecodable("nonblocking_lease")
             raise
 
     async def _obtain(self) -> datetime.datetime | None:

@@ -15,11 +15,10 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from aiocoord._session.session import State
 from aiocoord._validation import validate_data, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
-from aiocoord.client import Client
+from aiocoord.client import Client, State
 from aiocoord.errors import (
     BadArgumentsError,
     ConnectionLossError,

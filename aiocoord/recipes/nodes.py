@@ -33,9 +33,8 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from aiocoord._client import door
 from aiocoord._deadline import within
-from aiocoord._session.session import State
-from aiocoord._session.watch import EventType
 from aiocoord._validation import (
     MAX_TTL_MS,
     validate_create_size,
@@ -47,7 +46,7 @@ from aiocoord._validation import (
 )
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
-from aiocoord.client import Client
+from aiocoord.client import Client, EventType, State
 from aiocoord.errors import (
     BadArgumentsError,
     ClientClosedError,
@@ -149,7 +148,7 @@ class PersistentNode:
         self._data = validate_data(data, path)
         self.acl = check_acl(acl)
         # Refused now, not at every attempt of the task that keeps the node.
-        validate_create_size(path, self._data, self.acl, self.client.session.chroot)
+        validate_create_size(path, self._data, self.acl, self.client.chroot)
         self._actual: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._created = asyncio.Event()
@@ -183,7 +182,7 @@ class PersistentNode:
         ``write=False`` only keeps it for the re-creations: the node holds it already
         (someone else wrote it), and writing it again could undo a newer change."""
         payload = validate_data(data, self.path)
-        validate_create_size(self.path, payload, self.acl, self.client.session.chroot)
+        validate_create_size(self.path, payload, self.acl, self.client.chroot)
         validate_flag(write, "write")
         self._data = payload
         actual = self._actual
@@ -244,7 +243,7 @@ class PersistentNode:
                 return
             except SessionExpiredError:
                 # The watch (and an ephemeral node) went with the session.
-                if not client.session.reconnect_after_expiry:
+                if not door.renews_sessions(client):
                     return
                 with contextlib.suppress(asyncio.TimeoutError):
                     await client.wait_for(State.CONNECTED)

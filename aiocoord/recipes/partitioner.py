@@ -51,11 +51,10 @@ from typing import Any
 
 from aiocoord._deadline import within
 from aiocoord._paths import join
-from aiocoord._session.session import State, StateChange
 from aiocoord._validation import is_finite, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
-from aiocoord.client import Client
+from aiocoord.client import Client, State, StateChange
 from aiocoord.errors import (
     BadArgumentsError,
     CoordinationError,

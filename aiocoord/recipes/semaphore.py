@@ -29,11 +29,10 @@ from types import TracebackType
 
 from aiocoord._deadline import timed_out
 from aiocoord._paths import join
-from aiocoord._session.watch import Watch
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
-from aiocoord.client import Client
+from aiocoord.client import Client, Watch
 from aiocoord.errors import (
     BadArgumentsError,
     InvalidTypeError,

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from aiocoord._client import door
 from aiocoord._deadline import within
 from aiocoord._validation import validate_data, validate_path, validate_timeout
 from aiocoord._wire.data import ACL, Stat
@@ -144,7 +145,7 @@ class _SharedNode(Generic[T]):
             if version != self._unreadable:
                 self._unreadable = version
                 log.warning("skipping a value that cannot be read: %s", exc)
-                self.client.session.recorder.undecodable(self._kind)
+                door.recorder(self.client).undecodable(self._kind)
             return None
 
     # --- lifecycle -----------------------------------------------------------------------

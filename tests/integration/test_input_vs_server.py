@@ -35,6 +35,7 @@ from aiocoord import (
 )
 from aiocoord._validation import validate_path
 from aiocoord._wire.writes import CreateRequest
+from aiocoord.acl import wire_acl
 
 # Characters around every edge of ZooKeeper's rules (controls, C1, surrogates, the private
 # use area, the specials block, beyond the BMP), plus ordinary ones.
@@ -49,7 +50,8 @@ async def _server_accepts(client: Client, path: str) -> bool:
         full.encode("utf-8")
     except UnicodeEncodeError:
         return False  # a lone surrogate cannot even be put on the wire
-    acl = client._acls_for(path, None)
+    provider = client.acl_provider
+    acl = wire_acl(provider(path) if provider is not None else None)
     try:
         await client.session.request(CreateRequest(path=full, data=b"", acl=acl, flags=0))
     except NodeExistsError:

@@ -30,7 +30,7 @@ async def test_mutual_exclusion_8_clients_100_acquisitions_each(zk_connect: Fact
     log: list[tuple[str, int, int]] = []  # (enter|exit, client index, fencing token)
 
     async def worker(i: int, client: Client) -> None:
-        lock = client.lock("/mutex")
+        lock = Lock(client, "/mutex")
         for _ in range(100):
             async with lock:
                 token = lock.fencing_token
@@ -270,9 +270,8 @@ async def test_bad_input_is_refused_before_anything_is_sent(zk_client: Client) -
     assert not await zk_client.exists("/x")
 
 
-async def test_client_lock_takes_the_options(zk_client: Client) -> None:
-    lock = zk_client.lock("/opts", identifier="me", cancel_on_loss=True, suspended_is_loss=True)
-    assert isinstance(lock, Lock)
+async def test_lock_takes_the_options(zk_client: Client) -> None:
+    lock = Lock(zk_client, "/opts", identifier="me", cancel_on_loss=True, suspended_is_loss=True)
     assert lock.cancel_on_loss
     assert lock.suspended_is_loss
     async with lock:

@@ -125,7 +125,7 @@ async def test_session_expiry_while_holding_fires_lost_cancels_the_body_and_free
     zk_connect: Factory, zookeeper: Any
 ) -> None:
     client, other = await zk_connect(session_timeout=4), await zk_connect()
-    lock = client.lock("/expiry", cancel_on_loss=True)
+    lock = Lock(client, "/expiry", cancel_on_loss=True)
     entered = asyncio.Event()
     body_cancelled = asyncio.Event()
 

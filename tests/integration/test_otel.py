@@ -99,7 +99,7 @@ import aiocoord
 
 async def main(connect):
     async with aiocoord.connect(connect) as client:
-        async with client.lock("/otel/plain"):
+        async with aiocoord.Lock(client, "/otel/plain"):
             pass
 
 asyncio.run(main(sys.argv[1]))

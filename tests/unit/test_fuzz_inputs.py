@@ -208,7 +208,6 @@ def path_ops(client: Client) -> list[Callable[[Any], Any]]:
         lambda p: client.count_descendants(p),
         lambda p: client.add_watch(p, recursive=True),
         lambda p: client.transaction().create(p).delete(p).set(p, b"").check(p, 1).commit(),
-        lambda p: client.lock(p),
         lambda p: Lock(client, p),
         lambda p: Mutex(client, p),
         lambda p: ReadWriteLock(client, p),

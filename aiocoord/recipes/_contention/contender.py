@@ -30,17 +30,16 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from aiocoord._client import door
+from aiocoord._client.door import Reply
 from aiocoord._client.pathops import find_protected, protected_matches
 from aiocoord._futures import retrieve
 from aiocoord._paths import join, protected_prefix, sequence_of
-from aiocoord._session.connection import Reply
-from aiocoord._session.watch import Watch, WatchKind
 from aiocoord._wire.data import ACL, Stat
-from aiocoord._wire.opcodes import CreateMode, Op
-from aiocoord._wire.reads import GetDataRequest
+from aiocoord._wire.opcodes import CreateMode
 from aiocoord._wire.writes import Create2Request, Create2Response
 from aiocoord.acl import wire_acl
-from aiocoord.client import Client
+from aiocoord.client import Client, Watch
 from aiocoord.errors import (
     ClientClosedError,
     ConnectionLossError,
@@ -60,7 +59,6 @@ __all__ = [
     "abandon_watch",
     "confirm_alive",
     "delete_node",
-    "watch_node",
     "watch_own",
 ]
 
@@ -198,17 +196,16 @@ class ProtectedNode:
         """Write the create now, from the caller's step (no task to start, and a request the
         caller writes next is ordered after it); None if not connected."""
         client = self.client
-        session = client.session
         acl = self.acl
         if acl is None and client.acl_provider is not None:
             acl = client.acl_provider(self._path)
         request = Create2Request(
-            path=session.paths.add(self._path),
+            path=door.server_path(client, self._path),
             data=self._data,
             acl=wire_acl(acl),
             flags=CreateMode.EPHEMERAL_SEQUENTIAL if self._sequential else CreateMode.EPHEMERAL,
         )
-        return session.send_now(request)
+        return door.send_now(client, request)
 
     def _created(self, sent: asyncio.Future[Reply[Create2Response]]) -> None:
         """The answer to a create written by :meth:`_write_create`, settled as the task of
@@ -234,7 +231,7 @@ class ProtectedNode:
                 reply.set_exception(exc)
             return
         assert answer.body is not None
-        path = self.client.session.paths.strip(answer.body.path)
+        path = door.short_path(self.client, answer.body.path)
         if self._abandoned:
             # The caller left while the answer was on its way: the node is ours to remove.
             self.client.spawn(delete_node(self.client, path), f"aiocoord-discard:{path}")
@@ -383,14 +380,14 @@ async def confirm_alive(
     while True:
         if not node.alive_in(client):
             raise Restart()
-        if client.session.trusted():
+        if door.trusted(client):
             return
         try:
             stat = await bounded(pinned.exists(node.path), deadline)
         except ConnectionLossError:
             continue  # the request waits for the reconnect the next time round
         except SessionExpiredError:
-            if client.session.reconnect_after_expiry:
+            if door.renews_sessions(client):
                 raise Restart() from None
             raise
         if stat is None:
@@ -406,49 +403,11 @@ async def watch_own(client: Client, pinned: Client, node: QueueNode) -> Watch | 
     except ConnectionLossError:
         return None
     except SessionExpiredError:
-        if client.session.reconnect_after_expiry:
+        if door.renews_sessions(client):
             raise Restart() from None
         raise
     if stat is None:
         watch.cancel()
         raise Restart()
     watch.keep()
-    return watch
-
-
-async def watch_node(client: Client, pinned: Client, generation: int, path: str) -> Watch | None:
-    """A getData watch on ``path`` for a waiter of session ``generation`` (``pinned`` is the
-    client bound to it); None if the node is gone.
-
-    The request is written now, from the caller's step (no chain of calls down to the socket),
-    while that session is current and connected; otherwise, or if the answer was lost with
-    the connection, ``pinned.get(path, watch=True)`` asks, with its retries.
-    """
-    session = client.session
-    if session.generation == generation:
-        full = session.paths.add(path)
-        watches = session.watches
-        watch, wire = watches.waiter(WatchKind.DATA, full, path)
-        sent = session.send_now(GetDataRequest(path=full, watch=wire))
-        if sent is None:
-            watches.unregister(watch)
-        else:
-            try:
-                reply = await sent
-            except ConnectionLossError:
-                watches.unregister(watch)  # asked again below, once reconnected
-            except BaseException:
-                watch.cancel()  # the request went out: its server watch must not linger
-                raise
-            else:
-                watches.settle(watch, Op.GET_DATA, reply.err)
-                if reply.err == NoNodeError.code:
-                    return None
-                if reply.err:
-                    raise error_for_code(reply.err, path=path, op="getData")
-                return watch
-    try:
-        _, _, watch = await pinned.get(path, watch=True)
-    except NoNodeError:
-        return None
     return watch

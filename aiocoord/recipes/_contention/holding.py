@@ -15,11 +15,9 @@ import logging
 from collections.abc import Callable, Generator
 from typing import Any
 
+from aiocoord._client import door
 from aiocoord._deadline import within
-from aiocoord._observe.logs import session_extra
-from aiocoord._session.session import State, StateChange
-from aiocoord._session.watch import EventType, Watch
-from aiocoord.client import Client
+from aiocoord.client import Client, EventType, State, StateChange, Watch
 from aiocoord.errors import (
     ClientClosedError,
     ConnectionLossError,
@@ -234,7 +232,7 @@ class Holding:
         waited = None
         if node.waited and node.entered is not None:
             waited = asyncio.get_running_loop().time() - node.entered
-        recorder = client.session.recorder
+        recorder = door.recorder(client)
         recorder.granted(self.kind, waited)
         if recorder.telemetry is not None:
             recorder.telemetry.granted(self.kind, node.path, node.entered, node.waited, node.czxid)
@@ -259,9 +257,9 @@ class Holding:
         if self.released or self.lost.is_set():
             return
         self.lost._fire(state, reason)
-        self.client.session.recorder.holding_lost(self.kind)
+        door.recorder(self.client).holding_lost(self.kind)
         level = logging.INFO if state is State.CLOSED else logging.WARNING
-        extra = session_extra(self.client.session)
+        extra = door.log_extra(self.client)
         self._log.log(level, "%s lost (%s)", self.what, reason, extra=extra)
         client = self.client
         if state is not State.CLOSED:

@@ -68,11 +68,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from aiocoord._client.door import renews_sessions, watch_data_now
 from aiocoord._paths import SEQUENCE_DIGITS, join
-from aiocoord._session.session import State
-from aiocoord._session.watch import EventType, Watch
 from aiocoord._wire.data import ACL
-from aiocoord.client import Client
+from aiocoord.client import Client, EventType, State, Watch
 from aiocoord.errors import NoNodeError, SessionExpiredError
 from aiocoord.recipes._contention.contender import (
     ProtectedNode,
@@ -81,7 +80,6 @@ from aiocoord.recipes._contention.contender import (
     abandon_watch,
     confirm_alive,
     delete_node,
-    watch_node,
     watch_own,
 )
 from aiocoord.recipes._contention.drivers import Driver
@@ -280,7 +278,7 @@ class SequentialQueue:
             try:
                 deleted = await wait_gone(watch, step.watch, state, deadline, own)
             except SessionExpiredError:
-                if client.session.reconnect_after_expiry:
+                if renews_sessions(client):
                     raise Restart() from None
                 raise
             if deleted:
@@ -299,7 +297,7 @@ class SequentialQueue:
         except NoNodeError:
             raise Restart() from None
         except SessionExpiredError:
-            if self.client.session.reconnect_after_expiry:
+            if renews_sessions(self.client):
                 raise Restart() from None
             raise
         if node.name not in names:
@@ -326,7 +324,7 @@ class SequentialQueue:
         try:
             if blocker is not None and list_for is None:
                 watch = await bounded(
-                    watch_node(client, pinned, generation, join(self.path, blocker)), deadline
+                    watch_data_now(client, pinned, generation, join(self.path, blocker)), deadline
                 )
                 if watch is None:
                     gone.add(blocker)
@@ -356,7 +354,7 @@ class SequentialQueue:
         except NoNodeError:  # the listing found the queue gone, our node with it
             raise Restart() from None
         except SessionExpiredError:
-            if client.session.reconnect_after_expiry:
+            if renews_sessions(client):
                 raise Restart() from None
             raise
         first_error: BaseException | None = None
@@ -381,10 +379,7 @@ class SequentialQueue:
         if first_error is not None:
             if armed is not None:
                 armed.cancel()
-            if (
-                isinstance(first_error, SessionExpiredError)
-                and client.session.reconnect_after_expiry
-            ):
+            if isinstance(first_error, SessionExpiredError) and renews_sessions(client):
                 raise Restart() from first_error
             raise first_error
         return armed, gone, names

@@ -22,11 +22,11 @@ import bisect
 import contextlib
 import itertools
 
+from aiocoord._client.door import children_now
 from aiocoord._futures import retrieve
 from aiocoord._paths import join, sequence_of, sort_by_sequence
-from aiocoord._wire.reads import GetChildrenRequest
 from aiocoord.client import Client
-from aiocoord.errors import ConnectionLossError, NoNodeError, error_for_code
+from aiocoord.errors import NoNodeError
 from aiocoord.recipes._contention.drivers import Driver
 
 __all__ = [
@@ -228,7 +228,7 @@ class QueueState:
             if gather:
                 await asyncio.sleep(0)
             listing.sent = next_stamp()
-            names = await _list(client, path)
+            names = await children_now(client, path)
         except asyncio.CancelledError:
             fut.set_exception(_LeaderGone())  # the joiners list for themselves
             raise
@@ -241,25 +241,6 @@ class QueueState:
         fut.set_result(names)
         self._last = listing
         return names
-
-
-async def _list(client: Client, path: str) -> list[str]:
-    """The children of ``path``, from a request written now, from the caller's step (no
-    chain of calls down to the socket); by ``client.children()``, with its retries, when not
-    connected or when the answer was lost with the connection."""
-    session = client.session
-    sent = session.send_now(GetChildrenRequest(path=session.paths.add(path), watch=False))
-    if sent is not None:
-        try:
-            reply = await sent
-        except ConnectionLossError:
-            pass  # asked again below, once reconnected
-        else:
-            if reply.err:
-                raise error_for_code(reply.err, path=path, op="getChildren")
-            assert reply.body is not None  # the connection decodes every successful reply
-            return reply.body.children
-    return await client.children(path)
 
 
 class _LeaderGone(Exception):

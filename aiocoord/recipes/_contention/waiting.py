@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiocoord._deadline import wait_at_most
-from aiocoord._session.watch import EventType, Watch, WatchEvent
+from aiocoord.client import EventType, Watch, WatchEvent
 from aiocoord.errors import TimeoutError as CoordTimeoutError
 
 if TYPE_CHECKING:  # _listing imports this module

@@ -52,9 +52,8 @@ from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
 from aiocoord._deadline import within
-from aiocoord._session.session import State, StateChange
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
-from aiocoord.client import ChildData, Client
+from aiocoord.client import ChildData, Client, State, StateChange
 from aiocoord.errors import (
     BadArgumentsError,
     ClientClosedError,

@@ -32,9 +32,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from aiocoord._paths import join
-from aiocoord._session.session import State
-from aiocoord._session.watch import EventType, PersistentWatch, WatchEvent
-from aiocoord.client import Client
+from aiocoord.client import Client, EventType, PersistentWatch, State, WatchEvent
 from aiocoord.errors import (
     ConnectionLossError,
     CoordinationError,

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiocoord._client import door
 from aiocoord._deadline import within
 from aiocoord._paths import join
 from aiocoord._validation import (
@@ -334,7 +335,7 @@ class ServiceDiscovery:
         try:
             return decode_instance(data, path)
         except InstanceFormatError:
-            self.client.session.recorder.undecodable("discovery")
+            door.recorder(self.client).undecodable("discovery")
             raise
 
     # --- caches and providers ------------------------------------------------------------
@@ -400,7 +401,7 @@ class ServiceDiscovery:
             )
         path = self.path_for_instance(instance.name, instance.id)
         data = validate_data(encode_instance(instance), path)
-        validate_create_size(path, data, self.acl, self.client.session.chroot)
+        validate_create_size(path, data, self.acl, self.client.chroot)
         return data, path
 
     async def _remove(self, reg: _Registration, *, sweep: bool) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from aiocoord._client import door
 from aiocoord._deadline import within
 from aiocoord.client import ChildData, Client
 from aiocoord.errors import InvalidTypeError
@@ -76,7 +77,7 @@ class InstanceDecoder:
             instance: ServiceInstance | None = decode_instance(child.data, child.path)
         except InstanceFormatError as exc:
             log.warning("skipping a node that is not a service instance: %s", exc)
-            self._client.session.recorder.undecodable("discovery")
+            door.recorder(self._client).undecodable("discovery")
             instance = None
         self._seen[child.path] = (stat.czxid, stat.mzxid, instance)
         return instance

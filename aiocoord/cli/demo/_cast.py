@@ -1,5 +1,5 @@
 """What the parts of ``python -m aiocoord demo`` share: its settings, its worker, its result,
-and the bound on every wait (see :mod:`aiocoord._demo`)."""
+and the bound on every wait (see :mod:`aiocoord.cli.demo`)."""
 
 from __future__ import annotations
 

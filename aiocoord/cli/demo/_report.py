@@ -1,67 +1,14 @@
-"""The demo's terminal view: the status table redrawn in place (or a plain log of events),
-and the summary printed at the end."""
+"""What the demo shows of a run: the status table of its stage and the summary at the end."""
 
 from __future__ import annotations
 
-import logging
-import shutil
-import time
-from collections import deque
-from typing import TYPE_CHECKING, TextIO
+from aiocoord.cli.demo._board import yes
+from aiocoord.cli.demo._stage import Stage
 
-if TYPE_CHECKING:
-    from aiocoord._demo import Demo
-
-__all__ = ["Board", "LogToBoard", "frame", "summary", "yes"]
+__all__ = ["frame", "summary"]
 
 
-def yes(flag: bool) -> str:
-    """How a check reads in the summary."""
-    return "yes" if flag else "NO"
-
-
-class Board:
-    """Events and the status table: redrawn in place on a terminal, a plain log elsewhere."""
-
-    def __init__(self, out: TextIO, live: bool) -> None:
-        self.out = out
-        self.live = live
-        self.t0 = time.monotonic()
-        self.recent: deque[str] = deque(maxlen=12)
-        self._drawn = 0
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.t0
-
-    def event(self, text: str) -> None:
-        line = f"[{self.elapsed():5.1f}s] {text}"
-        self.recent.append(line)
-        if not self.live:
-            print(line, file=self.out, flush=True)
-
-    def draw(self, lines: list[str]) -> None:
-        width = max(40, shutil.get_terminal_size((120, 40)).columns - 1)
-        # Lines cut to the width: a wrapped line would throw off the count moved up next time.
-        frame = [line[:width] for line in lines]
-        if self._drawn:
-            self.out.write(f"\x1b[{self._drawn}A\r\x1b[J")
-        self.out.write("\n".join(frame) + "\n")
-        self.out.flush()
-        self._drawn = len(frame)
-
-
-class LogToBoard(logging.Handler):
-    """Library warnings become events (on a terminal, stray lines would break the table)."""
-
-    def __init__(self, board: Board) -> None:
-        super().__init__(logging.WARNING)
-        self.board = board
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.board.event(f"log {record.levelname.lower()}: {record.getMessage()}")
-
-
-def frame(demo: Demo) -> list[str]:
+def frame(demo: Stage) -> list[str]:
     """The status table: the ensemble, each worker, the totals, the recent events."""
     b = demo.board
     where = "embedded 3-member ensemble" if demo.ensemble else f"ZooKeeper {demo.connect}"
@@ -95,7 +42,7 @@ def frame(demo: Demo) -> list[str]:
     return lines
 
 
-def summary(demo: Demo, runtime: float) -> list[str]:
+def summary(demo: Stage, runtime: float) -> list[str]:
     """The summary printed at the end: what was measured and checked."""
     r = demo.result
     where = (

@@ -1,24 +1,22 @@
 """The demo's end: checking that every cache shows the membership the server has, stopping
 the workers (each finishes its job, so the ledger can be compared), the group leaving one by
 one, and the clean-up that closes every client and stops the embedded ensemble even after a
-failure (see :mod:`aiocoord._demo`)."""
+failure (see :mod:`aiocoord.cli.demo`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from aiocoord._demo_common import MEMBERS_PATH, STEP_TIMEOUT
-from aiocoord._demo_view import yes
+from aiocoord.cli.demo._board import yes
+from aiocoord.cli.demo._cast import MEMBERS_PATH, STEP_TIMEOUT
+from aiocoord.cli.demo._stage import Stage
 from aiocoord.client import Client
 from aiocoord.errors import CoordinationError, NotEmptyError
 from aiocoord.recipes.election import LeaderLatch
 from aiocoord.recipes.nodes import GroupMember
-
-if TYPE_CHECKING:
-    from aiocoord._demo import Demo
 
 __all__ = ["check_caches", "cleanup", "leave", "stop_workers"]
 
@@ -28,7 +26,7 @@ def _without(name: str) -> Callable[[Mapping[str, Any]], bool]:
     return lambda view: name not in view
 
 
-async def check_caches(demo: Demo) -> None:
+async def check_caches(demo: Stage) -> None:
     """Every cache must come to show what the server has (after a sync)."""
     assert demo.dashboard is not None
     assert demo.cache is not None
@@ -50,7 +48,7 @@ async def check_caches(demo: Demo) -> None:
     )
 
 
-async def stop_workers(demo: Demo) -> None:
+async def stop_workers(demo: Stage) -> None:
     """Stop every worker's loop; a worker that failed is reported on the board."""
     demo.stopping = True
     tasks = [w.task for w in demo.workers if w.task is not None]
@@ -65,7 +63,7 @@ async def stop_workers(demo: Demo) -> None:
                 demo.board.event(f"a worker failed: {task.exception()!r}")
 
 
-async def leave(demo: Demo) -> None:
+async def leave(demo: Stage) -> None:
     """Workers leave one by one: the dashboard's change stream shows each."""
     assert demo.cache is not None
     leaving: list[tuple[str, Client, GroupMember, LeaderLatch | None]] = [
@@ -82,7 +80,7 @@ async def leave(demo: Demo) -> None:
             await demo.cache.wait_for(_without(name), 5.0)
 
 
-async def cleanup(demo: Demo) -> None:
+async def cleanup(demo: Stage) -> None:
     """Close every client and cache, remove the demo's nodes from a user's ZooKeeper, and stop
     the embedded ensemble; safe after a failure at any step."""
     if demo.newcomer is not None:

@@ -1,16 +1,16 @@
 """The demo's failover: the leader holds the lock for "maintenance" while the ensemble member
 its session is connected to is killed (with ``--connect``: its connection is dropped), a
 newcomer joins through a surviving member, and the demo checks, against the server, that the
-session, the lock and the leadership came through (see :mod:`aiocoord._demo`)."""
+session, the lock and the leadership came through (see :mod:`aiocoord.cli.demo`)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
 
 from aiocoord._client.connect import open_client
-from aiocoord._demo_common import (
+from aiocoord.cli.demo._board import yes
+from aiocoord.cli.demo._cast import (
     LOCK_PATH,
     MEMBERS_PATH,
     SESSION_TIMEOUT,
@@ -18,19 +18,16 @@ from aiocoord._demo_common import (
     Worker,
     bounded,
 )
-from aiocoord._demo_view import yes
-from aiocoord._session.session import State, StateChange
+from aiocoord.cli.demo._stage import Stage
+from aiocoord.client import State, StateChange
 from aiocoord.errors import CoordinationError
 from aiocoord.recipes.lock import Lock
 from aiocoord.recipes.nodes import GroupMember
 
-if TYPE_CHECKING:
-    from aiocoord._demo import Demo
-
 __all__ = ["failover"]
 
 
-async def failover(demo: Demo) -> None:
+async def failover(demo: Stage) -> None:
     """The leader takes the lock and loses its server; then check what survived."""
     assert demo.dashboard is not None
     await bounded(demo.elected.wait(), "electing a leader")
@@ -126,7 +123,7 @@ async def failover(demo: Demo) -> None:
     demo.result.sessions_kept = all(w.client.session_id == sessions[w.name] for w in demo.workers)
 
 
-async def break_connection(demo: Demo, leader: Worker) -> float:
+async def break_connection(demo: Stage, leader: Worker) -> float:
     """Kill the member the leader is connected to (or drop its connection); the time."""
     server = leader.client.session.server
     assert server is not None
@@ -154,7 +151,7 @@ async def break_connection(demo: Demo, leader: Worker) -> float:
     return demo.failover_started
 
 
-async def restart_member(demo: Demo, index: int) -> None:
+async def restart_member(demo: Stage, index: int) -> None:
     """Bring a killed member back."""
     assert demo.ensemble is not None
     await demo.log_modes()
@@ -163,7 +160,7 @@ async def restart_member(demo: Demo, index: int) -> None:
     await demo.log_modes()
 
 
-async def join_newcomer(demo: Demo) -> None:
+async def join_newcomer(demo: Stage) -> None:
     """A member joins through a surviving server while the failover goes on."""
     hosts = demo.connect
     if demo.ensemble is not None:

@@ -1,33 +1,5 @@
-"""``python -m aiocoord demo``: locks, an election and a membership cache surviving the loss of
-a ZooKeeper server, in about fifteen seconds.
-
-What happens, in order:
-
-1. an embedded 3-member ensemble starts (:class:`~aiocoord.testing.ZooKeeperEnsemble`), or,
-   with ``--connect``, an existing ZooKeeper is used under a fresh path;
-2. five workers start, each with its own client and session. Each joins the group
-   (:class:`~aiocoord.GroupMember`: an ephemeral node plus a ChildrenCache), stands in one
-   election (:class:`~aiocoord.LeaderLatch`) and loops over jobs done under one lock
-   (``async with lock:``): read the ledger node, write it back plus one. A dashboard client
-   follows the membership with a :class:`~aiocoord.ChildrenCache` change stream;
-3. the leader takes the lock for "maintenance" and, while it holds it, the ensemble member its
-   session is connected to is killed (with ``--connect``: its connection is dropped). A
-   newcomer joins the group through a surviving member during the outage;
-4. the demo shows the leader's session failing over (same session id), and checks against
-   the server that the lock is still held by it, that it still leads, and that every cache
-   shows the membership the server has;
-5. the workers stop, leave the group one by one, and a summary says what was checked.
-
-Why the recipes survive: a failover that resumes the session within its timeout (10 s here)
-keeps every ephemeral node. The lock's default policy counts only the session's end as a loss,
-and the latch is made with ``suspended_is_loss=False`` so that leadership does too (the latch's
-default gives leadership up on SUSPENDED, the cautious choice when a leader must never overlap
-with the next one). Caches re-read what they follow after every reconnect.
-
-The terminal view is a status table redrawn in place when stdout is a terminal, and a plain
-log of events otherwise (``--plain`` forces it). Every task the demo starts is awaited before
-it returns; every client is closed and the embedded ensemble stopped, even on failure.
-"""
+"""The demo's run: starting the servers, the dashboard and the workers, the phases of work,
+the failover and the checks, and :func:`run`, which prints the summary."""
 
 from __future__ import annotations
 
@@ -41,12 +13,12 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Awaitable
 from dataclasses import asdict
-from typing import Any, TextIO
+from typing import TextIO
 
 from aiocoord._client.connect import open_client
-from aiocoord._demo_common import (
+from aiocoord.cli.demo._board import LogToBoard
+from aiocoord.cli.demo._cast import (
     LEADER_PATH,
     LEDGER_PATH,
     LOCK_PATH,
@@ -59,10 +31,10 @@ from aiocoord._demo_common import (
     Worker,
     bounded,
 )
-from aiocoord._demo_failover import failover
-from aiocoord._demo_view import Board, LogToBoard, frame, summary
-from aiocoord._demo_wrapup import check_caches, cleanup, leave, stop_workers
-from aiocoord._session.session import State, StateChange
+from aiocoord.cli.demo._failover import failover
+from aiocoord.cli.demo._report import frame, summary
+from aiocoord.cli.demo._stage import Stage
+from aiocoord.cli.demo._wrapup import check_caches, cleanup, leave, stop_workers
 from aiocoord.client import Client
 from aiocoord.errors import (
     ConnectionLossError,
@@ -70,7 +42,7 @@ from aiocoord.errors import (
     NodeExistsError,
     NoServersError,
 )
-from aiocoord.recipes.cache import CacheEventType, ChildrenCache, EventSubscription, NodeEvent
+from aiocoord.recipes.cache import ChildrenCache
 from aiocoord.recipes.election import LeaderLatch, LeadershipChange
 from aiocoord.recipes.lock import Lock
 from aiocoord.recipes.nodes import GroupMember
@@ -82,66 +54,11 @@ __all__ = ["DemoResult", "run"]
 # --- the demo -----------------------------------------------------------------------------------
 
 
-class Demo:
-    """One run of the demo: the servers, the workers, the failover and the checks."""
-
-    def __init__(self, out: TextIO, connect: str | None, workers: int, live: bool) -> None:
-        self.board = Board(out, live)
-        self.user_connect = connect
-        self.n_workers = workers
-        self.result = DemoResult()
-        self.ensemble: ZooKeeperEnsemble | None = None
-        self.member_modes: list[str] = []
-        self.base = "/aiocoord-demo"
-        self.connect = ""
-        self.admin: Client | None = None
-        self.dashboard: Client | None = None
-        self.cache: ChildrenCache | None = None
-        self.workers: list[Worker] = []
-        self.newcomer: tuple[Client, GroupMember] | None = None
-        self.phase = "starting"
-        self.stopping = False
-        self.holders = 0
-        self.last_token = 0
-        self.maintenance: Worker | None = None
-        self.leadership_changes = 0
-        self.failover_started: float | None = None
-        self.notes: list[str] = []
-        self.jobs_by_worker: dict[str, int] = {}
-        self.elected = asyncio.Event()
-        self.leader_events: EventSubscription[NodeEvent] | None = None
-        self.restart_task: asyncio.Task[Any] | None = None
-        self.jobs_changed = asyncio.Event()
-        self._tasks: set[asyncio.Task[Any]] = set()
+class Demo(Stage):
+    """One run of the demo: the servers, the workers, the failover and the checks (the state
+    they share is the :class:`~aiocoord.cli.demo._stage.Stage`)."""
 
     # --- helpers ----------------------------------------------------------------------------
-
-    def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
-        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
-        task.set_name(f"aiocoord-demo:{name}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
-    def where(self, client: Client) -> str:
-        server = client.session.server
-        if server is None or client.closed:
-            return "-"
-        if self.ensemble is not None:
-            with contextlib.suppress(ValueError):
-                return f"member {self.ensemble.index_of_port(server.port) + 1}"
-        return str(server)
-
-    def _modes(self) -> list[str]:
-        """Each member's role: leader, follower, electing (running, not serving) or down."""
-        assert self.ensemble is not None
-        return [(m.mode() or "electing") if m.is_running else "down" for m in self.ensemble.members]
-
-    def leader(self) -> Worker | None:
-        return next((w for w in self.workers if w.latch.is_leader), None)
-
-    def total_jobs(self) -> int:
-        return sum(w.jobs for w in self.workers)
 
     # --- the view ---------------------------------------------------------------------------
 
@@ -168,13 +85,6 @@ class Demo:
                     f"members {len(self.cache.children) if self.cache else 0}"
                 )
             await asyncio.sleep(0.25)
-
-    async def log_modes(self) -> None:
-        if self.ensemble is None:
-            return
-        self.member_modes = await asyncio.to_thread(self._modes)
-        modes = ", ".join(f"member {i + 1} {m}" for i, m in enumerate(self.member_modes))
-        self.board.event(f"ensemble: {modes}")
 
     # --- set-up -------------------------------------------------------------------------
 
@@ -213,49 +123,6 @@ class Demo:
         )
         await cache.start()
 
-    async def follow_cache(
-        self, label: str, events: EventSubscription[NodeEvent], members: set[str]
-    ) -> None:
-        """Log a cache's change stream; ``members`` is the membership when it was subscribed,
-        which the events are applied to (the count shown is as of each event, not as of when
-        it is read)."""
-        try:
-            async for event in events:
-                if event.type is CacheEventType.CHILD_ADDED:
-                    members.add(event.name)
-                elif event.type is CacheEventType.CHILD_REMOVED:
-                    members.discard(event.name)
-                self._report_cache_event(label, event, len(members))
-        except CoordinationError as exc:
-            self.board.event(f"{label} stopped: {exc!r}")
-
-    def _report_cache_event(self, label: str, event: NodeEvent, count: int) -> None:
-        kind = event.type
-        if kind is CacheEventType.CHILD_ADDED:
-            self.board.event(f"{label}: + {event.name}  (now {count})")
-        elif kind is CacheEventType.CHILD_REMOVED:
-            self.board.event(f"{label}: - {event.name}  (now {count})")
-        elif kind is CacheEventType.INITIALIZED:
-            self.board.event(f"{label}: loaded")
-        elif kind in (CacheEventType.SUSPENDED, CacheEventType.RECONNECTED, CacheEventType.LOST):
-            self.board.event(f"{label}: {kind.value}")
-        elif kind is CacheEventType.RESYNCED:
-            self.board.event(f"{label}: resynced")
-
-    def _watch_state(self, name: str, client: Client) -> None:
-        def on_change(change: StateChange) -> None:
-            if change.state is State.SUSPENDED:
-                self.board.event(f"{name}: connection lost (SUSPENDED); the session lives on")
-            elif change.state is State.RECONNECTED:
-                same = "a NEW session" if change.new_session else "same session"
-                self.board.event(
-                    f"{name}: RECONNECTED to {self.where(client)}, {same} 0x{change.session_id:x}"
-                )
-            elif change.state is State.LOST:
-                self.board.event(f"{name}: session LOST")
-
-        client.add_state_listener(on_change)
-
     async def _start_worker(self, i: int) -> Worker:
         name = f"worker-{i + 1}"
         client = await open_client(self.connect, session_timeout=SESSION_TIMEOUT)
@@ -286,16 +153,6 @@ class Demo:
             self.board.event(f"{worker.name} is no longer the leader ({change.reason})")
 
     # --- the work -----------------------------------------------------------------------------
-
-    def enter_critical(self, token: int | None) -> None:
-        self.holders += 1
-        self.result.acquisitions += 1
-        self.result.max_holders = max(self.result.max_holders, self.holders)
-        # What a fenced store does: refuse a token not larger than the last one it saw.
-        if token is None or token <= self.last_token:
-            self.result.tokens_increasing = False
-        else:
-            self.last_token = token
 
     async def _work(self, w: Worker) -> None:
         rng = random.Random(w.name)
