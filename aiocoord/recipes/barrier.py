@@ -22,13 +22,12 @@ node, if still there, is deleted by the next ``leave()`` or with the session.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import uuid
 from collections.abc import Sequence
 from types import TracebackType
 
-from aiocoord._deadline import timed_out
+from aiocoord._deadline import Expired, deadline_after, timed_out
 from aiocoord._validation import validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -44,7 +43,7 @@ from aiocoord.errors import (
 )
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._contention.contender import delete_node
-from aiocoord.recipes._contention.waiting import call_with_watch, deadline_after, wait_watches
+from aiocoord.recipes._watching import call_with_watch, wait_watches
 
 __all__ = ["READY_NODE", "Barrier", "BarrierError", "DoubleBarrier"]
 
@@ -114,7 +113,7 @@ class Barrier:
                     await wait_watches([watch], deadline)
                 except SessionExpiredError:
                     continue  # the watch went with the session; set a new one
-        except asyncio.TimeoutError:
+        except Expired:
             raise timed_out(f"barrier {self.path} still up", timeout) from None
 
     def __repr__(self) -> str:
@@ -212,7 +211,7 @@ class DoubleBarrier:
                         ready, watch = await call_with_watch(
                             client.exists(self.ready_path, watch=True), deadline
                         )
-                    except asyncio.TimeoutError:
+                    except Expired:
                         raise timed_out(f"{self.n} not in {self.path}", timeout) from None
                     await self._create_node()
                     if ready is None and await self._count() >= self.n:
@@ -225,7 +224,7 @@ class DoubleBarrier:
                         break
                     try:
                         await wait_watches([watch], deadline)
-                    except asyncio.TimeoutError:
+                    except Expired:
                         raise timed_out(f"{self.n} not in {self.path}", timeout) from None
                     done = True
                     break
@@ -290,7 +289,7 @@ class DoubleBarrier:
                 await wait_watches([watch], deadline)
             except SessionExpiredError:
                 continue
-            except asyncio.TimeoutError:
+            except Expired:
                 raise timed_out(f"participants still in {self.path}", timeout) from None
         with contextlib.suppress(NoNodeError):
             await client.delete(self.ready_path)

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from aiocoord._deadline import timed_out
+from aiocoord._deadline import deadline_after, left_or_zero, timed_out
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -40,7 +40,6 @@ from aiocoord.recipes._contention.drivers import LeaseDriver
 from aiocoord.recipes._contention.holding import Holding
 from aiocoord.recipes._contention.kernel import SequentialQueue
 from aiocoord.recipes._contention.participants import Participant, queue_participants
-from aiocoord.recipes._contention.waiting import deadline_after, left_or_zero
 from aiocoord.recipes._leadership import (
     ELECTION_NAME,
     LATCH_NAME,

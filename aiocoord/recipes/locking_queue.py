@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from aiocoord._deadline import Deadline, deadline_after, expiring
 from aiocoord._validation import validate_data, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -31,8 +32,8 @@ from aiocoord.errors import (
 )
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._contention.contender import delete_node
-from aiocoord.recipes._contention.waiting import call_with_watch, deadline_after, wait_watches
 from aiocoord.recipes._marker import MarkedCommit
+from aiocoord.recipes._watching import call_with_watch, wait_watches
 from aiocoord.recipes.queue import check_items
 
 __all__ = ["ENTRIES", "ENTRY_NAME", "TAKEN", "LockedItem", "LockingQueue"]
@@ -233,7 +234,11 @@ class LockingQueue:
         Raises :class:`aiocoord.TimeoutError` after ``timeout`` seconds with nothing taken.
         Cancelling leaves no lock behind.
         """
-        deadline = deadline_after(validate_timeout(timeout))
+        timeout = validate_timeout(timeout)
+        with expiring(f"no item taken from {self.path}", timeout):
+            return await self._take_within(deadline_after(timeout))
+
+    async def _take_within(self, deadline: Deadline) -> LockedItem:
         client = self.client
         while True:
             try:

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
+from aiocoord._deadline import deadline_after, left_or_zero
 from aiocoord._validation import validate_flag, validate_timeout
 from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError
-from aiocoord.recipes._contention.waiting import deadline_after, left_or_zero
 
 __all__ = ["Lockable", "MultiLock"]
 

@@ -34,6 +34,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from aiocoord._deadline import Deadline, Expired, deadline_after, expiring, time_left
 from aiocoord._validation import validate_data, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -46,15 +47,9 @@ from aiocoord.errors import (
     SessionExpiredError,
     TransactionFailedError,
 )
-from aiocoord.errors import TimeoutError as CoordTimeoutError
 from aiocoord.recipes._args import check_client
-from aiocoord.recipes._contention.waiting import (
-    call_with_watch,
-    deadline_after,
-    remaining,
-    wait_watches,
-)
 from aiocoord.recipes._marker import MARKER_NAME, MarkedCommit
+from aiocoord.recipes._watching import call_with_watch, wait_watches
 
 __all__ = [
     "QUEUE_ITEM_NAME",
@@ -204,11 +199,13 @@ class Queue:
 
         Raises :class:`aiocoord.TimeoutError` after ``timeout`` seconds with nothing taken.
         """
-        item = await self._take(deadline_after(validate_timeout(timeout)), wait=True)
+        timeout = validate_timeout(timeout)
+        with expiring(f"no item taken from {self.path}", timeout):
+            item = await self._take(deadline_after(timeout), wait=True)
         assert item is not None  # a waiting take returns an item or raises
         return item
 
-    async def _take(self, deadline: float | None, *, wait: bool) -> bytes | None:
+    async def _take(self, deadline: Deadline, *, wait: bool) -> bytes | None:
         """The head item, claimed; without ``wait``, None if there is none now (one listing,
         no watch)."""
         client = self.client
@@ -223,7 +220,7 @@ class Queue:
                     return items[0]
             if self._claims:
                 # Claims of cancelled getters may still bring items (kept in _ready).
-                await asyncio.wait(list(self._claims), timeout=remaining(deadline))
+                await asyncio.wait(list(self._claims), timeout=time_left(deadline))
                 continue
             if not wait:
                 try:
@@ -260,7 +257,7 @@ class Queue:
             timer = deadline_after(next_due)
             try:
                 if timer is not None and (deadline is None or timer < deadline):
-                    with contextlib.suppress(CoordTimeoutError):
+                    with contextlib.suppress(Expired):
                         await wait_watches([watch], timer)
                 else:
                     await wait_watches([watch], deadline)

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Sequence
 from types import TracebackType
 
-from aiocoord._deadline import timed_out
+from aiocoord._deadline import Deadline, Expired, bounded, deadline_after, left_or_zero, timed_out
 from aiocoord._paths import join
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
@@ -45,7 +45,6 @@ from aiocoord.recipes._contention.drivers import LeaseDriver
 from aiocoord.recipes._contention.holding import Holding, LossEvent
 from aiocoord.recipes._contention.kernel import SequentialQueue
 from aiocoord.recipes._contention.participants import Participant
-from aiocoord.recipes._contention.waiting import TimedOut, bounded, deadline_after, left_or_zero
 from aiocoord.recipes.lock import LOCK_NAME
 
 __all__ = ["LEASE_NAME", "LEASES", "LOCKS", "Lease", "Semaphore"]
@@ -239,7 +238,7 @@ class Semaphore:
                 leases = await self._take(n, data, deadline)
             except Restart:
                 pass  # our session ended while we held the lock: queue again
-            except TimedOut:
+            except Expired:
                 await self._locks.release(lock_node)
                 return []
             except BaseException:
@@ -254,7 +253,7 @@ class Semaphore:
             if leases:
                 return leases
 
-    async def _take(self, n: int, data: bytes, deadline: float | None) -> list[Lease]:
+    async def _take(self, n: int, data: bytes, deadline: Deadline) -> list[Lease]:
         """Holding the lock: create ``n`` lease nodes and wait until they fit."""
         client = self.client
         entries = [
@@ -302,7 +301,7 @@ class Semaphore:
             if watch is not None:
                 watch.cancel()
 
-    async def _leases_of_ours(self, deadline: float | None) -> list[str]:
+    async def _leases_of_ours(self, deadline: Deadline) -> list[str]:
         """The lease names, from a listing that must hold our lease nodes. No leases parent
         means they are gone: their session ended, and the server then removed the empty
         container. Queue again (Restart)."""

@@ -23,10 +23,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from aiocoord._deadline import Expired, deadline_after
 from aiocoord._validation import validate_timeout
 from aiocoord.errors import CoordinationError, NoNodeError, SessionExpiredError
-from aiocoord.errors import TimeoutError as CoordTimeoutError
-from aiocoord.recipes._contention.waiting import deadline_after
 from aiocoord.recipes.queue import Queue, check_items
 
 __all__ = ["SIMPLE_QUEUE_ITEM_NAME", "QueueEmptyError", "SimpleQueue"]
@@ -87,7 +86,7 @@ class SimpleQueue(Queue):
             return await self._take(None, wait=False)
         try:
             return await self._take(deadline_after(timeout), wait=True)
-        except CoordTimeoutError:
+        except Expired:
             return None
 
     async def remove(self) -> bytes:

@@ -8,8 +8,8 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from aiocoord._deadline import within
 from aiocoord.client import Client
-from aiocoord.errors import CoordinationError
 from aiocoord.recipes.election import LeaderLatch
 from aiocoord.recipes.lock import Lock
 from aiocoord.recipes.nodes import GroupMember
@@ -82,7 +82,6 @@ class Worker:
 
 
 async def bounded(aw: Awaitable[T], what: str, timeout: float = STEP_TIMEOUT) -> T:
-    try:
-        return await asyncio.wait_for(aw, timeout)
-    except asyncio.TimeoutError:
-        raise CoordinationError(f"demo: {what} did not happen within {timeout:.0f} s") from None
+    """Await one step of the demo, for at most ``timeout`` seconds (then
+    :class:`aiocoord.TimeoutError` naming it)."""
+    return await within(aw, timeout, f"demo: {what} did not happen")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from aiocoord._client import door
 from aiocoord._client.door import Reply
 from aiocoord._client.pathops import find_protected, protected_matches
+from aiocoord._deadline import Deadline, bounded, result_by
 from aiocoord._futures import retrieve
 from aiocoord._paths import join, protected_prefix, sequence_of
 from aiocoord._wire.data import ACL, Stat
@@ -49,7 +50,6 @@ from aiocoord.errors import (
     error_for_code,
 )
 from aiocoord.recipes._contention.listing import forget_node, next_stamp
-from aiocoord.recipes._contention.waiting import bounded, result_by
 
 __all__ = [
     "CONFIRM_WAIT",
@@ -281,7 +281,7 @@ class ProtectedNode:
                 if attempts == 0:
                     raise
 
-    async def result(self, deadline: float | None) -> QueueNode:
+    async def result(self, deadline: Deadline) -> QueueNode:
         """The created node; raises Restart if it belongs to a session that has ended."""
         client = self.client
         while self.node is None:
@@ -312,7 +312,7 @@ class ProtectedNode:
             )
         return self.node
 
-    async def _find(self, deadline: float | None) -> tuple[str, Stat] | None:
+    async def _find(self, deadline: Deadline) -> tuple[str, Stat] | None:
         found = await bounded(find_protected(self.client, self.parent, self.prefix), deadline)
         if found is None:
             self._maybe_exists = False
@@ -365,7 +365,7 @@ async def abandon_watch(task: asyncio.Future[Watch | None]) -> None:
 
 
 async def confirm_alive(
-    client: Client, pinned: Client, node: QueueNode, deadline: float | None
+    client: Client, pinned: Client, node: QueueNode, deadline: Deadline
 ) -> None:
     """Return once ``node``'s session may be trusted
     (:meth:`~aiocoord._session.session.Session.trusted`); raise Restart if the node or its session

@@ -69,9 +69,10 @@ from dataclasses import replace
 from typing import Any
 
 from aiocoord._client.door import renews_sessions, watch_data_now
+from aiocoord._deadline import Deadline, Expired, bounded, time_left
 from aiocoord._paths import SEQUENCE_DIGITS, join
 from aiocoord._wire.data import ACL
-from aiocoord.client import Client, EventType, State, Watch
+from aiocoord.client import Client, EventType, State, Watch, WatchEvent
 from aiocoord.errors import NoNodeError, SessionExpiredError
 from aiocoord.recipes._contention.contender import (
     ProtectedNode,
@@ -91,7 +92,6 @@ from aiocoord.recipes._contention.listing import (
     queued_nodes,
 )
 from aiocoord.recipes._contention.turn import GiveUp, Grant, Turn
-from aiocoord.recipes._contention.waiting import TimedOut, bounded, wait_gone
 
 __all__ = ["SequentialQueue"]
 
@@ -149,7 +149,7 @@ class SequentialQueue:
                 except Restart:
                     await entry.discard()
                     continue
-                except TimedOut:
+                except Expired:
                     await entry.discard()
                     return None
                 except BaseException:
@@ -161,7 +161,7 @@ class SequentialQueue:
         finally:
             leave_state(client, self.path, state)
 
-    async def _after_suspension(self, node: QueueNode, deadline: float | None) -> QueueNode:
+    async def _after_suspension(self, node: QueueNode, deadline: Deadline) -> QueueNode:
         # Granted while disconnected: under the strict policy that is not held yet. Once the
         # connection is back the grant stands if the session (and so the node) survived.
         client = self.client
@@ -201,7 +201,7 @@ class SequentialQueue:
     # --- waiting --------------------------------------------------------------------------
 
     async def _wait_turn(
-        self, entry: ProtectedNode, state: QueueState, deadline: float | None, blocking: bool
+        self, entry: ProtectedNode, state: QueueState, deadline: Deadline, blocking: bool
     ) -> QueueNode | None:
         client = self.client
         if entry.sent_stamp is None:
@@ -285,9 +285,7 @@ class SequentialQueue:
                 turn.woke(state, step.watch)
             # Any other event (a data change) leaves the node in place: the loop re-arms.
 
-    async def _listing(
-        self, node: QueueNode, state: QueueState, deadline: float | None
-    ) -> list[str]:
+    async def _listing(self, node: QueueNode, state: QueueState, deadline: Deadline) -> list[str]:
         """A listing sent after now, which must contain our node (else it is gone)."""
         try:
             names = await bounded(
@@ -308,7 +306,7 @@ class SequentialQueue:
         self,
         pinned: Client,
         blocker: str | None,
-        deadline: float | None,
+        deadline: Deadline,
         list_for: QueueNode | None,
         state: QueueState,
         generation: int,
@@ -383,3 +381,67 @@ class SequentialQueue:
                 raise Restart() from first_error
             raise first_error
         return armed, gone, names
+
+
+async def wait_gone(
+    watch: Watch,
+    blocker: str,
+    state: QueueState,
+    deadline: Deadline,
+    own: Watch | None,
+) -> bool:
+    """Wait until ``blocker`` goes: True once it has (its deletion event came, or this
+    client released it), False on another event (a data change: the node is still there,
+    or the watch on our own node ``own`` fired: the caller looks at it).
+
+    A node released by this client wakes its waiter here at once, before the server has
+    deleted it: the hand-over inside one client costs no round trip. The watch is then
+    left armed (the deletion on its way fires and clears it, sparing a request to remove
+    it); in every other case it is fired or removed before returning.
+    """
+    local = state.when_gone(blocker)
+    try:
+        if local.done():
+            return True
+        if own is None and deadline is None:
+            # The common wait: the task waits on the watch itself, so the deletion event
+            # wakes it in the next loop turn (a go-between future costs a turn more). The
+            # local hand-over fires the watch (left armed on the server, see above).
+            gone = WatchEvent(EventType.DELETED, watch.path)
+            local.add_done_callback(lambda _: watch._fire(gone))
+            event = await watch
+            return local.done() or event.type is EventType.DELETED
+        # One future that whichever comes first wakes (no task per thing awaited): the
+        # watch, the local hand-over, or the watch on our own node. The watches keep the
+        # callback after we return: it marks a late failure seen, and wakes nobody.
+        wake = asyncio.get_running_loop().create_future()
+
+        def poke(source: object) -> None:
+            if isinstance(source, Watch):
+                source.failed()  # retrieves a failure nobody may await any more
+            if not wake.done():
+                wake.set_result(None)
+
+        watch.add_done_callback(poke)
+        local.add_done_callback(poke)
+        if own is not None:
+            own.add_done_callback(poke)
+        if deadline is None:
+            await wake
+        else:
+            await asyncio.wait((wake,), timeout=time_left(deadline))
+            if not wake.done():
+                watch.cancel()
+                raise Expired()
+        if watch.done():
+            event = await watch  # done: the event, or the watch's failure raised
+            return bool(event.type is EventType.DELETED)
+        if local.done():
+            return True
+        watch.cancel()  # our own node changed (or went): the caller decides again
+        return False
+    except BaseException:
+        watch.cancel()  # cancelled, timed out or failed: remove the server watch
+        raise
+    finally:
+        state.stop_waiting(blocker, local)
