@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import ssl as _ssl
-from collections.abc import Generator, Sequence
-from typing import Any
+from collections.abc import Generator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from aiocoord._auth.gssapi import GSSAPI
 from aiocoord._client.tracker import EnsembleTracker
@@ -25,10 +25,13 @@ from aiocoord._wire.reads import ExistsRequest
 from aiocoord._wire.writes import Create2Request
 from aiocoord.acl import ACLProvider, wire_acl
 from aiocoord.client import Client
-from aiocoord.errors import InvalidTypeError, NodeExistsError, NoNodeError
+from aiocoord.errors import BadArgumentsError, InvalidTypeError, NodeExistsError, NoNodeError
 from aiocoord.retry import RetryPolicy
 
-__all__ = ["Connecting", "connect", "open_client"]
+if TYPE_CHECKING:  # the annotation only: no runtime dependency (typing.Unpack is 3.11+)
+    from typing_extensions import Unpack
+
+__all__ = ["ConnectOptions", "Connecting", "connect", "open_client"]
 
 
 class Connecting:
@@ -36,7 +39,7 @@ class Connecting:
     with ``await client.close()``), or use it as ``async with connect(...) as client:`` to
     close the session on exit. Nothing is sent until one of the two starts."""
 
-    def __init__(self, hosts: str, options: dict[str, Any]) -> None:
+    def __init__(self, hosts: str, options: ConnectOptions) -> None:
         self._hosts = hosts
         self._options = options
         self._client: Client | None = None
@@ -54,79 +57,94 @@ class Connecting:
             await client.close()
 
 
-def connect(
-    hosts: str,
-    *,
-    session_timeout: float = 10.0,
-    connect_timeout: float | None = None,
-    auth: Sequence[tuple[str, str | bytes]] | None = None,
-    retry: RetryPolicy | None = None,
-    read_only: bool = False,
-    reconnect_after_expiry: bool = True,
-    ssl: _ssl.SSLContext | bool | None = None,
-    acl_provider: ACLProvider | None = None,
-    sasl: tuple[str, str] | GSSAPI | None = None,
-    track_ensemble: bool = False,
-) -> Connecting:
+class ConnectOptions(TypedDict, total=False):
+    """The options of :func:`connect` and :func:`open_client`, declared once: pass them as
+    keywords (``connect(hosts, session_timeout=5, ssl=True)``). Each is checked before
+    anything is sent; an unknown name is a :class:`~aiocoord.BadArgumentsError`."""
+
+    session_timeout: float
+    """Seconds the server keeps the session (and its ephemeral nodes and watches) without
+    hearing from the client: 10 by default. The server may grant another value, within its
+    ``minSessionTimeout``/``maxSessionTimeout``."""
+    connect_timeout: float | None
+    """Seconds to find a server that answers at start (NoServersError after it); None: the
+    session timeout."""
+    auth: Sequence[tuple[str, str | bytes]] | None
+    """Credentials such as ``("digest", "user:password")``, sent at connect and on every
+    reconnect."""
+    retry: RetryPolicy | None
+    """The policy of the operations that are safe to repeat (see :mod:`aiocoord.retry`);
+    None: :class:`~aiocoord.ExponentialBackoff`."""
+    read_only: bool
+    """Accept a read-only server when no quorum is reachable (state READ_ONLY); the client
+    then asks the other servers now and then whether they serve writes and moves to the first
+    that does. False by default."""
+    reconnect_after_expiry: bool
+    """Start a new session after LOST (announced as RECONNECTED with ``new_session=True``).
+    True by default."""
+    ssl: _ssl.SSLContext | bool | None
+    """An ``ssl.SSLContext`` for TLS, True for the default context, None or False for plain
+    TCP (the default)."""
+    acl_provider: ACLProvider | None
+    """``acl_provider(path)`` gives the ACL of every node created without an explicit
+    ``acl`` (recipes' nodes and parents included), as Curator's ``ACLProvider`` does;
+    returning None means open."""
+    sasl: tuple[str, str] | GSSAPI | None
+    """``(user, password)`` authenticates every connection with SASL DIGEST-MD5 first (the
+    server's JAAS ``Server`` section must know the user; ACLs then name ``sasl:user``);
+    :class:`~aiocoord.GSSAPI` does it with Kerberos instead (ACLs name ``sasl:<principal>``;
+    needs ``pip install 'aiocoord[kerberos]'``)."""
+    track_ensemble: bool
+    """Read the ensemble's configuration before returning and keep following it (ZooKeeper
+    3.5+; :class:`~aiocoord.EnsembleTracker`, as ``client.ensemble_tracker``): the client's
+    server list becomes the members' client addresses, so one member's address is enough to
+    fail over to the others. Off by default: the addresses the servers publish must then be
+    the ones this client can reach (not so behind NAT, port mapping or a proxy, and TLS must
+    accept them as host names)."""
+
+
+#: The option names :class:`ConnectOptions` declares, for the check of unknown ones.
+_OPTION_NAMES = frozenset(ConnectOptions.__annotations__)
+
+
+def connect(hosts: str, **options: Unpack[ConnectOptions]) -> Connecting:
     """Connect to ZooKeeper: ``async with connect(hosts) as client:`` (the session is closed
     on exit), or ``client = await connect(hosts)`` for a long-lived client (then
     ``await client.close()``).
 
-    ``hosts`` is ``"h1:2181,h2:2181/optional/chroot"``. ``auth`` entries such as
-    ``("digest", "user:password")`` are sent at connect and on every reconnect.
-    ``reconnect_after_expiry`` starts a new session after LOST (announced as RECONNECTED with
-    ``new_session=True``). ``ssl`` is an ``ssl.SSLContext`` for TLS, ``True`` for the default
-    context, or None/False for plain TCP. ``acl_provider(path)`` gives the ACL of every node
-    created without an explicit ``acl`` (recipes' nodes and parents included), as Curator's
-    ``ACLProvider`` does; returning None means open. ``sasl=(user, password)`` authenticates
-    every connection with SASL DIGEST-MD5 first (the server's JAAS ``Server`` section must know
-    the user; ACLs then name ``sasl:user``); ``sasl=GSSAPI(...)`` does it with Kerberos
-    instead (:class:`GSSAPI`; ACLs name ``sasl:<principal>``). ``read_only=True`` accepts a
-    read-only server when no quorum is reachable (state READ_ONLY); the client then asks the
-    other servers now and then whether they serve writes and moves to the first that does.
-    ``track_ensemble=True`` (ZooKeeper 3.5+) reads the ensemble's configuration before
-    returning and keeps following it (:class:`~aiocoord.EnsembleTracker`, as
-    ``client.ensemble_tracker``): the client's server list becomes the members' client
-    addresses, so that one member's address is enough to fail over to the others. Off by
-    default: the addresses the servers publish must then be the ones this client can reach
-    (not so behind NAT, port mapping or a proxy, and TLS must accept them as host names).
-    Raises NoServersError if no server answers in ``connect_timeout``, AuthFailedError if
-    the server refuses the credentials (or Kerberos has none to offer),
-    MissingDependencyError for ``GSSAPI`` without ``pip install 'aiocoord[kerberos]'``.
+    ``hosts`` is ``"h1:2181,h2:2181/optional/chroot"``; the options are
+    :class:`ConnectOptions`. Raises NoServersError if no server answers in
+    ``connect_timeout``, AuthFailedError if the server refuses the credentials (or Kerberos
+    has none to offer), MissingDependencyError for ``GSSAPI`` without
+    ``pip install 'aiocoord[kerberos]'``; a bad option raises before anything is sent.
     """
-    return Connecting(
-        hosts,
-        {
-            "session_timeout": session_timeout,
-            "connect_timeout": connect_timeout,
-            "auth": auth,
-            "retry": retry,
-            "read_only": read_only,
-            "reconnect_after_expiry": reconnect_after_expiry,
-            "ssl": ssl,
-            "acl_provider": acl_provider,
-            "sasl": sasl,
-            "track_ensemble": track_ensemble,
-        },
-    )
+    _check_names(options)
+    return Connecting(hosts, options)
 
 
-async def open_client(
-    hosts: str,
-    *,
-    session_timeout: float = 10.0,
-    connect_timeout: float | None = None,
-    auth: Sequence[tuple[str, str | bytes]] | None = None,
-    retry: RetryPolicy | None = None,
-    read_only: bool = False,
-    reconnect_after_expiry: bool = True,
-    ssl: _ssl.SSLContext | bool | None = None,
-    acl_provider: ACLProvider | None = None,
-    sasl: tuple[str, str] | GSSAPI | None = None,
-    track_ensemble: bool = False,
-) -> Client:
+def _check_names(options: Mapping[str, object]) -> None:
+    unknown = sorted(set(options) - _OPTION_NAMES)
+    if unknown:
+        raise BadArgumentsError(
+            f"unknown connect option(s) {', '.join(unknown)}; the options are "
+            f"{', '.join(sorted(_OPTION_NAMES))}"
+        )
+
+
+async def open_client(hosts: str, **options: Unpack[ConnectOptions]) -> Client:
     """A connected :class:`Client` (the same as ``await connect(...)``); call
-    ``await client.close()`` when done. See :func:`connect` for the options."""
+    ``await client.close()`` when done. The options are :class:`ConnectOptions`."""
+    _check_names(options)
+    session_timeout = options.get("session_timeout", 10.0)
+    connect_timeout = options.get("connect_timeout")
+    auth = options.get("auth")
+    retry = options.get("retry")
+    read_only = options.get("read_only", False)
+    reconnect_after_expiry = options.get("reconnect_after_expiry", True)
+    ssl = options.get("ssl")
+    acl_provider = options.get("acl_provider")
+    sasl = options.get("sasl")
+    track_ensemble = options.get("track_ensemble", False)
     servers, chroot = parse_connect_string(hosts)  # the chroot is validated there
     timeout_ms = validate_duration_ms(session_timeout, "session_timeout", MAX_SESSION_TIMEOUT_MS)
     validate_flag(read_only, "read_only")

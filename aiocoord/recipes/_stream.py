@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
@@ -25,7 +24,7 @@ from aiocoord.errors import BadArgumentsError, InvalidTypeError
 
 E = TypeVar("E")
 
-__all__ = ["EventStream", "EventSubscription", "check_buffer_size", "warn_events_renamed"]
+__all__ = ["EventStream", "EventSubscription", "check_buffer_size"]
 
 
 def check_buffer_size(buffer_size: Any) -> int:
@@ -35,18 +34,6 @@ def check_buffer_size(buffer_size: Any) -> int:
     if buffer_size < 1:
         raise BadArgumentsError(f"buffer_size must be >= 1, got {buffer_size}")
     return buffer_size
-
-
-def warn_events_renamed(owner: object) -> None:
-    """The DeprecationWarning of the old ``events()`` (every recipe's stream is ``changes()``;
-    ``events()`` stays for one release), pointing at the caller's line."""
-    name = type(owner).__name__
-    warnings.warn(
-        f"{name}.events() is deprecated and will be removed in the next release; "
-        f"use {name}.changes(), the same stream",
-        DeprecationWarning,
-        stacklevel=3,
-    )
 
 
 class _End:

@@ -52,7 +52,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 from aiocoord._deadline import timed_out
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
@@ -95,7 +95,12 @@ class _Hold:
 
 
 class _QueueLock:
-    """What every lock on a :class:`SequentialQueue` shares: holds, loss, contenders."""
+    """What every lock on a :class:`SequentialQueue` shares: holds, loss, contenders, and the
+    one constructor of them all (a subclass names its node and its driver, never the options:
+    :attr:`_LOCK_NAME`, :meth:`_new_driver`)."""
+
+    #: the node name before the sequence number (Curator's ``lock-``)
+    _LOCK_NAME: ClassVar[str] = LOCK_NAME
 
     def __init__(
         self,
@@ -105,8 +110,6 @@ class _QueueLock:
         identifier: str | None = None,
         cancel_on_loss: bool = False,
         suspended_is_loss: bool = False,
-        lock_name: str = LOCK_NAME,
-        driver: Driver | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> None:
         self.client = check_client(client)
@@ -116,12 +119,16 @@ class _QueueLock:
         self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
         self.acl = check_acl(acl)
         self._queue = SequentialQueue(
-            client, path, lock_name, driver if driver is not None else LeaseDriver(1), acl=self.acl
+            client, path, self._LOCK_NAME, self._new_driver(), acl=self.acl
         )
         self._holds: list[_Hold] = []
         # The holds whose bodies (``async with``) each task runs, innermost last.
         self._bodies: dict[asyncio.Task[Any], list[_Hold]] = {}
         self._lost = LossEvent()
+
+    def _new_driver(self) -> Driver:
+        """The driver deciding who is through (a mutex: nothing ahead)."""
+        return LeaseDriver(1)
 
     # --- state --------------------------------------------------------------------------
 
@@ -343,7 +350,7 @@ class _Acquired:
 class Lock(_QueueLock):
     """A distributed lock, reentrant per asyncio task (Curator's ``InterProcessMutex``).
 
-    ``async with Lock(client, "/locks/job"):`` or ``client.lock(path)``. The task holding it
+    ``async with Lock(client, "/locks/job"):``. The task holding it
     may acquire it again and must release it as often; any other task, in this process or
     another, waits its turn. :attr:`is_held` is true while some task holds it through this
     object; :attr:`held_by_current_task` asks for the calling task. See the module docstring
@@ -358,25 +365,6 @@ class Lock(_QueueLock):
     Bad arguments raise InvalidPathError/BadArgumentsError/InvalidTypeError before anything
     is sent.
     """
-
-    def __init__(
-        self,
-        client: Client,
-        path: str,
-        *,
-        identifier: str | None = None,
-        cancel_on_loss: bool = False,
-        suspended_is_loss: bool = False,
-        acl: Sequence[ACL] | None = None,
-    ) -> None:
-        super().__init__(
-            client,
-            path,
-            identifier=identifier,
-            cancel_on_loss=cancel_on_loss,
-            suspended_is_loss=suspended_is_loss,
-            acl=acl,
-        )
 
     async def acquire(self, timeout: float | None = None, blocking: bool = True) -> bool:
         """Take the lock; True once held. With ``blocking=False``, False if it is taken now.
@@ -413,25 +401,6 @@ class Mutex(_QueueLock):
     ``Semaphore(client, path, 1)``.) ``acl`` is the ACL of the nodes it creates, parents
     included (None: OPEN_ACL_UNSAFE).
     """
-
-    def __init__(
-        self,
-        client: Client,
-        path: str,
-        *,
-        identifier: str | None = None,
-        cancel_on_loss: bool = False,
-        suspended_is_loss: bool = False,
-        acl: Sequence[ACL] | None = None,
-    ) -> None:
-        super().__init__(
-            client,
-            path,
-            identifier=identifier,
-            cancel_on_loss=cancel_on_loss,
-            suspended_is_loss=suspended_is_loss,
-            acl=acl,
-        )
 
     async def acquire(self, timeout: float | None = None, blocking: bool = True) -> bool:
         """Take the lock; True once held. With ``blocking=False``, False if it is taken now.

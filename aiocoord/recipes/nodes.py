@@ -59,7 +59,7 @@ from aiocoord.errors import (
 )
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._contention.contender import delete_node
-from aiocoord.recipes._stream import EventSubscription, warn_events_renamed
+from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import ChildrenCache, NodeEvent
 
 __all__ = ["CreateMode", "GroupMember", "PersistentNode"]
@@ -429,11 +429,6 @@ class GroupMember:
     def changes(self, *, buffer_size: int | None = None) -> EventSubscription[NodeEvent]:
         """The membership change stream (the ChildrenCache's; see its ``changes()``)."""
         return self._cache.changes(buffer_size=buffer_size)
-
-    def events(self, *, buffer_size: int | None = None) -> EventSubscription[NodeEvent]:
-        """Deprecated name of :meth:`changes` (DeprecationWarning; goes in the next release)."""
-        warn_events_renamed(self)
-        return self.changes(buffer_size=buffer_size)
 
     async def wait_for(
         self, predicate: Callable[[dict[str, bytes]], bool], timeout: float | None = None

@@ -71,15 +71,13 @@ class _WriterDriver(LeaseDriver):
 class _RWPart(_QueueLock):
     """The read or the write half: a reentrant lock sharing the pair's path."""
 
-    def __init__(self, pair: ReadWriteLock, lock_name: str, driver: Driver) -> None:
+    def __init__(self, pair: ReadWriteLock) -> None:
         super().__init__(
             pair.client,
             pair.path,
             identifier=pair.identifier,
             cancel_on_loss=pair.cancel_on_loss,
             suspended_is_loss=pair.suspended_is_loss,
-            lock_name=lock_name,
-            driver=driver,
             acl=pair.acl,
         )
         self._pair = pair
@@ -95,6 +93,11 @@ class _RWPart(_QueueLock):
 
 class ReadLock(_RWPart):
     """The shared half of a :class:`ReadWriteLock`."""
+
+    _LOCK_NAME = READ_NAME
+
+    def _new_driver(self) -> Driver:
+        return _ReaderDriver()
 
     async def _acquire_hold(self, timeout: float | None, blocking: bool) -> _Hold | None:
         return await self._acquire_reentrant(timeout, blocking)
@@ -115,6 +118,11 @@ class ReadLock(_RWPart):
 
 class WriteLock(_RWPart):
     """The exclusive half of a :class:`ReadWriteLock`."""
+
+    _LOCK_NAME = WRITE_NAME
+
+    def _new_driver(self) -> Driver:
+        return _WriterDriver()
 
     async def _acquire_hold(self, timeout: float | None, blocking: bool) -> _Hold | None:
         validate_timeout(timeout)
@@ -160,9 +168,9 @@ class ReadWriteLock:
         self.suspended_is_loss = suspended_is_loss
         self.acl = check_acl(acl)
         #: the exclusive half
-        self.write = WriteLock(self, WRITE_NAME, _WriterDriver())
+        self.write = WriteLock(self)
         #: the shared half
-        self.read = ReadLock(self, READ_NAME, _ReaderDriver())
+        self.read = ReadLock(self)
 
     def __repr__(self) -> str:
         return f"<ReadWriteLock {self.path} read={self.read!r} write={self.write!r}>"

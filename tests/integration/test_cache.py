@@ -325,12 +325,12 @@ def _is_cache_task(task: asyncio.Task[Any]) -> bool:
     return getattr(task.get_coro(), "__qualname__", "").startswith("_Cache.")
 
 
-async def test_events_is_a_deprecated_alias_of_changes(zk_client: Client) -> None:
-    async with ChildrenCache(zk_client, "/old-name") as cache:
-        with pytest.warns(DeprecationWarning, match=r"ChildrenCache\.events\(\).*changes\(\)"):
-            old = cache.events(buffer_size=10)
-        new = cache.changes()
-        await zk_client.create("/old-name/kid", make_parents=True)
-        for sub in (old, new):
-            (event,) = await next_node_events(sub, 1)
-            assert (event.type, event.name) == (T.CHILD_ADDED, "kid")
+async def test_a_cache_has_one_stream_name(zk_client: Client) -> None:
+    # Every recipe's stream is changes(); the old name went before any release.
+    cache = ChildrenCache(zk_client, "/one-name")
+    assert not hasattr(cache, "events")
+    async with cache:
+        changes = cache.changes()
+        await zk_client.create("/one-name/kid", make_parents=True)
+        (event,) = await next_node_events(changes, 1)
+        assert (event.type, event.name) == (T.CHILD_ADDED, "kid")

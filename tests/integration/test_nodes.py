@@ -210,14 +210,13 @@ async def test_group_membership_converges_after_a_members_session_expires(
     assert await child_names(clients[0], "/group") == []
 
 
-async def test_group_member_events_is_a_deprecated_alias_of_changes(zk_client: Client) -> None:
-    async with GroupMember(zk_client, "/old-group", "me", b"x") as member:
-        with pytest.warns(DeprecationWarning, match=r"GroupMember\.events\(\)"):
-            old = member.events()
+async def test_group_member_has_one_stream_name(zk_client: Client) -> None:
+    async with GroupMember(zk_client, "/one-group", "me", b"x") as member:
+        assert not hasattr(member, "events")
+        changes = member.changes()
         await member.wait_for(lambda m: m == {"me": b"x"}, timeout=5)
-        other = GroupMember(zk_client, "/old-group", "you", b"y")
-        async with other:
-            while (event := await old.get(10)).name != "you":
+        async with GroupMember(zk_client, "/one-group", "you", b"y"):
+            while (event := await changes.get(10)).name != "you":
                 pass
             assert event.type is CacheEventType.CHILD_ADDED
 

@@ -65,7 +65,6 @@ from aiocoord.recipes._stream import (
     EventStream,
     EventSubscription,
     check_buffer_size,
-    warn_events_renamed,
 )
 from aiocoord.recipes.cache._feeds import Feed, OneShotFeed, PersistentFeed, add_persistent_watch
 from aiocoord.recipes.cache._store import Change, Store
@@ -171,11 +170,6 @@ class _Cache(Generic[V]):
         """
         limit = self._buffer_size if buffer_size is None else check_buffer_size(buffer_size)
         return self._stream.subscribe(limit)
-
-    def events(self, *, buffer_size: int | None = None) -> EventSubscription[NodeEvent]:
-        """Deprecated name of :meth:`changes` (DeprecationWarning; goes in the next release)."""
-        warn_events_renamed(self)
-        return self.changes(buffer_size=buffer_size)
 
     async def wait_for(self, predicate: Callable[[V], bool], timeout: float | None = None) -> V:
         """Wait until ``predicate(state)`` is true and return that state.
