@@ -432,16 +432,16 @@ def _watch(proc: subprocess.Popen[bytes], deadline: float, cap_mb: float) -> str
 
 @contextmanager
 def standalone_server(
-    connect: str | None, server_settings: ServerSettings
+    connect: str | None, server_settings: ServerSettings | None = None
 ) -> Iterator[tuple[str, Any]]:
     """The server for W0-W4, W6, W8 and W9: the given one, or a fresh local one with
-    ``server_settings`` for this run."""
+    ``server_settings`` (default: the production defaults) for this run."""
     if connect:
         yield connect, None
         return
     from aiocoord.testing import ZooKeeperServer
 
-    options = server_settings.server_options()
+    options = (server_settings or SERVER_SETTINGS["production"]).server_options()
     with ZooKeeperServer(jvm_options=SERVER_JVM_OPTIONS, **options) as server:
         yield server.connect_string, server
 
