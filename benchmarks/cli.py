@@ -9,6 +9,7 @@ reported. Nodes of a run are deleted by the parent after the run, whatever becam
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -24,12 +25,26 @@ from benchmarks import machine, report
 from benchmarks.common import (
     ROOT,
     make_children,
+    make_nodes,
     quantiles,
     remove_tree,
     run_path,
+    w6_tree,
+    w9_instances,
     warm_up,
 )
-from benchmarks.settings import FULL, PEERS, QUICK, WORKLOADS, Settings
+from benchmarks.latency import LatencyProxy
+from benchmarks.settings import (
+    FULL,
+    MATRIX_WORKLOADS,
+    PEERS,
+    QUICK,
+    RTTS_MS,
+    SERVER_SETTINGS,
+    WORKLOADS,
+    ServerSettings,
+    Settings,
+)
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -65,6 +80,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="output directory (default: benchmarks/results, or benchmarks/results/quick)",
     )
     parser.add_argument("--repeats", type=int, default=None, help="override the repeat count")
+    parser.add_argument(
+        "--server-settings",
+        default=",".join(SERVER_SETTINGS),
+        help="comma-separated server settings, the headline first (default: "
+        f"{','.join(SERVER_SETTINGS)}); the others run the matrix workloads on loopback",
+    )
+    parser.add_argument(
+        "--rtt",
+        default=",".join(f"{r:g}" for r in RTTS_MS),
+        help="comma-separated round trip times in ms added by the latency proxy for the "
+        f"matrix workloads under the headline settings (default: {','.join(map(str, RTTS_MS))})",
+    )
+    parser.add_argument(
+        "--matrix",
+        default=",".join(MATRIX_WORKLOADS),
+        help="workloads run in every matrix cell (default: "
+        f"{','.join(MATRIX_WORKLOADS)}; any of W0-W4)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
@@ -78,6 +111,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"unknown peers {bad}; choose from {list(PEERS)}")
     args.only = only or list(WORKLOADS)
     args.peers = [p for p in PEERS if p in peers]
+    names = [n.strip().lower() for n in args.server_settings.split(",") if n.strip()]
+    if not names or any(n not in SERVER_SETTINGS for n in names):
+        parser.error(f"unknown server settings {names}; choose from {list(SERVER_SETTINGS)}")
+    args.server_settings = list(dict.fromkeys(names))
+    try:
+        args.rtt = sorted({float(r) for r in args.rtt.split(",") if r.strip()})
+    except ValueError:
+        parser.error(f"--rtt takes milliseconds, e.g. 0,0.5,2, not {args.rtt!r}")
+    if any(r < 0 for r in args.rtt):
+        parser.error("--rtt values must be >= 0")
+    matrix = [w.strip().upper() for w in args.matrix.split(",") if w.strip()]
+    if any(w not in ("W0", "W1", "W2", "W3", "W4") for w in matrix):
+        parser.error(f"--matrix takes workloads among W0-W4, not {matrix}")
+    args.matrix = matrix
     return args
 
 
@@ -97,6 +144,10 @@ class Runner:
         self.timed_out: dict[str, set[str]] = {}
         #: the standalone server this run started (None with --connect, or for W5)
         self.server: Any = None
+        #: the servers whose CPU a run is charged with (the standalone one, or the ensemble's)
+        self.cpu_servers: list[Any] = []
+        #: the latency proxy every client goes through in a matrix cell (None: loopback)
+        self.proxy: LatencyProxy | None = None
         self.server_crashes: list[dict[str, Any]] = []
 
     def check_server(self, result: dict[str, Any], where: str) -> None:
@@ -258,11 +309,19 @@ class Runner:
                 shown = {k: v for k, v in p.items() if k not in ("path", "members", "seed")}
                 self.case(workload, case)["params"] = shown
                 began = time.monotonic()
-                before = server_counters(self.server)
+                servers = self.cpu_servers or ([self.server] if self.server else [])
+                before = server_counters(servers)
+                frames = self.proxy.frames_up if self.proxy else None
                 result = self.run_worker(key, peer, connect, p, timeout)
-                after_run = server_counters(self.server)
-                if before is not None and after_run is not None and result["status"] == "ok":
+                after_run = server_counters(servers)
+                if result["status"] == "ok":
                     per_op(result, key, p, before, after_run)
+                    if frames is not None and self.proxy is not None:
+                        count = operations(key, result, p)
+                        if count:
+                            result["metrics"]["frames_per_op"] = (
+                                self.proxy.frames_up - frames
+                            ) / count
                 self.check_server(result, f"{workload} {case} {peer} #{repeat + 1}")
                 if after is not None:
                     after(connect, p)
@@ -281,30 +340,34 @@ class Runner:
         self.finish(workload, case)
 
 
-def server_counters(server: Any) -> tuple[int, float] | None:
-    """The standalone server's requests received so far (``mntr``'s zk_packets_received,
-    pings and handshakes included) and the CPU seconds its process has used; None without
-    a server of our own."""
-    if server is None or not server.is_running or server.pid is None:
-        return None
-    try:
-        mntr = server.four_letter("mntr")
-        packets = next(
-            int(line.split()[1])
-            for line in mntr.splitlines()
-            if line.startswith("zk_packets_received")
-        )
-        with open(f"/proc/{server.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        ticks = int(fields[11]) + int(fields[12])  # utime + stime
-    except (OSError, StopIteration, ValueError, IndexError):
-        return None
-    return packets, ticks / os.sysconf("SC_CLK_TCK")
+def server_counters(servers: list[Any]) -> dict[int, tuple[int, float]]:
+    """Of each running server (by its pid): the requests it has received so far (``mntr``'s
+    zk_packets_received, pings and handshakes included) and the CPU seconds its JVM has used
+    (utime + stime from /proc). A server that does not answer is left out."""
+    out: dict[int, tuple[int, float]] = {}
+    for server in servers:
+        if server is None or not server.is_running or server.pid is None:
+            continue
+        try:
+            mntr = server.four_letter("mntr")
+            packets = next(
+                int(line.split()[1])
+                for line in mntr.splitlines()
+                if line.startswith("zk_packets_received")
+            )
+            with open(f"/proc/{server.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks = int(fields[11]) + int(fields[12])  # utime + stime
+        except (OSError, StopIteration, ValueError, IndexError):
+            continue
+        out[server.pid] = (packets, ticks / os.sysconf("SC_CLK_TCK"))
+    return out
 
 
 def operations(key: str, result: dict[str, Any], p: dict[str, Any]) -> float | None:
     """How many operations a run did, counted the same way for every peer: W0 cycles, W1
-    acquire+release cycles (warm-up included), W2 acquisitions, W3 contenders."""
+    acquire+release cycles (warm-up included), W2 acquisitions, W3 contenders, W8 locks
+    (each acquired and released once)."""
     metrics, samples = result.get("metrics", {}), result.get("samples", {})
     if key in ("W0/cycle", "W1/lock") and "cycle_ms" in samples:
         return float(len(samples["cycle_ms"]) + p.get("warmup", 0))
@@ -312,6 +375,8 @@ def operations(key: str, result: dict[str, Any], p: dict[str, Any]) -> float | N
         return float(metrics["acq_per_s"] * p["duration"])
     if key == "W3/waiters":
         return float(p["n"])
+    if key == "W8/locks":
+        return float(p["locks"])
     return None
 
 
@@ -319,16 +384,25 @@ def per_op(
     result: dict[str, Any],
     key: str,
     p: dict[str, Any],
-    before: tuple[int, float],
-    after: tuple[int, float],
+    before: dict[int, tuple[int, float]],
+    after: dict[int, tuple[int, float]],
 ) -> None:
-    """Add the server's requests and CPU per operation of the run to its metrics."""
-    ops = operations(key, result, p)
-    if not ops:
+    """Add the servers' requests and CPU to the run's metrics: per operation where the
+    workload has operations, else the CPU of the whole run (servers that ran throughout
+    only: a member the run killed is not counted)."""
+    both = [pid for pid in before if pid in after]
+    if not both:
         return
+    requests = sum(after[pid][0] - before[pid][0] for pid in both)
+    cpu = sum(after[pid][1] - before[pid][1] for pid in both)
     metrics = result.setdefault("metrics", {})
-    metrics["requests_per_op"] = (after[0] - before[0]) / ops
-    metrics["server_cpu_us_per_op"] = (after[1] - before[1]) / ops * 1e6
+    ops = operations(key, result, p)
+    if ops:
+        metrics["requests_per_op"] = requests / ops
+        metrics["server_cpu_us_per_op"] = cpu / ops * 1e6
+    else:
+        metrics["server_requests"] = requests
+        metrics["server_cpu_s"] = cpu
 
 
 def _rss_mb(pid: int) -> float:
@@ -357,24 +431,36 @@ def _watch(proc: subprocess.Popen[bytes], deadline: float, cap_mb: float) -> str
 
 
 @contextmanager
-def standalone_server(connect: str | None) -> Iterator[tuple[str, Any]]:
-    """The server for W0-W4: the given one, or a fresh local one for this run."""
+def standalone_server(
+    connect: str | None, server_settings: ServerSettings | None = None
+) -> Iterator[tuple[str, Any]]:
+    """The server for W0-W4, W6, W8 and W9: the given one, or a fresh local one with
+    ``server_settings`` (default: the production defaults) for this run."""
     if connect:
         yield connect, None
         return
     from aiocoord.testing import ZooKeeperServer
 
-    with ZooKeeperServer(jvm_options=SERVER_JVM_OPTIONS) as server:
+    options = (server_settings or SERVER_SETTINGS["production"]).server_options()
+    with ZooKeeperServer(jvm_options=SERVER_JVM_OPTIONS, **options) as server:
         yield server.connect_string, server
 
 
 def run_all(args: argparse.Namespace) -> dict[str, Any]:
-    """Run the selected workloads and return the results document."""
+    """Run the selected workloads and return the results document.
+
+    The headline table (``doc["workloads"]``) is every selected workload under the first
+    server settings, clients straight on loopback. The matrix (``doc["matrix"]``) runs the
+    matrix workloads again through the latency proxy at each other RTT under the headline
+    settings, and on loopback under each other server settings.
+    """
     settings = QUICK if args.quick else FULL
     if args.repeats is not None:
         settings = Settings(**{**settings.as_dict(), "repeats": max(1, args.repeats)})
     runner = Runner(settings, args.peers)
     began = time.monotonic()
+    names = args.server_settings if not args.connect else args.server_settings[:1]
+    headline = SERVER_SETTINGS[names[0]]
     doc: dict[str, Any] = {
         "schema": 1,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -384,25 +470,88 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine.describe(),
         "peers": machine.peer_versions(args.peers),
         "settings": settings.as_dict(),
+        "server_settings": "external server (--connect)" if args.connect else headline.describe(),
         "workloads": runner.workloads,
+        "matrix": [],
     }
-    if any(w in args.only for w in ("W0", "W1", "W2", "W3", "W4")):
-        with standalone_server(args.connect) as (connect, server):
-            doc["server"] = machine.describe_server(connect, server)
-            runner.server = server
-            log(f"ZooKeeper {doc['server'].get('version')} at {connect}")
+    standalone = ("W0", "W1", "W2", "W3", "W4", "W6", "W8", "W9")
+    matrix = [w for w in args.matrix if w in args.only]
+    for name in names:
+        server_settings = SERVER_SETTINGS[name]
+        is_headline = name == names[0]
+        cells = [r for r in args.rtt if r > 0] if is_headline else [0.0]
+        if is_headline:
+            wanted = any(w in args.only for w in standalone) or bool(cells and matrix)
+        else:
+            wanted = bool(matrix)
+        if not wanted:
+            continue
+        with standalone_server(args.connect, server_settings) as (connect, server):
+            described = machine.describe_server(connect, server, server_settings.describe())
+            log(f"ZooKeeper {described.get('version')} at {connect} ({described.get('config')})")
             rounds = warm_up(connect, settings.server_warmup_s)
             log(f"  server warmed up for {settings.server_warmup_s:.0f}s ({rounds} rounds)")
-            _run_standalone_workloads(runner, args.only, connect)
+            if is_headline:
+                doc["server"] = described
+                runner.server = server
+                _run_standalone_workloads(runner, args.only, connect)
+                runner.server = None
+                doc["server"]["crashes"] = runner.server_crashes
+            for rtt in cells if matrix else []:
+                doc["matrix"].append(
+                    _run_cell(args, settings, matrix, connect, server, server_settings, rtt)
+                )
             remove_tree(connect, ROOT)
-            runner.server = None
-            doc["server"]["crashes"] = runner.server_crashes
-    if "W5" in args.only:
-        doc["ensemble"] = _run_w5(runner)
+    if "W5" in args.only or "W7" in args.only:
+        doc["ensemble"] = _run_ensemble(runner, args.only, headline)
     doc["elapsed_s"] = round(time.monotonic() - began, 1)
     doc["machine"]["load_average_end"] = machine.load_average()
     doc["targets"] = report.targets(doc)
     return doc
+
+
+def _run_cell(
+    args: argparse.Namespace,
+    settings: Settings,
+    workloads: list[str],
+    connect: str,
+    server: Any,
+    server_settings: ServerSettings,
+    rtt_ms: float,
+) -> dict[str, Any]:
+    """One matrix cell: the matrix workloads, ``matrix_s`` long each, through the latency
+    proxy at ``rtt_ms`` (straight to the server at 0)."""
+    s = dataclasses.replace(settings, w0_cycle_s=settings.matrix_s, w1_s=settings.matrix_s,
+                            w2_s=settings.matrix_s)  # fmt: skip
+    runner = Runner(s, args.peers)
+    runner.server = server
+    label = f"{server_settings.describe()}, " + (
+        f"+{rtt_ms:g} ms RTT (latency proxy)" if rtt_ms else "loopback"
+    )
+    if args.connect:
+        label = f"external server, +{rtt_ms:g} ms RTT (latency proxy)"
+    log(f"matrix: {label}")
+    cell: dict[str, Any] = {
+        "server_settings": server_settings.name,
+        "rtt_ms": rtt_ms,
+        "label": label,
+        "workloads": runner.workloads,
+    }
+    if rtt_ms > 0:
+        with LatencyProxy(connect, rtt_ms) as proxy:
+            runner.proxy = proxy
+            cpu0 = proxy.cpu_s()
+            _run_standalone_workloads(runner, workloads, proxy.connect_string)
+            cell["proxy"] = {
+                "connections": proxy.connections,
+                "frames_up": proxy.frames_up,
+                "frames_down": proxy.frames_down,
+                "cpu_s": round(proxy.cpu_s() - cpu0, 3),
+            }
+    else:
+        _run_standalone_workloads(runner, workloads, connect)
+    cell["crashes"] = runner.server_crashes
+    return cell
 
 
 def _cleanup(connect: str, params: dict[str, Any]) -> None:
@@ -477,22 +626,85 @@ def _run_standalone_workloads(runner: Runner, only: list[str], connect: str) -> 
             )
         finally:
             remove_tree(connect, path)
+    if "W6" in only:
+        log("W6: " + WORKLOADS["W6"])
+        path = run_path("W6")
+        make_nodes(connect, path, w6_tree(path, s.w6_nodes, s.w6_fanout))
+        leaves = s.w6_nodes - s.w6_nodes % s.w6_fanout
+        try:
+            runner.run_case(
+                "W6",
+                f"N={leaves}",
+                "W6/tree",
+                lambda repeat: (
+                    connect,
+                    {
+                        **base,
+                        "path": path,
+                        "nodes": leaves,
+                        "fanout": s.w6_fanout,
+                        "updates": min(s.w6_updates, leaves),
+                        "rate": s.w6_rate,
+                        "seed": repeat,
+                    },
+                ),
+                180.0 + s.w6_updates / s.w6_rate + slack,
+            )
+        finally:
+            remove_tree(connect, path)
+    if "W8" in only:
+        log("W8: " + WORKLOADS["W8"])
+        runner.run_case(
+            "W8", f"N={s.w8_locks}", "W8/locks", fresh("W8", locks=s.w8_locks), 300.0 + slack,
+            after=_cleanup,
+        )  # fmt: skip
+    if "W9" in only:
+        log("W9: " + WORKLOADS["W9"])
+        path = run_path("W9")
+        make_nodes(connect, path, w9_instances(path, s.w9_instances))
+        try:
+            runner.run_case(
+                "W9",
+                f"N={s.w9_instances}",
+                "W9/services",
+                lambda repeat: (
+                    connect,
+                    {
+                        **base,
+                        "path": path,
+                        "instances": s.w9_instances,
+                        "updates": s.w9_updates,
+                        "rate": s.w9_rate,
+                        "seed": repeat,
+                    },
+                ),
+                60.0 + s.w9_updates / s.w9_rate + slack,
+            )
+        finally:
+            remove_tree(connect, path)
 
 
-def _run_w5(runner: Runner) -> dict[str, Any]:
+def _run_ensemble(
+    runner: Runner, only: list[str], server_settings: ServerSettings
+) -> dict[str, Any]:
+    """W5 and W7 on a local 3-member ensemble with the headline server settings."""
     s = runner.settings
-    log("W5: " + WORKLOADS["W5"])
+    log("ensemble workloads: " + ", ".join(w for w in ("W5", "W7") if w in only))
+    cases = [("W5", c) for c in s.w5_cases if "W5" in only]
+    if "W7" in only:
+        cases.append(("W7", f"N={s.w7_sessions}"))
     try:
         from aiocoord.testing import ZooKeeperEnsemble
 
-        ensemble = ZooKeeperEnsemble(3, jvm_options=SERVER_JVM_OPTIONS)
+        options = server_settings.server_options()
+        ensemble = ZooKeeperEnsemble(3, jvm_options=SERVER_JVM_OPTIONS, **options)
         ensemble.start()
-    except Exception as exc:  # no JVM, no ZooKeeper here: W5 cannot run
+    except Exception as exc:  # no JVM, no ZooKeeper here: W5 and W7 cannot run
         reason = f"cannot start a 3-member ensemble: {exc}"
-        for case in s.w5_cases:
+        for workload, case in cases:
             for peer in runner.peers:
-                runner.record("W5", case, peer, {"status": "unavailable", "reason": reason})
-            runner.finish("W5", case)
+                runner.record(workload, case, peer, {"status": "unavailable", "reason": reason})
+            runner.finish(workload, case)
         return {"error": reason}
     try:
 
@@ -525,16 +737,49 @@ def _run_w5(runner: Runner) -> dict[str, Any]:
 
             return params
 
-        for case in s.w5_cases:
-            runner.run_case(
-                "W5",
-                case,
-                "W5/failover",
-                failover(case),
-                s.w5_reconnect_timeout_s + s.worker_slack_s,
-                after=restore,
-            )
-        return {"members": 3, "start_s": ensemble.last_start_seconds}
+        if "W5" in only:
+            log("W5: " + WORKLOADS["W5"])
+            for case in s.w5_cases:
+                runner.run_case(
+                    "W5",
+                    case,
+                    "W5/failover",
+                    failover(case),
+                    s.w5_reconnect_timeout_s + s.worker_slack_s,
+                    after=restore,
+                )
+        if "W7" in only:
+            log("W7: " + WORKLOADS["W7"])
+
+            def w7(repeat: int) -> tuple[str, dict[str, Any]]:
+                # A follower: killing the leader is W5's other case (an election for all).
+                victim = next(m for m in members() if m["mode"] == "follower")
+                return ensemble.connect_string, {
+                    "session_timeout": s.session_timeout,
+                    "path": run_path("W7"),
+                    "sessions": s.w7_sessions,
+                    "kill_port": victim["port"],
+                    "kill_pid": victim["pid"],
+                    "reconnect_timeout": s.w7_timeout_s,
+                }
+
+            runner.cpu_servers = list(ensemble.members)
+            try:
+                runner.run_case(
+                    "W7",
+                    f"N={s.w7_sessions}",
+                    "W7/sessions",
+                    w7,
+                    s.w7_timeout_s + s.w7_sessions * 0.05 + s.worker_slack_s,
+                    after=restore,
+                )
+            finally:
+                runner.cpu_servers = []
+        return {
+            "members": 3,
+            "start_s": ensemble.last_start_seconds,
+            "settings": server_settings.describe(),
+        }
     finally:
         ensemble.close()
 

@@ -144,6 +144,42 @@ async def _make_children(connect: str, path: str, names: Sequence[str], data: by
         await _windowed(client.create(f"{path}/{name}", data) for name in names)
 
 
+async def _make_nodes(connect: str, path: str, nodes: dict[str, bytes]) -> None:
+    async with aiocoord.connect(connect) as client:
+        await client.ensure_path(path)
+        parents = sorted({n.rpartition("/")[0] for n in nodes} - {path, ""})
+        await _windowed(client.create(parent) for parent in parents)
+        await _windowed(client.create(node, data) for node, data in nodes.items())
+
+
+def make_nodes(connect: str, path: str, nodes: dict[str, bytes]) -> None:
+    """Create ``path``, then each node of ``nodes`` (full path -> data) under it, their parents
+    one level above them first (pipelined, not measured)."""
+    asyncio.run(_make_nodes(connect, path, nodes))
+
+
+def w6_tree(path: str, leaves: int, fanout: int) -> dict[str, bytes]:
+    """W6's tree: ``leaves // fanout`` parents of ``fanout`` leaves of 100 bytes each."""
+    return {
+        f"{path}/p{i // fanout:03d}/c{i % fanout:04d}": b"x" * 100
+        for i in range(leaves - leaves % fanout)
+    }
+
+
+def w9_instances(path: str, count: int) -> dict[str, bytes]:
+    """W9's service: ``count`` instances of ``svc`` in Curator's JSON, as ServiceDiscovery
+    writes them (persistent nodes, so that no registering session has to stay open)."""
+    from aiocoord.recipes.discovery import ServiceInstance
+
+    return {
+        f"{path}/svc/i{i:05d}": ServiceInstance(
+            name="svc", id=f"i{i:05d}", address="10.0.0.1", port=8080, payload={"seq": -1},
+            registration_time_utc=1,
+        ).to_json()
+        for i in range(count)
+    }  # fmt: skip
+
+
 def make_children(connect: str, path: str, names: Sequence[str], data: bytes) -> None:
     """Create ``path`` and one child per name holding ``data`` (pipelined, not measured)."""
     asyncio.run(_make_children(connect, path, names, data))
@@ -252,3 +288,14 @@ class HandoffTracker:
             self._holders -= 1
             self._last_holder = who
             self._last_release = time.perf_counter()
+
+
+def cpu_s() -> float:
+    """CPU seconds this process has used so far, every thread, user and system: what a client
+    costs its machine (kazoo's threads and the event loop alike)."""
+    return time.process_time()
+
+
+def cpu_us_per_op(cpu_seconds: float, ops: int | float) -> float:
+    """Client CPU per operation in microseconds, NaN without operations."""
+    return cpu_seconds / ops * 1e6 if ops else math.nan

@@ -111,8 +111,15 @@ def _four_letter(host: str, port: int, command: str) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-def describe_server(connect: str, server: Any) -> dict[str, Any]:
-    """The standalone server: version (from ``srvr``) and how it was started."""
+def member_sessions(port: int, host: str = "127.0.0.1") -> int:
+    """How many sessions the server on ``port`` serves now (``cons`` lines with a session id,
+    so not the connection asking)."""
+    return sum("sid=" in line for line in _four_letter(host, port, "cons").splitlines())
+
+
+def describe_server(connect: str, server: Any, settings: str = "") -> dict[str, Any]:
+    """The standalone server: version (from ``srvr``) and how it was started (``settings``:
+    its :meth:`benchmarks.settings.ServerSettings.describe`)."""
     host, _, port = connect.split(",")[0].rpartition(":")
     info: dict[str, Any] = {
         "connect": connect,
@@ -126,5 +133,5 @@ def describe_server(connect: str, server: Any) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         info["version"] = f"unknown ({exc})"
     if server is not None:
-        info["config"] = "standalone, tickTime=500, forceSync=no, full JIT, -Xmx1g"
+        info["config"] = f"standalone, {settings}, full JIT, -Xmx1g"
     return info

@@ -22,11 +22,13 @@ ROWS: list[tuple[str, str, str, str, bool]] = [
     ("W1", "lock", "p50_ms", "acquire+release p50, ms", False),
     ("W1", "lock", "p99_ms", "acquire+release p99, ms", False),
     ("W1", "lock", "requests_per_op", "ZooKeeper requests per acquire+release", False),
+    ("W1", "lock", "client_cpu_us_per_op", "client CPU per acquire+release, us", False),
     ("W1", "lock", "server_cpu_us_per_op", "server CPU per acquire+release, us", False),
     ("W2", "handoff", "acq_per_s", "acquisitions/s", True),
     ("W2", "handoff", "handoff_p50_ms", "handoff p50, ms", False),
     ("W2", "handoff", "handoff_p99_ms", "handoff p99, ms", False),
     ("W2", "handoff", "requests_per_op", "ZooKeeper requests per acquisition", False),
+    ("W2", "handoff", "client_cpu_us_per_op", "client CPU per acquisition, us", False),
     ("W2", "handoff", "server_cpu_us_per_op", "server CPU per acquisition, us", False),
     ("W3", "*", "wall_s", "wall time, s", False),
     ("W3", "*", "peak_rss_mb", "peak RSS, MB", False),
@@ -37,6 +39,45 @@ ROWS: list[tuple[str, str, str, str, bool]] = [
     ("W5", "*", "reconnect_s", "kill to reconnected, s", False),
     ("W5", "*", "same_session", "same session", True),
     ("W5", "*", "lock_held", "lock still held", True),
+    ("W6", "*", "load_s", "tree cache initial load, s", False),
+    ("W6", "*", "cache_rss_mb", "RSS added by the loaded cache, MB", False),
+    ("W6", "*", "update_p50_ms", "paced setData-to-event p50, ms", False),
+    ("W6", "*", "update_p99_ms", "paced setData-to-event p99, ms", False),
+    ("W6", "*", "client_cpu_us_per_op", "client CPU per update (writer included), us", False),
+    ("W7", "*", "all_back_s", "kill to every moved session back, s", False),
+    ("W7", "*", "back_p50_s", "kill to a moved session back, p50, s", False),
+    ("W7", "*", "moved", "sessions that were on the killed member", False),
+    ("W7", "*", "expiries", "sessions expired (must be 0)", False),
+    ("W7", "*", "client_cpu_ms", "client CPU from the kill until all back, ms", False),
+    ("W7", "*", "server_cpu_s", "CPU of the two surviving members, s", False),
+    ("W8", "*", "acquire_per_s", "acquisitions/s (one after another)", True),
+    ("W8", "*", "release_per_s", "releases/s (one after another)", True),
+    ("W8", "*", "kb_per_lock", "RSS per held lock, KB", False),
+    ("W8", "*", "requests_per_op", "ZooKeeper requests per acquire+release", False),
+    ("W8", "*", "client_cpu_us_per_op", "client CPU per acquire+release, us", False),
+    ("W8", "*", "server_cpu_us_per_op", "server CPU per acquire+release, us", False),
+    ("W9", "*", "load_s", "service cache initial load, s", False),
+    ("W9", "*", "event_p50_ms", "paced update-to-event p50, ms", False),
+    ("W9", "*", "event_p99_ms", "paced update-to-event p99, ms", False),
+    ("W9", "*", "client_cpu_us_per_op", "client CPU per update (writer included), us", False),
+]
+
+#: Rows of each matrix cell's table (the matrix workloads' ops, requests and CPU per op).
+MATRIX_ROWS: list[tuple[str, str, str, str, bool]] = [
+    ("W0", "cycle", "ops_per_s", "sequential create+getChildren+delete, cycles/s", True),
+    ("W0", "cycle", "requests_per_op", "ZooKeeper requests per cycle", False),
+    ("W1", "lock", "ops_per_s", "acquire+release/s", True),
+    ("W1", "lock", "p50_ms", "acquire+release p50, ms", False),
+    ("W1", "lock", "requests_per_op", "ZooKeeper requests per acquire+release", False),
+    ("W1", "lock", "frames_per_op", "client frames through the proxy per acquire+release", False),
+    ("W1", "lock", "client_cpu_us_per_op", "client CPU per acquire+release, us", False),
+    ("W1", "lock", "server_cpu_us_per_op", "server CPU per acquire+release, us", False),
+    ("W2", "handoff", "acq_per_s", "acquisitions/s", True),
+    ("W2", "handoff", "handoff_p50_ms", "handoff p50, ms", False),
+    ("W2", "handoff", "requests_per_op", "ZooKeeper requests per acquisition", False),
+    ("W2", "handoff", "frames_per_op", "client frames through the proxy per acquisition", False),
+    ("W2", "handoff", "client_cpu_us_per_op", "client CPU per acquisition, us", False),
+    ("W2", "handoff", "server_cpu_us_per_op", "server CPU per acquisition, us", False),
 ]
 
 
@@ -362,9 +403,32 @@ def _cell(doc: dict[str, Any], workload: str, case: str, peer: str, name: str) -
     return (status or "-") + (" (server crashed)" if crashed else "")
 
 
-def _rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
+def _table(
+    doc: dict[str, Any], peers: list[str], rows: list[tuple[str, str, str, str, bool]] | None
+) -> list[str]:
+    """One markdown table: a row per metric, a column per peer, aiocoord's ratio last."""
+    lines = [
+        "| workload | metric | " + " | ".join(peers) + " | aiocoord vs best peer |",
+        "|---|---|" + "---:|" * len(peers) + "---:|",
+    ]
+    for workload, case, name, label, higher in _rows(doc, rows):
+        where = (
+            workload
+            if case in ("cycle", "pipelined", "lock", "handoff", "cache")
+            else (f"{workload} {case}")
+        )
+        cells = [_cell(doc, workload, case, p, name) for p in peers]
+        ratio = advantage(doc, workload, case, name, higher) if name not in (
+            "same_session", "lock_held", "moved", "expiries") else ""  # fmt: skip
+        lines.append(f"| {where} | {label} | " + " | ".join(cells) + f" | {ratio} |")
+    return lines
+
+
+def _rows(
+    doc: dict[str, Any], table: list[tuple[str, str, str, str, bool]] | None = None
+) -> list[tuple[str, str, str, str, bool]]:
     rows = []
-    for workload, case, name, label, higher in ROWS:
+    for workload, case, name, label, higher in ROWS if table is None else table:
         cases = doc.get("workloads", {}).get(workload, {}).get("cases", {})
         chosen = list(cases) if case == "*" else [case] if case in cases else []
         rows += [(workload, c, name, label, higher) for c in chosen]
@@ -386,7 +450,7 @@ def markdown(doc: dict[str, Any]) -> str:
         f"- Machine: {mach.get('nproc')} CPUs ({mach.get('cpu_model')}), "
         f"{mach.get('memory_gb')} GB, {mach.get('os')}, {mach.get('python')}",
         f"- ZooKeeper {server.get('version', '?')} on loopback ({server.get('config', '')}); "
-        "W5 on a local 3-member ensemble",
+        "W5 and W7 on a local 3-member ensemble with the same settings",
         f"- Peers: {versions}",
         f"- Repeats: {doc.get('settings', {}).get('repeats')} per workload and peer, "
         "interleaved, each in a fresh process; the median is shown",
@@ -397,19 +461,20 @@ def markdown(doc: dict[str, Any]) -> str:
         "Ratio: aiocoord against the best of Curator, kazoo and aiozk on that row "
         "(above 1x: aiocoord is better, whether the metric is a rate or a time).",
         "",
-        "| workload | metric | " + " | ".join(peers) + " | aiocoord vs best peer |",
-        "|---|---|" + "---:|" * len(peers) + "---:|",
+        f"## Headline: {doc.get('server_settings', 'test settings')}, loopback",
+        "",
+        *_table(doc, peers, None),
     ]
-    for workload, case, name, label, higher in _rows(doc):
-        where = (
-            workload
-            if case in ("cycle", "pipelined", "lock", "handoff", "cache")
-            else (f"{workload} {case}")
-        )
-        cells = [_cell(doc, workload, case, p, name) for p in peers]
-        ratio = advantage(doc, workload, case, name, higher) if name not in (
-            "same_session", "lock_held") else ""  # fmt: skip
-        lines.append(f"| {where} | {label} | " + " | ".join(cells) + f" | {ratio} |")
+    for cell in doc.get("matrix", []):
+        lines += ["", f"## {cell['label']}", ""]
+        proxy = cell.get("proxy")
+        if proxy:
+            lines += [
+                f"Latency proxy: {proxy['connections']} connections, {proxy['frames_up']:,} "
+                f"frames up, {proxy['frames_down']:,} down, {proxy['cpu_s']:.2f} s of its CPU.",
+                "",
+            ]
+        lines += _table({"workloads": cell["workloads"]}, peers, MATRIX_ROWS)
     lines += ["", "## Targets (issue 9)", ""]
     lines += ["| target | required | measured | met |", "|---|---|---|---|"]
     for t in doc.get("targets", []):
@@ -451,6 +516,19 @@ NOTES = [
     "the cap is killed and shown as a timeout; a peer that timed out is not run at larger N.",
     "W5: the worker SIGKILLs the member its client is connected to (a follower, then the "
     "leader) while holding a lock; session timeout 10 s for every peer.",
+    "Client CPU: the worker process's CPU time (every thread; for Curator the JVM's, JIT and "
+    "GC included) over the measured part only, divided by its operations. Server CPU: the "
+    "ZooKeeper JVM's CPU time (/proc) over the whole worker run, warm-up and connecting "
+    "included, divided by the operations (W1 counts its warm-up cycles). Requests: mntr "
+    "zk_packets_received (pings and handshakes included); through the latency proxy also the "
+    "client frames it forwarded.",
+    "Matrix cells: the latency proxy (benchmarks/latency.py) delays each direction by RTT/2, "
+    "keeps order and caps nothing; every peer, Curator's JVM included, connects through it.",
+    "W6-W9 (issue 29): aiocoord `TreeCache`, `Lock`, `ServiceCache` against Curator's "
+    "`CuratorCache`, `InterProcessMutex`, curator-x-discovery `ServiceCache`; kazoo and aiozk "
+    "are not run. W6/W9 updates are sent at a fixed rate (open loop) to distinct nodes by a "
+    "second client in the same process. W7 SIGKILLs a follower; it is started again after "
+    "the run. W8 releases: aiocoord's release may return before the server deleted the node.",
 ]
 
 

@@ -21,6 +21,54 @@ WORKLOADS: dict[str, str] = {
     "W3": "many waiters: N contenders in one process, each acquires once and releases",
     "W4": "cache: children of 100 bytes, initial load and setData-to-event latency",
     "W5": "failover: 3-member ensemble, kill the member the client is connected to",
+    "W6": "scale: a tree cache over N nodes: initial load, RSS, update-to-event latency at a rate",
+    "W7": "scale: N sessions on a 3-member ensemble, one member killed: all back, no expiry",
+    "W8": "scale: N distinct lock paths held by one client: memory per lock, acquire/release rates",
+    "W9": "scale: a service cache over N instances, updates at a rate: event latency, CPU",
+}
+
+#: The workloads run again in every other (server settings, RTT) cell of the matrix.
+MATRIX_WORKLOADS: tuple[str, ...] = ("W1", "W2")
+#: The network round trips added by the latency proxy, in milliseconds (0: straight to the
+#: server on loopback, no proxy).
+RTTS_MS: tuple[float, ...] = (0.0, 0.5, 2.0)
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """How the benchmark's ZooKeeper is configured: one column of the matrix."""
+
+    name: str
+    label: str
+    tick_time: int
+    force_sync: bool
+    #: KB the transaction log is grown by at a time (ZooKeeper's default: 64 MB).
+    prealloc_kb: int
+
+    def server_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``ZooKeeperServer`` / ``ZooKeeperEnsemble``. The session
+        timeout bounds are ZooKeeper's own defaults for the tick (2 and 20 ticks)."""
+        return {
+            "tick_time": self.tick_time,
+            "min_session_timeout": 2 * self.tick_time,
+            "max_session_timeout": 20 * self.tick_time,
+            "extra_config": {
+                "forceSync": "yes" if self.force_sync else "no",
+                "preAllocSize": self.prealloc_kb,
+            },
+        }
+
+    def describe(self) -> str:
+        """One line for the report."""
+        sync = "yes" if self.force_sync else "no"
+        return f"{self.label}: forceSync={sync}, tickTime={self.tick_time}"
+
+
+#: The server settings, headline first: ZooKeeper's production defaults (every write flushed
+#: to disk before it is acknowledged), then the settings of the test suite.
+SERVER_SETTINGS: dict[str, ServerSettings] = {
+    "production": ServerSettings("production", "production defaults", 2000, True, 65536),
+    "test": ServerSettings("test", "test settings", 500, False, 1024),
 }
 
 
@@ -54,6 +102,22 @@ class Settings:
     w5_reconnect_timeout_s: float
     #: Added to a worker's expected duration before it is killed as hung.
     worker_slack_s: float
+    #: Seconds of W1 and W2 in the matrix cells beside the headline table.
+    matrix_s: float = 5.0
+    #: W6: leaves of the tree (``w6_fanout`` per parent), updates sent at ``w6_rate`` per s.
+    w6_nodes: int = 100_000
+    w6_fanout: int = 1_000
+    w6_updates: int = 2_500
+    w6_rate: float = 500.0
+    #: W7: sessions on the ensemble, and how long they may take to be back.
+    w7_sessions: int = 1_000
+    w7_timeout_s: float = 60.0
+    #: W8: distinct lock paths held at once.
+    w8_locks: int = 10_000
+    #: W9: instances of the service, updates at ``w9_rate`` per s.
+    w9_instances: int = 1_000
+    w9_updates: int = 100
+    w9_rate: float = 10.0
     #: A worker whose resident memory passes this is killed (reported, not waited for).
     worker_rss_cap_mb: float = 4096.0
 
@@ -106,4 +170,13 @@ QUICK = Settings(
     w5_session_timeout=4.0,
     w5_reconnect_timeout_s=30.0,
     worker_slack_s=60.0,
+    matrix_s=0.5,
+    w6_nodes=2_000,
+    w6_fanout=500,
+    w6_updates=100,
+    w7_sessions=30,
+    w7_timeout_s=30.0,
+    w8_locks=200,
+    w9_instances=50,
+    w9_updates=10,
 )

@@ -16,4 +16,8 @@ FUNCTIONS: dict[str, str] = {
     "W3/waiters": "w3",
     "W4/cache": "w4",
     "W5/failover": "w5",
+    "W6/tree": "w6",
+    "W7/sessions": "w7",
+    "W8/locks": "w8",
+    "W9/services": "w9",
 }

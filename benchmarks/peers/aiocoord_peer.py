@@ -11,6 +11,8 @@ import aiocoord
 from benchmarks.common import (
     HandoffTracker,
     Unavailable,
+    cpu_s,
+    cpu_us_per_op,
     current_rss_mb,
     peak_rss_mb,
     rate,
@@ -111,6 +113,7 @@ async def _w1(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             await lock.release()
         cycles: list[float] = []
         acquires: list[float] = []
+        cpu0 = cpu_s()
         start = perf()
         end = start + p["duration"]
         now = start
@@ -123,6 +126,7 @@ async def _w1(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             acquires.append((t1 - t0) * 1000.0)
             cycles.append((now - t0) * 1000.0)
         elapsed = now - start
+        cpu = cpu_s() - cpu0
     finally:
         await client.close()
     return {
@@ -130,6 +134,7 @@ async def _w1(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             "ops_per_s": rate(len(cycles), elapsed),
             **summary(cycles),
             **summary(acquires, "acquire_"),
+            "client_cpu_us_per_op": cpu_us_per_op(cpu, len(cycles)),
         },
         "samples": {"cycle_ms": cycles},
     }
@@ -158,7 +163,9 @@ async def _w2(connect: str, p: dict[str, Any]) -> dict[str, Any]:
                 tracker.releasing(lock)
                 await lock.release()
 
+        cpu0 = cpu_s()
         await asyncio.gather(*(hammer(lock) for lock in locks))
+        cpu = cpu_s() - cpu0
     finally:
         for c in clients:
             await c.close()
@@ -167,6 +174,7 @@ async def _w2(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             "acq_per_s": rate(tracker.acquisitions, p["duration"]),
             **summary(tracker.handoffs_ms, "handoff_"),
             "violations": tracker.violations,
+            "client_cpu_us_per_op": cpu_us_per_op(cpu, tracker.acquisitions),
         },
         "samples": {"handoff_ms": tracker.handoffs_ms},
     }
@@ -347,3 +355,280 @@ async def _w5(connect: str, p: dict[str, Any]) -> dict[str, Any]:
 def w5(connect: str, p: dict[str, Any]) -> dict[str, Any]:
     """Hold a lock, SIGKILL the member the client is connected to, time the reconnect."""
     return asyncio.run(_w5(connect, p))
+
+
+# --- W6 -------------------------------------------------------------------------------------
+
+
+async def _paced(count: int, rate_per_s: float, send: Any) -> list[asyncio.Task[Any]]:
+    """Start ``send(i)`` for i in 0..count-1 at ``rate_per_s``, open loop: a slow reply does not
+    hold the next one back. Returns the tasks (awaited by the caller)."""
+    tasks = []
+    began = perf()
+    for i in range(count):
+        delay = began + i / rate_per_s - perf()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.ensure_future(send(i)))
+    return tasks
+
+
+async def _w6(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    from aiocoord.recipes.cache import CacheEventType, TreeCache
+
+    base, leaves, fanout = p["path"], p["nodes"], p["fanout"]
+    reader = await _open(connect, p)
+    writer = await _open(connect, p)
+    rng = random.Random(p["seed"])
+    try:
+        baseline = current_rss_mb()
+        cache = TreeCache(reader, base, buffer_size=max(4 * p["updates"], 1024))
+        start = perf()
+        await cache.start()
+        load = perf() - start
+        rss = current_rss_mb() - baseline
+        try:
+            held = len(cache.nodes)
+            expected = 1 + leaves // fanout + leaves
+            if held != expected:
+                raise RuntimeError(f"cache holds {held} nodes, not {expected}")
+            sent: dict[bytes, float] = {}
+            latencies: list[float] = []
+            all_seen = asyncio.get_running_loop().create_future()
+            subscription = cache.changes()
+
+            async def consume() -> None:
+                async for event in subscription:
+                    if event.type is not CacheEventType.NODE_UPDATED or event.data is None:
+                        continue
+                    t0 = sent.pop(event.data.data[:12], None)
+                    if t0 is not None:
+                        latencies.append((perf() - t0) * 1000.0)
+                        if len(latencies) == p["updates"] and not all_seen.done():
+                            all_seen.set_result(None)
+
+            consumer = asyncio.ensure_future(consume())
+
+            # Distinct nodes: two quick updates of one node may reach a cache as one.
+            picks = rng.sample(range(leaves), p["updates"])
+
+            async def send(i: int) -> None:
+                node = f"{base}/p{picks[i] // fanout:03d}/c{picks[i] % fanout:04d}"
+                data = f"u{i:011d}".encode().ljust(100, b"u")
+                sent[data[:12]] = perf()
+                await writer.set(node, data)
+
+            try:
+                cpu0 = cpu_s()
+                await asyncio.gather(*await _paced(p["updates"], p["rate"], send))
+                await asyncio.wait_for(all_seen, 30.0)
+                cpu = cpu_s() - cpu0
+            finally:
+                consumer.cancel()
+                await asyncio.gather(consumer, return_exceptions=True)
+        finally:
+            await cache.close()
+    finally:
+        await writer.close()
+        await reader.close()
+    return {
+        "metrics": {
+            "load_s": load,
+            "cache_rss_mb": rss,
+            **summary(latencies, "update_"),
+            "client_cpu_us_per_op": cpu_us_per_op(cpu, p["updates"]),
+            "peak_rss_mb": peak_rss_mb(),
+        },
+        "samples": {"update_ms": latencies},
+    }
+
+
+def w6(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    """TreeCache over ``nodes`` leaves: load time and memory, then paced updates to events."""
+    return asyncio.run(_w6(connect, p))
+
+
+# --- W7 -------------------------------------------------------------------------------------
+
+
+async def _w7(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks.machine import member_sessions
+
+    n = p["sessions"]
+    clients: list[aiocoord.Client] = []
+    back: dict[int, float] = {}  # client -> when it was connected again
+    expired: set[int] = set()
+    done = asyncio.Event()
+    expected = [0]
+
+    def listener_for(i: int) -> Any:
+        def listener(change: aiocoord.StateChange) -> None:
+            if change.state is aiocoord.State.LOST or change.new_session:
+                expired.add(i)
+            if change.state is aiocoord.State.RECONNECTED:
+                back.setdefault(i, perf())
+                if expected[0] and len(back) >= expected[0]:
+                    done.set()
+
+        return listener
+
+    try:
+        for i in range(n):
+            client = await _open(connect, p)
+            client.add_state_listener(listener_for(i))
+            clients.append(client)
+        ids = {c.session_id for c in clients}
+        # The clients on the member to be killed: what it says it serves, our connections only.
+        expected[0] = member_sessions(p["kill_port"])
+        if not expected[0]:
+            raise RuntimeError("no session is on the member to be killed")
+        cpu0 = cpu_s()
+        t0 = perf()
+        kill_member(Member(index=-1, port=p["kill_port"], pid=p["kill_pid"], mode="follower"))
+        await asyncio.wait_for(done.wait(), p["reconnect_timeout"])
+        cpu = cpu_s() - cpu0
+        same = sum(1 for c in clients if c.session_id in ids)
+    finally:
+        for client in clients:
+            await client.close()
+    return {
+        "metrics": {
+            "sessions": n,
+            "moved": expected[0],
+            "all_back_s": max(back.values()) - t0,
+            "back_p50_s": summary([(t - t0) * 1000 for t in back.values()])["p50_ms"] / 1000,
+            "expiries": len(expired),
+            "same_sessions": same,
+            "client_cpu_ms": cpu * 1000,
+            "peak_rss_mb": peak_rss_mb(),
+        },
+        "samples": {},
+    }
+
+
+def w7(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    """``sessions`` clients on the ensemble; SIGKILL one member; time until every session
+    that was on it is connected again, and count the expiries."""
+    return asyncio.run(_w7(connect, p))
+
+
+# --- W8 -------------------------------------------------------------------------------------
+
+
+async def _w8(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    lock_class = _lock_class()
+    n, base = p["locks"], p["path"]
+    client = await _open(connect, p)
+    try:
+        locks = [lock_class(client, f"{base}/l{i:05d}") for i in range(n)]
+        baseline = current_rss_mb()
+        cpu0 = cpu_s()
+        start = perf()
+        for lock in locks:
+            await lock.acquire()
+        acquired = perf()
+        held_mb = current_rss_mb() - baseline
+        for lock in locks:
+            await lock.release()
+        released = perf()
+        cpu = cpu_s() - cpu0
+    finally:
+        await client.close()
+    return {
+        "metrics": {
+            "acquire_per_s": rate(n, acquired - start),
+            "release_per_s": rate(n, released - acquired),
+            "kb_per_lock": held_mb * 1024 / n,
+            "client_cpu_us_per_op": cpu_us_per_op(cpu, n),
+            "peak_rss_mb": peak_rss_mb(),
+        },
+        "samples": {},
+    }
+
+
+def w8(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    """One client acquires ``locks`` locks on distinct paths one after another, holds them
+    all, then releases them: rates and memory per held lock."""
+    return asyncio.run(_w8(connect, p))
+
+
+# --- W9 -------------------------------------------------------------------------------------
+
+
+async def _w9(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    from aiocoord.recipes.cache import CacheEventType
+    from aiocoord.recipes.discovery import ServiceDiscovery, ServiceInstance
+
+    base, n = p["path"], p["instances"]
+    reader = await _open(connect, p)
+    writer = await _open(connect, p)
+    rng = random.Random(p["seed"])
+    try:
+        discovery = ServiceDiscovery(reader, base)
+        cache = discovery.cache("svc")
+        start = perf()
+        await cache.start()
+        load = perf() - start
+        try:
+            if len(cache.instances()) != n:
+                raise RuntimeError(f"cache holds {len(cache.instances())} instances, not {n}")
+            sent: dict[int, float] = {}
+            latencies: list[float] = []
+            all_seen = asyncio.get_running_loop().create_future()
+            subscription = cache.changes()
+
+            async def consume() -> None:
+                async for event in subscription:
+                    if event.type is not CacheEventType.CHILD_UPDATED or event.instance is None:
+                        continue
+                    payload = event.instance.payload
+                    t0 = sent.pop(payload.get("seq", -1), None)
+                    if t0 is not None:
+                        latencies.append((perf() - t0) * 1000.0)
+                        if len(latencies) == p["updates"] and not all_seen.done():
+                            all_seen.set_result(None)
+
+            consumer = asyncio.ensure_future(consume())
+
+            # Each instance once before any twice: two quick updates may reach a cache as one.
+            order = list(range(n))
+            rng.shuffle(order)
+
+            async def send(i: int) -> None:
+                instance_id = f"i{order[i % n]:05d}"
+                instance = ServiceInstance(
+                    name="svc", id=instance_id, address="10.0.0.1", port=8080,
+                    payload={"seq": i}, registration_time_utc=1,
+                )  # fmt: skip
+                sent[i] = perf()
+                await writer.set(f"{base}/svc/{instance_id}", instance.to_json())
+
+            try:
+                cpu0 = cpu_s()
+                await asyncio.gather(*await _paced(p["updates"], p["rate"], send))
+                await asyncio.wait_for(all_seen, 30.0)
+                cpu = cpu_s() - cpu0
+            finally:
+                consumer.cancel()
+                await asyncio.gather(consumer, return_exceptions=True)
+        finally:
+            await cache.close()
+            await discovery.close()
+    finally:
+        await writer.close()
+        await reader.close()
+    return {
+        "metrics": {
+            "load_s": load,
+            **summary(latencies, "event_"),
+            "client_cpu_us_per_op": cpu_us_per_op(cpu, p["updates"]),
+            "client_cpu_ms": cpu * 1000,
+            "peak_rss_mb": peak_rss_mb(),
+        },
+        "samples": {"event_ms": latencies},
+    }
+
+
+def w9(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    """ServiceCache over ``instances`` instances; paced updates: update-to-event latency, CPU."""
+    return asyncio.run(_w9(connect, p))

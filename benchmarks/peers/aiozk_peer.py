@@ -15,6 +15,8 @@ from typing import Any
 from benchmarks.common import (
     HandoffTracker,
     Unavailable,
+    cpu_s,
+    cpu_us_per_op,
     current_rss_mb,
     peak_rss_mb,
     rate,
@@ -121,6 +123,7 @@ async def _w1(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             await lock.release()
         cycles: list[float] = []
         acquires: list[float] = []
+        cpu0 = cpu_s()
         start = perf()
         end = start + p["duration"]
         now = start
@@ -133,6 +136,7 @@ async def _w1(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             acquires.append((t1 - t0) * 1000.0)
             cycles.append((now - t0) * 1000.0)
         elapsed = now - start
+        cpu = cpu_s() - cpu0
     finally:
         await _close(client)
     return {
@@ -140,6 +144,7 @@ async def _w1(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             "ops_per_s": rate(len(cycles), elapsed),
             **summary(cycles),
             **summary(acquires, "acquire_"),
+            "client_cpu_us_per_op": cpu_us_per_op(cpu, len(cycles)),
         },
         "samples": {"cycle_ms": cycles},
     }
@@ -166,7 +171,9 @@ async def _w2(connect: str, p: dict[str, Any]) -> dict[str, Any]:
                 tracker.releasing(lock)
                 await lock.release()
 
+        cpu0 = cpu_s()
         await asyncio.gather(*(hammer(lock) for lock in locks))
+        cpu = cpu_s() - cpu0
     finally:
         for c in clients:
             await _close(c)
@@ -175,6 +182,7 @@ async def _w2(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             "acq_per_s": rate(tracker.acquisitions, p["duration"]),
             **summary(tracker.handoffs_ms, "handoff_"),
             "violations": tracker.violations,
+            "client_cpu_us_per_op": cpu_us_per_op(cpu, tracker.acquisitions),
         },
         "samples": {"handoff_ms": tracker.handoffs_ms},
     }
@@ -349,3 +357,13 @@ async def _w5(connect: str, p: dict[str, Any]) -> dict[str, Any]:
 def w5(connect: str, p: dict[str, Any]) -> dict[str, Any]:
     """Hold a lock, SIGKILL the member the client is connected to, time the reconnect."""
     return asyncio.run(_w5(connect, p))
+
+
+# --- W6-W9 ----------------------------------------------------------------------------------
+
+
+def _scale_not_measured(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    raise Unavailable("the scale workloads (W6-W9) measure aiocoord against Curator (issue 29)")
+
+
+w6 = w7 = w8 = w9 = _scale_not_measured

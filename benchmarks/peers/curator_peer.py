@@ -1,4 +1,5 @@
-"""Apache Curator (Java): ``InterProcessMutex`` (W1-W3) and ``CuratorCache`` (W4), run by
+"""Apache Curator (Java): ``InterProcessMutex`` (W1-W3, W8), ``CuratorCache`` (W4, W6), plain
+clients (W7) and curator-x-discovery's ``ServiceCache`` (W9), run by
 ``benchmarks/java/CuratorPeer.java`` in a JVM of its own.
 
 The Java program does the same workloads as the Python peers and prints its raw figures (the
@@ -17,7 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import Unavailable, rate, summary
+from benchmarks.common import Unavailable, cpu_us_per_op, rate, summary
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Where ``make bench-java`` puts the compiled program.
@@ -27,6 +28,10 @@ JARS = (
     "curator-client.jar",
     "curator-framework.jar",
     "curator-recipes.jar",
+    "curator-x-discovery.jar",
+    "jackson-core.jar",
+    "jackson-databind.jar",
+    "jackson-annotations.jar",
     "zookeeper.jar",
     "zookeeper-jute.jar",
     "guava.jar",
@@ -81,6 +86,7 @@ def w1(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             "ops_per_s": rate(len(cycles), raw["elapsed"]),
             **summary(cycles),
             **summary(raw["acquire_ms"], "acquire_"),
+            "client_cpu_us_per_op": cpu_us_per_op(raw["cpu_s"], len(cycles)),
         },
         "samples": {"cycle_ms": cycles},
     }
@@ -94,6 +100,7 @@ def w2(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             "acq_per_s": rate(raw["acquisitions"], p["duration"]),
             **summary(raw["handoff_ms"], "handoff_"),
             "violations": raw["violations"],
+            "client_cpu_us_per_op": cpu_us_per_op(raw["cpu_s"], raw["acquisitions"]),
         },
         "samples": {"handoff_ms": raw["handoff_ms"]},
     }
@@ -121,8 +128,73 @@ def w4(connect: str, p: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def w6(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    """CuratorCache over a tree of ``nodes`` leaves: load time and RSS, then paced updates."""
+    raw = _run("w6", connect, p)
+    return {
+        "metrics": {
+            "load_s": raw["load_s"],
+            "cache_rss_mb": raw["cache_rss_mb"],
+            **summary(raw["update_ms"], "update_"),
+            "client_cpu_us_per_op": cpu_us_per_op(raw["cpu_s"], p["updates"]),
+            "peak_rss_mb": raw["peak_rss_mb"],
+        },
+        "samples": {"update_ms": raw["update_ms"]},
+    }
+
+
+def w7(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    """``sessions`` clients on the ensemble, one member SIGKILLed: time until all are back."""
+    raw = _run("w7", connect, p)
+    back = raw["back_s"]
+    return {
+        "metrics": {
+            "sessions": raw["sessions"],
+            "moved": raw["moved"],
+            "all_back_s": max(back),
+            "back_p50_s": summary([t * 1000 for t in back])["p50_ms"] / 1000,
+            "expiries": raw["expiries"],
+            "same_sessions": raw["same_sessions"],
+            "client_cpu_ms": raw["cpu_s"] * 1000,
+            "peak_rss_mb": raw["peak_rss_mb"],
+        },
+        "samples": {},
+    }
+
+
+def w8(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    """``locks`` InterProcessMutexes on distinct paths, acquired one after another, held."""
+    raw = _run("w8", connect, p)
+    n = p["locks"]
+    return {
+        "metrics": {
+            "acquire_per_s": rate(n, raw["acquire_s"]),
+            "release_per_s": rate(n, raw["release_s"]),
+            "kb_per_lock": raw["held_mb"] * 1024 / n,
+            "client_cpu_us_per_op": cpu_us_per_op(raw["cpu_s"], n),
+            "peak_rss_mb": raw["peak_rss_mb"],
+        },
+        "samples": {},
+    }
+
+
+def w9(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    """ServiceCache over ``instances`` instances; paced updates: update-to-event latency."""
+    raw = _run("w9", connect, p)
+    return {
+        "metrics": {
+            "load_s": raw["load_s"],
+            **summary(raw["event_ms"], "event_"),
+            "client_cpu_us_per_op": cpu_us_per_op(raw["cpu_s"], p["updates"]),
+            "client_cpu_ms": raw["cpu_s"] * 1000,
+            "peak_rss_mb": raw["peak_rss_mb"],
+        },
+        "samples": {"event_ms": raw["event_ms"]},
+    }
+
+
 def _unavailable(connect: str, p: dict[str, Any]) -> dict[str, Any]:
-    raise Unavailable("not measured for Curator (the Java peer covers W1-W4)")
+    raise Unavailable("not measured for Curator (the Java peer covers W1-W4 and W6-W9)")
 
 
 w0_cycle = w0_pipelined = w5 = _unavailable

@@ -15,6 +15,8 @@ from typing import Any
 from benchmarks.common import (
     HandoffTracker,
     Unavailable,
+    cpu_s,
+    cpu_us_per_op,
     current_rss_mb,
     peak_rss_mb,
     rate,
@@ -135,6 +137,7 @@ def w1(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             lock.release()
         cycles: list[float] = []
         acquires: list[float] = []
+        cpu0 = cpu_s()
         start = perf()
         end = start + p["duration"]
         now = start
@@ -147,6 +150,7 @@ def w1(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             acquires.append((t1 - t0) * 1000.0)
             cycles.append((now - t0) * 1000.0)
         elapsed = now - start
+        cpu = cpu_s() - cpu0
     finally:
         _close(client)
     return {
@@ -154,6 +158,7 @@ def w1(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             "ops_per_s": rate(len(cycles), elapsed),
             **summary(cycles),
             **summary(acquires, "acquire_"),
+            "client_cpu_us_per_op": cpu_us_per_op(cpu, len(cycles)),
         },
         "samples": {"cycle_ms": cycles},
     }
@@ -178,7 +183,9 @@ def w2(connect: str, p: dict[str, Any]) -> dict[str, Any]:
                 lock.release()
 
         threads = [threading.Thread(target=_guarded(errors, lambda k=k: hammer(k))) for k in locks]
+        cpu0 = cpu_s()
         _join_all(threads, errors)
+        cpu = cpu_s() - cpu0
     finally:
         for c in clients:
             _close(c)
@@ -187,6 +194,7 @@ def w2(connect: str, p: dict[str, Any]) -> dict[str, Any]:
             "acq_per_s": rate(tracker.acquisitions, p["duration"]),
             **summary(tracker.handoffs_ms, "handoff_"),
             "violations": tracker.violations,
+            "client_cpu_us_per_op": cpu_us_per_op(cpu, tracker.acquisitions),
         },
         "samples": {"handoff_ms": tracker.handoffs_ms},
     }
@@ -361,3 +369,13 @@ def w5(connect: str, p: dict[str, Any]) -> dict[str, Any]:
         },
         "samples": {},
     }
+
+
+# --- W6-W9 ----------------------------------------------------------------------------------
+
+
+def _scale_not_measured(connect: str, p: dict[str, Any]) -> dict[str, Any]:
+    raise Unavailable("the scale workloads (W6-W9) measure aiocoord against Curator (issue 29)")
+
+
+w6 = w7 = w8 = w9 = _scale_not_measured

@@ -18,7 +18,7 @@ import pytest
 from aiocoord.testing import ServerHandle
 from benchmarks import cli, report
 from benchmarks.common import HandoffTracker, percentile, quantiles, summary
-from benchmarks.settings import PEERS, WORKLOADS
+from benchmarks.settings import MATRIX_WORKLOADS, PEERS, RTTS_MS, SERVER_SETTINGS, WORKLOADS
 
 REPO = Path(__file__).resolve().parents[2]
 STATUSES = {"ok", "unavailable", "timeout", "killed", "error"}
@@ -131,6 +131,112 @@ def test_quick_run_writes_distributions_targets_table_and_plots(quick_run: Path)
             assert (quick_run / name).read_bytes()[:8] == PNG_MAGIC
 
 
+def test_quick_run_measures_cpu_per_op_and_the_rtt_matrix(quick_run: Path) -> None:
+    doc = json.loads((quick_run / "latest.json").read_text())
+    for workload, case in (("W1", "lock"), ("W2", "handoff")):
+        metrics = doc["workloads"][workload]["cases"][case]["peers"]["aiocoord"]["metrics"]
+        assert metrics["client_cpu_us_per_op"] > 0, workload
+    # --connect: the given server's settings only, every RTT above 0 through the proxy.
+    assert [cell["rtt_ms"] for cell in doc["matrix"]] == [r for r in RTTS_MS if r > 0]
+    for cell in doc["matrix"]:
+        assert set(cell["workloads"]) == set(MATRIX_WORKLOADS)
+        assert cell["proxy"]["frames_up"] > 0
+        slot = cell["workloads"]["W1"]["cases"]["lock"]["peers"]["aiocoord"]
+        assert slot["status"] == "ok", slot.get("reason")
+        # A cycle is at least one round trip through the proxy, and frames were counted.
+        assert slot["metrics"]["p50_ms"] >= cell["rtt_ms"]
+        assert slot["metrics"]["frames_per_op"] >= 1
+        assert slot["metrics"]["client_cpu_us_per_op"] > 0
+    table = (quick_run / "latest.md").read_text()
+    assert "+2 ms RTT (latency proxy)" in table
+
+
+def test_quick_run_measures_the_scale_workloads(quick_run: Path) -> None:
+    doc = json.loads((quick_run / "latest.json").read_text())
+    w = doc["workloads"]
+    (w6,) = w["W6"]["cases"].values()
+    m = w6["peers"]["aiocoord"]["metrics"]
+    assert w6["peers"]["aiocoord"]["status"] == "ok"
+    assert m["load_s"] > 0 and m["update_p50_ms"] > 0 and m["cache_rss_mb"] is not None
+    (w8,) = w["W8"]["cases"].values()
+    m = w8["peers"]["aiocoord"]["metrics"]
+    assert m["acquire_per_s"] > 0 and m["release_per_s"] > 0 and m["kb_per_lock"] is not None
+    (w9,) = w["W9"]["cases"].values()
+    assert w9["peers"]["aiocoord"]["metrics"]["event_p50_ms"] > 0
+    (w7,) = w["W7"]["cases"].values()
+    slot = w7["peers"]["aiocoord"]
+    if slot["status"] != "unavailable":  # no local JVM for an ensemble on this runner
+        assert slot["status"] == "ok", slot.get("reason")
+        assert slot["metrics"]["expiries"] == 0
+        assert slot["metrics"]["moved"] >= 1
+        assert slot["metrics"]["all_back_s"] > 0
+    for workload in ("W6", "W7", "W8", "W9"):
+        (case,) = w[workload]["cases"].values()
+        assert case["peers"]["kazoo"]["status"] in ("unavailable", "error"), workload
+
+
+def test_quick_run_with_its_own_servers_runs_both_server_settings(
+    tmp_path: Path,
+) -> None:
+    run_module(
+        "benchmarks", "--quick", "--only", "W1", "--peers", "aiocoord",
+        "--server-settings", "production,test", "--rtt", "0,0.5", "--no-plots",
+        "--out", str(tmp_path),
+    )  # fmt: skip
+    doc = json.loads((tmp_path / "latest.json").read_text())
+    assert "forceSync=yes" in doc["server"]["config"]
+    assert "tickTime=2000" in doc["server"]["config"]
+    headline = doc["workloads"]["W1"]["cases"]["lock"]["peers"]["aiocoord"]["metrics"]
+    assert headline["server_cpu_us_per_op"] > 0 and headline["requests_per_op"] >= 2
+    cells = [(c["server_settings"], c["rtt_ms"]) for c in doc["matrix"]]
+    assert cells == [("production", 0.5), ("test", 0.0)]
+    assert "forceSync=no" in doc["matrix"][1]["label"]
+    table = (tmp_path / "latest.md").read_text()
+    assert "## Headline: production defaults: forceSync=yes, tickTime=2000, loopback" in table
+    assert "## test settings: forceSync=no, tickTime=500, loopback" in table
+
+
+def test_latency_proxy_delays_each_round_trip_and_counts_frames(zookeeper: ServerHandle) -> None:
+    import asyncio
+    import time
+
+    import aiocoord
+    from benchmarks.latency import LatencyProxy
+
+    async def round_trips(connect: str) -> tuple[float, float]:
+        async with aiocoord.connect(connect) as client:
+            began = time.perf_counter()
+            for _ in range(20):
+                await client.exists("/")
+            one_by_one = (time.perf_counter() - began) / 20
+            began = time.perf_counter()
+            await asyncio.gather(*(client.exists("/") for _ in range(200)))
+            return one_by_one, time.perf_counter() - began
+
+    with LatencyProxy(zookeeper.connect_string, 4.0) as proxy:
+        one, pipelined = asyncio.run(round_trips(proxy.connect_string))
+        assert proxy.frames_up >= 1 + 220  # the ConnectRequest, the requests, the close
+        assert proxy.frames_down >= 1 + 220
+    assert one >= 0.004
+    # No queueing behind the delay: 200 requests in flight take far less than 200 RTTs.
+    assert pipelined < 200 * 0.004 / 4
+
+
+def test_server_settings_give_zookeeper_its_production_defaults() -> None:
+    options = SERVER_SETTINGS["production"].server_options()
+    assert options["tick_time"] == 2000
+    assert options["extra_config"]["forceSync"] == "yes"
+    assert options["min_session_timeout"] == 4000
+    assert SERVER_SETTINGS["test"].server_options()["extra_config"]["forceSync"] == "no"
+    args = cli.parse_args(["--server-settings", "test,production", "--rtt", "2,0"])
+    assert args.server_settings == ["test", "production"]
+    assert args.rtt == [0.0, 2.0]
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--server-settings", "fast"])
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--rtt", "-1"])
+
+
 def test_quick_run_does_not_touch_the_committed_results(quick_run: Path) -> None:
     # The run wrote to --out; benchmarks/results/ holds the full run's figures.
     assert (quick_run / "latest.json").exists()
@@ -240,7 +346,7 @@ def test_targets_compare_aiocoord_with_the_faster_peer() -> None:
 
 def test_command_line_rejects_unknown_workloads_and_peers() -> None:
     with pytest.raises(SystemExit):
-        cli.parse_args(["--only", "W9"])
+        cli.parse_args(["--only", "W99"])
     with pytest.raises(SystemExit):
         cli.parse_args(["--peers", "zookeeper-rs"])
     args = cli.parse_args(["--quick", "--only", "w2,W1", "--peers", "aiozk,aiocoord"])
