@@ -91,14 +91,14 @@ class MsgspecSerializer(Generic[T]):
         self.type = type
         self._decoder = msgspec.json.Decoder(type)
         self._encoder = msgspec.json.Encoder()
-        self._convert = msgspec.convert
         self._errors = (msgspec.DecodeError, msgspec.ValidationError)
 
     def serialize(self, value: T) -> bytes:
-        """``value`` as msgspec writes it (checked against the type first)."""
+        """``value`` as msgspec writes it; read back first, so that nothing this model could
+        not read is written (msgspec checks types when decoding, not when encoding)."""
         try:
-            self._convert(value, self.type, from_attributes=True)
             out: bytes = self._encoder.encode(value)
+            self._decoder.decode(out)
         except (*self._errors, TypeError) as exc:
             raise ModelEncodeError(str(exc)) from exc
         return out
