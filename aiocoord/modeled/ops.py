@@ -8,8 +8,9 @@ the plain client's (so it is retried on connection loss as the client retries, a
 client's errors: NoNodeError, BadVersionError, NodeExistsError), with typed values in and out.
 
 Order of a write, decided once here: the path is resolved (BadArgumentsError or
-InvalidPathError for a missing or bad parameter), the schema checks the write
-(SchemaViolationError), the value is encoded (ModelEncodeError); only then is anything sent.
+InvalidPathError for a missing or bad parameter), the value is encoded (ModelEncodeError: a
+schema's validator only ever sees values of the model's type), the schema checks the write
+(SchemaViolationError); only then is anything sent.
 
 **update(fn)** is the compare-and-set loop a service changes shared state with: read the
 value and its version, compute ``fn(value)``, write it on that version; if another writer was
@@ -134,9 +135,9 @@ class ModeledNode(Generic[T]):
         model = self.model
         mode = model.mode
         path = self.path
+        data = model.encode(path, value)
         if model.schemas is not None:
             model.schemas.check_create(path, mode, value)
-        data = model.encode(path, value)
         create = self.client.create(
             path,
             data,
@@ -203,9 +204,10 @@ class ModeledNode(Generic[T]):
                 return new
 
     def _encode_set(self, path: str, value: T) -> bytes:
+        data = self.model.encode(path, value)
         if self.model.schemas is not None:
             self.model.schemas.check_set(path, value)
-        return self.model.encode(path, value)
+        return data
 
     # --- streams and caches --------------------------------------------------------------
 
