@@ -233,6 +233,9 @@ async def test_children_and_tree_views_keep_going_past_a_hostile_node(
         added = await changes.get(timeout=5)
         assert added.type is CacheEventType.CHILD_ADDED and added.value == Config("new", 3)
         assert set(view.values) == {"/jobs/ok", "/jobs/new"}
+        await client.set("/jobs/bad", b'{"name":"bad","replicas":0}')
+        fixed = await view.wait_for(lambda e: e["/jobs/bad"].ok, timeout=5)
+        assert fixed["/jobs/bad"].value == Config("bad", 0)
     # A tree view keeps the model's nodes only: /apps/<app>/config, not /apps/<app>.
     await CONFIG.bind(client, app="a").create(Config("a", 1))
     await client.create("/apps/b/config", b"not json", make_parents=True)
@@ -305,7 +308,9 @@ async def test_a_stream_goes_on_across_a_connection_loss(
         zk_fault_proxy.drop()
         await client.wait_for(State.SUSPENDED, timeout=5)
         await writer.set(Config("cut", 2))  # made while the client is away
+        reading = asyncio.create_task(CONFIG.bind(client, app="cut").read(timeout=10))
         zk_fault_proxy.heal()
+        assert await reading == Config("cut", 2)  # a read made while away, answered after
         seen = [await changes.get(timeout=10) for _ in range(3)]
         assert _kinds(seen) == [
             CacheEventType.SUSPENDED,
@@ -329,6 +334,13 @@ async def test_a_read_times_out_leaving_nothing(
     zk_fault_proxy.heal()
     assert await node.read(timeout=10) == Config("slow", 1)
     assert (await node.read_with_stat())[1].version == 0
+    async with node.changes() as changes:
+        assert (await changes.get(timeout=5)).type is CacheEventType.CREATED
+        assert (await changes.get(timeout=5)).type is CacheEventType.INITIALIZED
+        with pytest.raises(TimeoutError):
+            await changes.get(timeout=0.2)  # nothing changed; nothing consumed
+        await node.set(Config("slow", 2))
+        assert (await changes.get(timeout=5)).value == Config("slow", 2)
 
 
 async def test_a_stream_ends_when_its_client_closes(zk_connect: Factory) -> None:
@@ -342,3 +354,7 @@ async def test_a_stream_ends_when_its_client_closes(zk_connect: Factory) -> None
     with pytest.raises(ClientClosedError):
         await changes.get(timeout=5)
     await changes.aclose()
+    with pytest.raises(ClientClosedError):
+        await node.read()
+    with pytest.raises(ClientClosedError):
+        await node.update(lambda c: c)
