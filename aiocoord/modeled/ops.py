@@ -34,7 +34,7 @@ from aiocoord._validation import validate_timeout, validate_version
 from aiocoord._wire.data import Stat
 from aiocoord.client import Client
 from aiocoord.errors import BadArgumentsError, BadVersionError, InvalidTypeError
-from aiocoord.modeled.spec import Model, ModelEntry
+from aiocoord.modeled.spec import Model, ModelEntry, count_undecodable
 from aiocoord.modeled.views import ModelCache, ModelChanges
 from aiocoord.recipes.cache import ChildrenCache, NodeCache, TreeCache
 from aiocoord.recipes.nodes import CreateMode
@@ -101,7 +101,9 @@ class ModeledNode(Generic[T]):
         an entry carrying the error, not an exception. NoNodeError if it does not exist."""
         path = self.path
         data, stat = await self._within(self.client.get(path), timeout, f"read of {path}")
-        return self.model.decode(path, data, stat)
+        entry = self.model.decode(path, data, stat)
+        count_undecodable(self.client, entry)
+        return entry
 
     async def exists(self, *, timeout: float | None = None) -> Stat | None:
         """The node's Stat, or None if it does not exist."""
@@ -191,7 +193,9 @@ class ModeledNode(Generic[T]):
         delays = policy.delays()
         while True:
             data, stat = await self.client.get(path)
-            new = fn(self.model.decode(path, data, stat).value)
+            entry = self.model.decode(path, data, stat)
+            count_undecodable(self.client, entry)
+            new = fn(entry.value)
             payload = self._encode_set(path, new)
             try:
                 await self.client.set(path, payload, stat.version)
@@ -217,12 +221,11 @@ class ModeledNode(Generic[T]):
         :class:`~aiocoord.NodeCache` of its own, started on the first read and closed by
         ``aclose()`` or leaving the ``async with``; see
         :class:`~aiocoord.modeled.ModelChanges`."""
-        view = ModelCache(NodeCache(self.client, self.path), self.model, self.template)
-        return view.changes(buffer_size=buffer_size, owned=True)
+        return self.cache().changes(buffer_size=buffer_size, owned=True)
 
     def cache(self) -> ModelCache[T]:
         """A typed view over a new :class:`~aiocoord.NodeCache` of this node."""
-        return ModelCache(NodeCache(self.client, self.path), self.model, self.template)
+        return self._view(NodeCache(self.client, self.path))
 
     def children_cache(self) -> ModelCache[T]:
         """A typed view over a new :class:`~aiocoord.ChildrenCache` of the parent of the
@@ -233,7 +236,9 @@ class ModeledNode(Generic[T]):
                 f"{self.template.pattern!r}"
             )
         parent = self.template.parent.resolve()
-        return ModelCache(ChildrenCache(self.client, parent), self.model, self.template)
+        return ModelCache(
+            self.client, ChildrenCache(self.client, parent), self.model, self.template
+        )
 
     def tree_cache(self) -> ModelCache[T]:
         """A typed view over a new :class:`~aiocoord.TreeCache` rooted at the template's
@@ -247,9 +252,12 @@ class ModeledNode(Generic[T]):
             fixed.append(segment)
         root = "/" + "/".join(fixed)
         cache = TreeCache(self.client, root, max_depth=len(segments) - len(fixed))
-        return ModelCache(cache, self.model, self.template)
+        return self._view(cache)
 
     # --- helpers -------------------------------------------------------------------------
+
+    def _view(self, cache: NodeCache | ChildrenCache | TreeCache) -> ModelCache[T]:
+        return ModelCache(self.client, cache, self.model, self.template)
 
     @staticmethod
     async def _within(aw: Awaitable[R], timeout: float | None, what: str) -> R:

@@ -29,7 +29,10 @@ if TYPE_CHECKING:
     from aiocoord.client import Client
     from aiocoord.modeled.ops import ModeledNode
 
-__all__ = ["Model", "ModelEntry"]
+__all__ = ["Model", "ModelEntry", "count_undecodable"]
+
+#: The kind under which ``client.stats().recipes`` counts model nodes that did not decode.
+STATS_KIND = "modeled"
 
 T = TypeVar("T")
 
@@ -63,6 +66,13 @@ class ModelEntry(Generic[T]):
         if self.error is not None:
             raise self.error
         return self.decoded  # type: ignore[return-value]
+
+
+def count_undecodable(client: Client, entry: ModelEntry[Any]) -> None:
+    """Count ``entry`` in ``client.stats().recipes["modeled"].undecodable`` if it did not
+    decode (the callers count each version of a node once)."""
+    if entry.error is not None:
+        client.session.recorder.undecodable(STATS_KIND)
 
 
 class Model(Generic[T]):

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from aiocoord._deadline import within
-from aiocoord.client import ChildData
-from aiocoord.modeled.spec import Model, ModelEntry
+from aiocoord.client import ChildData, Client
+from aiocoord.errors import BadArgumentsError, InvalidTypeError
+from aiocoord.modeled.spec import Model, ModelEntry, count_undecodable
 from aiocoord.modeled.template import PathTemplate
 from aiocoord.recipes.cache import (
     CacheEventType,
@@ -117,22 +118,30 @@ class ModelChanges(Generic[T]):
 
 
 class ModelCache(Generic[T]):
-    """A typed view over one of the existing caches (``cache``), keeping the model's nodes.
+    """A typed view over one of the existing caches (``cache``, a cache of ``client``),
+    keeping the model's nodes.
 
     ``async with view:`` starts and closes the cache (or use :meth:`start` / :meth:`close`;
     a cache already started by its owner is used as it is). :attr:`entries` maps each cached
     node of the model to its :class:`~aiocoord.modeled.ModelEntry`; :attr:`values` to its
     value (nodes that do not decode left out); :attr:`current` is the value of a NodeCache's
     node. :meth:`changes` is the typed stream. ``template`` (default: the model's) decides
-    which paths of the cache are the model's.
+    which paths of the cache are the model's. Versions of nodes that do not decode are counted
+    once each in ``client.stats().recipes["modeled"].undecodable``.
     """
 
     def __init__(
         self,
+        client: Client,
         cache: NodeCache | ChildrenCache | TreeCache,
         model: Model[T],
         template: PathTemplate | None = None,
     ) -> None:
+        if not isinstance(cache, (NodeCache, ChildrenCache, TreeCache)):
+            raise InvalidTypeError(
+                f"cache must be a NodeCache, ChildrenCache or TreeCache, not {type(cache).__name__}"
+            )
+        self.client = client
         self.cache = cache
         self.model = model
         self.template = template if template is not None else model.template
@@ -168,13 +177,19 @@ class ModelCache(Generic[T]):
         return dict(cache.nodes)
 
     def _entry(self, data: ChildData) -> ModelEntry[T] | None:
+        if self.template.match(data.path) is None:
+            return None
+        return self._decode(data)
+
+    def _decode(self, data: ChildData) -> ModelEntry[T]:
+        """The entry of ``data`` (a version of a node as the cache holds it), decoded once:
+        the state and the stream share it, and an undecodable version is counted once."""
         seen = self._memo.get(data.path)
         if seen is not None and seen[0] is data:
             return seen[1]
-        if self.template.match(data.path) is None:
-            return None
         entry = self.model.decode(data.path, data.data, data.stat)
         self._memo[data.path] = (data, entry)
+        count_undecodable(self.client, entry)
         return entry
 
     @property
@@ -206,7 +221,7 @@ class ModelCache(Generic[T]):
     def entry(self) -> ModelEntry[T] | None:
         """The entry of the one node of a NodeCache (None while it does not exist)."""
         if not isinstance(self.cache, NodeCache):
-            raise TypeError("entry and current are a NodeCache view's; use entries")
+            raise BadArgumentsError("entry and current are a NodeCache view's; use entries")
         node = self.cache.current
         return None if node is None else self._entry(node)
 
@@ -235,11 +250,12 @@ class ModelCache(Generic[T]):
             return ModelChange(event.type, event.path)  # INITIALIZED, connection, RESYNCED
         if self.template.match(event.path) is None:
             return None
-        entry = None if event.data is None else self._decode_event(event.data)
-        previous = None if event.previous is None else self._decode_event(event.previous)
+        previous = None if event.previous is None else self._previous(event.previous)
+        entry = None if event.data is None else self._decode(event.data)
         return ModelChange(event.type, event.path, entry, previous)
 
-    def _decode_event(self, data: ChildData) -> ModelEntry[T]:
+    def _previous(self, data: ChildData) -> ModelEntry[T]:
+        # Usually the version decoded when it was current; not remembered again if not.
         seen = self._memo.get(data.path)
         if seen is not None and seen[0] is data:
             return seen[1]

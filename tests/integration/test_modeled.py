@@ -186,6 +186,8 @@ async def test_hostile_bytes_are_a_typed_error_on_read_and_update_writes_nothing
         data, stat = await client.get(app.path)
         assert (data, stat.version) == (hostile, 0)  # left as it was
         await client.delete(app.path)
+    # Each undecodable read is counted, as the recipes count theirs.
+    assert client.stats().recipes["modeled"].undecodable == 15
 
 
 def _kinds(changes: list[ModelChange[Any]]) -> list[CacheEventType]:
@@ -228,6 +230,7 @@ async def test_children_and_tree_views_keep_going_past_a_hostile_node(
         assert set(entries) == {"/jobs/ok", "/jobs/bad"}
         assert not entries["/jobs/bad"].ok and entries["/jobs/bad"].params == {"job": "bad"}
         assert view.values == {"/jobs/ok": Config("ok", 1)}
+        assert client.stats().recipes["modeled"].undecodable == 1  # once, however often read
         changes = view.changes()
         await jobs.at(job="new").create(Config("new", 3))
         added = await changes.get(timeout=5)
@@ -358,3 +361,32 @@ async def test_a_stream_ends_when_its_client_closes(zk_connect: Factory) -> None
         await node.read()
     with pytest.raises(ClientClosedError):
         await node.update(lambda c: c)
+
+
+async def test_pydantic_and_msgspec_models_round_trip_through_the_server(
+    zk_connect: Factory,
+) -> None:
+    pydantic = pytest.importorskip("pydantic")
+    msgspec = pytest.importorskip("msgspec")
+
+    class Settings(pydantic.BaseModel):  # type: ignore[misc,name-defined]
+        region: str
+        limit: int = 10
+
+    class Shard(msgspec.Struct):  # type: ignore[misc,name-defined]
+        owner: str
+        keys: list[int]
+
+    client = await zk_connect()
+    settings = Model(Settings, "/pyd/{id}").bind(client, id="a")
+    await settings.create(Settings(region="eu"))
+    assert await settings.update(lambda s: s.model_copy(update={"limit": s.limit + 1})) == Settings(
+        region="eu", limit=11
+    )
+    assert await settings.read() == Settings(region="eu", limit=11)
+    shard = Model(Shard, "/shards/{n}").bind(client, n=0)
+    await shard.create(Shard("x", [1, 2]))
+    assert await shard.read() == Shard("x", [1, 2])
+    await client.set(shard.path, b'{"owner": 5}')
+    with pytest.raises(ModelDecodeError):
+        await shard.read()
