@@ -29,6 +29,26 @@ from aiocoord.client import (
 )
 from aiocoord.errors import *  # noqa: F403
 from aiocoord.errors import __all__ as _errors_all
+from aiocoord.modeled import (
+    JsonSerializer,
+    Model,
+    ModelCache,
+    ModelChange,
+    ModelChanges,
+    ModelDecodeError,
+    ModeledNode,
+    ModelEncodeError,
+    ModelEntry,
+    ModelError,
+    MsgspecSerializer,
+    PathTemplate,
+    PydanticSerializer,
+    Schema,
+    SchemaSet,
+    SchemaViolationError,
+    Serializer,
+    serializer_for,
+)
 from aiocoord.recipes.barrier import Barrier, BarrierError, DoubleBarrier
 from aiocoord.recipes.cache import (
     CacheError,
@@ -225,4 +245,23 @@ __all__ = [
     "TreeCacheSelector",
     "compression",
     "zkpaths",
+    # issue 30: typed models (Curator's ModeledFramework)
+    "JsonSerializer",
+    "Model",
+    "ModelCache",
+    "ModelChange",
+    "ModelChanges",
+    "ModelDecodeError",
+    "ModelEncodeError",
+    "ModelEntry",
+    "ModelError",
+    "ModeledNode",
+    "MsgspecSerializer",
+    "PathTemplate",
+    "PydanticSerializer",
+    "Schema",
+    "SchemaSet",
+    "SchemaViolationError",
+    "Serializer",
+    "serializer_for",
 ]

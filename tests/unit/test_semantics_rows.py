@@ -64,8 +64,9 @@ def table_rows(page: str, text: str) -> list[str]:
 
 
 def documented_rows() -> list[str]:
-    """Every failure-semantics row of docs/recipes.md and docs/recipes/*.md."""
-    pages = [DOCS / "recipes.md", *sorted((DOCS / "recipes").glob("*.md"))]
+    """Every failure-semantics row of docs/recipes.md, docs/recipes/*.md and
+    docs/typed-state.md."""
+    pages = [DOCS / "recipes.md", *sorted((DOCS / "recipes").glob("*.md")), DOCS / "typed-state.md"]
     rows: list[str] = []
     for path in pages:
         rows += table_rows(path.relative_to(DOCS).as_posix(), path.read_text(encoding="utf-8"))

@@ -1,0 +1,139 @@
+"""Typed models shared with a Java service: Jackson's default ObjectMapper (what Curator's
+JacksonModelSerializer uses), on the OS's jars, reads what aiocoord.modeled wrote and writes
+what it reads, field by field, through a real ZooKeeper
+(tests/integration/java/JacksonModelPeer.java): nested objects, lists of strings and of
+objects, null fields, a map, a ``java.util.Date`` (epoch millis), an enum, a Long beyond a
+double's exact range.
+
+Needs a JDK and the Jackson and Curator jars (Debian: libcurator-framework-java
+libjackson2-databind-java default-jdk-headless); skipped without them."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import Factory, compile_java_peer
+
+from aiocoord import Model
+
+JARS = (
+    "zookeeper.jar",
+    "zookeeper-jute.jar",
+    "curator-client.jar",
+    "curator-framework.jar",
+    "guava.jar",
+    "slf4j-api.jar",
+    "slf4j-nop.jar",
+    "jackson-annotations.jar",
+    "jackson-core.jar",
+    "jackson-databind.jar",
+)
+UTC = datetime.timezone.utc
+
+
+class Tier(enum.Enum):
+    FREE = "free"
+    PRO = "pro"
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_jobs: int = field(metadata={"json": "maxJobs"})
+    burst: float
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    host: str
+    port: int
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    tier: Tier
+    limits: Limits
+    tags: list[str]
+    endpoints: list[Endpoint]
+    owner: str | None
+    created: datetime.datetime
+    quota: dict[str, int]
+    budget: int | None
+
+
+@pytest.fixture(scope="module")
+def jackson_peer(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command that runs the compiled JacksonModelPeer."""
+    out: Path = tmp_path_factory.mktemp("JacksonModelPeer")
+    return compile_java_peer(out, "JacksonModelPeer", JARS)
+
+
+async def _run(command: list[str], *args: str) -> list[str]:
+    proc = await asyncio.create_subprocess_exec(
+        *command, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+    # Split on newlines only: str.splitlines would also split at the U+2028 of a field.
+    return out.decode("utf-8").split("\n")[:-1]
+
+
+async def test_jackson_reads_ours_and_we_read_jacksons_field_by_field(
+    jackson_peer: list[str], zookeeper: Any, zk_namespace: str, zk_connect: Factory
+) -> None:
+    client = await zk_connect()
+    tenants = Model(Tenant, "/models/{side}").bind(client)
+    ours = Tenant(
+        name="py-tenant ü\u2028",
+        tier=Tier.PRO,
+        limits=Limits(3, 2.5e-05),
+        tags=["a", 'quote"', "tab\t"],
+        endpoints=[Endpoint("h1", 1), Endpoint("h2", 65535)],
+        owner=None,
+        created=datetime.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=UTC),
+        quota={"cpu": 4, "mem": 2048},
+        budget=None,
+    )
+    await tenants.at(side="py").create(ours)
+
+    lines = await _run(
+        jackson_peer, zookeeper.connect_string + zk_namespace, "/models/py", "/models/java"
+    )
+
+    # Jackson read every field of ours as we meant it.
+    assert lines[:-1] == [
+        "name=py-tenant ü\u2028",
+        "tier=PRO",
+        "limits.maxJobs=3",
+        "limits.burst=2.5E-5",
+        'tags=[a, quote", tab\t]',
+        "endpoints=[h1:1, h2:65535]",
+        "owner=null",
+        "created=1714979289123",
+        "quota={cpu=4, mem=2048}",
+        "budget=null",
+    ]
+    # And we read every field of Jackson's.
+    java = await tenants.at(side="java").read()
+    assert java == Tenant(
+        name="java-tenant é€",
+        tier=Tier.FREE,
+        limits=Limits(7, 0.1),
+        tags=["jvm", 'x"y'],
+        endpoints=[Endpoint("10.0.0.1", 8080)],
+        owner=None,
+        created=datetime.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=UTC),
+        quota={"cpu": 2, "mem": 1024},
+        budget=9007199254740993,  # a Long no double holds: read as the exact int
+    )
+    # Written again by us, it is byte for byte what Jackson wrote (field order, nulls, the
+    # Date's number, the enum's name, UTF-8 unescaped).
+    raw, _ = await client.get("/models/java")
+    assert lines[-1] == "WROTE " + raw.decode("utf-8")
+    assert tenants.model.encode("/models/java", java) == raw
