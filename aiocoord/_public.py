@@ -29,6 +29,7 @@ from aiocoord.client import (
 )
 from aiocoord.errors import *  # noqa: F403
 from aiocoord.errors import __all__ as _errors_all
+from aiocoord.recipes.atomic_value import AtomicStats, DistributedAtomicValue, PromotedToLock
 from aiocoord.recipes.barrier import Barrier, BarrierError, DoubleBarrier
 from aiocoord.recipes.cache import (
     CacheError,
@@ -113,6 +114,7 @@ from aiocoord.transaction import OpResult, Transaction
 __all__ = [
     *_errors_all,
     "AtomicCounter",
+    "AtomicStats",
     "AtomicValue",
     "Barrier",
     "BarrierError",
@@ -122,6 +124,7 @@ __all__ = [
     "CorruptedValueError",
     "CountChange",
     "CreateMode",
+    "DistributedAtomicValue",
     "DoubleBarrier",
     "Election",
     "EventSubscription",
@@ -143,6 +146,7 @@ __all__ = [
     "Participant",
     "PersistentNode",
     "PriorityQueue",
+    "PromotedToLock",
     "Queue",
     "ReadLock",
     "ReadWriteLock",
