@@ -95,6 +95,7 @@ from aiocoord.recipes.partitioner import (
     SetPartitioner,
 )
 from aiocoord.recipes.queue import PriorityQueue, Queue
+from aiocoord.recipes.queue_sharder import QueueSharder, QueueSharderPolicies
 from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
 from aiocoord.recipes.semaphore import Lease, Semaphore
 from aiocoord.recipes.shared_value import SharedValue, ValueChange
@@ -148,6 +149,8 @@ __all__ = [
     "PriorityQueue",
     "PromotedToLock",
     "Queue",
+    "QueueSharder",
+    "QueueSharderPolicies",
     "ReadLock",
     "ReadWriteLock",
     "Semaphore",
