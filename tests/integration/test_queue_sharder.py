@@ -25,6 +25,7 @@ from aiocoord.testing import FaultProxy, expire_client
 SEMANTICS = {
     "recipes/queue-sharder.md | Failure semantics | Connection lost (SUSPENDED)": [
         "test_a_get_waiting_across_a_dropped_connection_takes_the_next_item",
+        "test_a_leader_cut_off_stops_leading_and_adds_a_shard_once_it_leads_again",
         "test_queue.py::test_put_and_claim_whose_replies_are_lost_happen_exactly_once",
     ],
     "recipes/queue-sharder.md | Failure semantics | Session expired (LOST)": [
@@ -38,6 +39,8 @@ SEMANTICS = {
     ],
     "recipes/queue-sharder.md | Failure semantics | Hostile or foreign node data": [
         "test_a_foreign_child_is_a_shard_as_for_curator_and_raw_items_come_out_raw",
+        "unit/test_queue_sharder_decision.py::"
+        "test_policies_default_to_curators_and_refuse_what_curator_refuses",
     ],
 }
 
@@ -204,3 +207,28 @@ async def test_a_foreign_child_is_a_shard_as_for_curator_and_raw_items_come_out_
     async with QueueSharder(client, "/f", "/f-leader", policies=MANUAL) as sharder:
         assert sharder.shard_paths == {"/f/junk"}  # a child is a shard: Curator's rule
         assert await sharder.get(timeout=5) == b"\xff not framed"
+
+
+async def test_a_leader_cut_off_stops_leading_and_adds_a_shard_once_it_leads_again(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=10)
+    other = await zk_connect()
+    async with QueueSharder(client, "/s", "/s-leader", policies=MANUAL) as sharder:
+        assert await sharder.latch.wait_until_leader(10)
+        changes = sharder.latch.changes()
+        (shard,) = sharder.shard_paths
+        for i in range(3):
+            await Queue(other, shard).put(b"%d" % i)
+        zk_fault_proxy.hold_new_connections()
+        zk_fault_proxy.drop()
+        change = await changes.get(timeout=10)
+        assert (change.is_leader, change.reason) == (False, "suspended")
+        assert not sharder.latch.is_leader  # a check now would add no shard
+        zk_fault_proxy.hold_new_connections(False)
+        assert await sharder.latch.wait_until_leader(10)
+        await sharder.check()
+        assert sharder.shard_count == 2
+        assert len(await other.children("/s")) == 2
+        await changes.aclose()
+    await client.close()
