@@ -158,9 +158,9 @@ CALLS: list[tuple[str, Call, type[CoordinationError]]] = [
     ("counter try_set range", lambda c: AtomicCounter(c, "/a").try_set(2**63), BadArgumentsError),
     (
         "atomic value try_set str",
-        lambda c: DistributedAtomicValue(c, "/v").try_set("x"),
+        lambda c: DistributedAtomicValue(c, "/v").try_set("x"),  # type: ignore[arg-type]
         InvalidTypeError,
-    ),  # type: ignore[arg-type]
+    ),
     (
         "atomic value force_set too large",
         lambda c: DistributedAtomicValue(c, "/v").force_set(b"x" * (2**20 + 1)),
