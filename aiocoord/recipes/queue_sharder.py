@@ -355,9 +355,19 @@ class QueueSharder:
         children or on the shard list fired (TimeoutError at ``deadline``)."""
         watches: list[Watch] = []
         try:
-            names, watch = await call_with_watch(
-                self.client.children(self.path, watch=True), deadline
-            )
+            try:
+                names, watch = await call_with_watch(
+                    self.client.children(self.path, watch=True), deadline
+                )
+            except NoNodeError:
+                # Every shard deleted and the container reaped: wait for it to come back.
+                names = []
+                stat, watch = await call_with_watch(
+                    self.client.exists(self.path, watch=True), deadline
+                )
+                if stat is not None:
+                    watch.cancel()
+                    return
             watches.append(watch)
             for name in names:
                 self._adopt(self._shard_path(name))

@@ -39,6 +39,7 @@ SEMANTICS = {
     ],
     "recipes/queue-sharder.md | Failure semantics | Hostile or foreign node data": [
         "test_a_foreign_child_is_a_shard_as_for_curator_and_raw_items_come_out_raw",
+        "test_a_get_waits_through_its_path_being_deleted_and_made_again",
         "unit/test_queue_sharder_decision.py::"
         "test_policies_default_to_curators_and_refuse_what_curator_refuses",
     ],
@@ -232,3 +233,17 @@ async def test_a_leader_cut_off_stops_leading_and_adds_a_shard_once_it_leads_aga
         assert len(await other.children("/s")) == 2
         await changes.aclose()
     await client.close()
+
+
+async def test_a_get_waits_through_its_path_being_deleted_and_made_again(
+    zk_connect: Factory,
+) -> None:
+    client, other = await zk_connect(), await zk_connect()
+    async with QueueSharder(client, "/gone", "/gone-leader", policies=MANUAL) as sharder:
+        (shard,) = sharder.shard_paths
+        await other.delete(shard)
+        await other.delete("/gone")  # as the server does to an emptied container
+        waiting = asyncio.ensure_future(sharder.get(timeout=20))
+        await client.exists("/gone")  # a round trip: the get has listed the shards by now
+        await Queue(other, shard).put(b"back")  # makes the path and the shard again
+        assert await waiting == b"back"
