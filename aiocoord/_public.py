@@ -49,6 +49,7 @@ from aiocoord.modeled import (
     Serializer,
     serializer_for,
 )
+from aiocoord.recipes.atomic_value import AtomicStats, DistributedAtomicValue, PromotedToLock
 from aiocoord.recipes.barrier import Barrier, BarrierError, DoubleBarrier
 from aiocoord.recipes.cache import (
     CacheError,
@@ -114,6 +115,7 @@ from aiocoord.recipes.partitioner import (
     SetPartitioner,
 )
 from aiocoord.recipes.queue import PriorityQueue, Queue
+from aiocoord.recipes.queue_sharder import QueueSharder, QueueSharderPolicies
 from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
 from aiocoord.recipes.semaphore import Lease, Semaphore
 from aiocoord.recipes.shared_value import SharedValue, ValueChange
@@ -133,6 +135,7 @@ from aiocoord.transaction import OpResult, Transaction
 __all__ = [
     *_errors_all,
     "AtomicCounter",
+    "AtomicStats",
     "AtomicValue",
     "Barrier",
     "BarrierError",
@@ -142,6 +145,7 @@ __all__ = [
     "CorruptedValueError",
     "CountChange",
     "CreateMode",
+    "DistributedAtomicValue",
     "DoubleBarrier",
     "Election",
     "EventSubscription",
@@ -163,7 +167,10 @@ __all__ = [
     "Participant",
     "PersistentNode",
     "PriorityQueue",
+    "PromotedToLock",
     "Queue",
+    "QueueSharder",
+    "QueueSharderPolicies",
     "ReadLock",
     "ReadWriteLock",
     "Semaphore",

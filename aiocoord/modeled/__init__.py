@@ -21,6 +21,7 @@ Jackson writes it), ``serializers`` (the protocol, pydantic, msgspec), ``schema`
 checks), ``ops`` (typed operations), ``views`` (typed caches and streams), ``exceptions``.
 """
 
+from aiocoord.modeled.entry import ModelEntry
 from aiocoord.modeled.exceptions import (
     ModelDecodeError,
     ModelEncodeError,
@@ -36,7 +37,7 @@ from aiocoord.modeled.serializers import (
     Serializer,
     serializer_for,
 )
-from aiocoord.modeled.spec import Model, ModelEntry
+from aiocoord.modeled.spec import Model
 from aiocoord.modeled.template import PathTemplate
 from aiocoord.modeled.views import ModelCache, ModelChange, ModelChanges
 

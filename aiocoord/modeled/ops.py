@@ -34,7 +34,7 @@ from aiocoord._validation import validate_timeout, validate_version
 from aiocoord._wire.data import Stat
 from aiocoord.client import Client
 from aiocoord.errors import BadArgumentsError, BadVersionError, InvalidTypeError
-from aiocoord.modeled.spec import Model, ModelEntry, count_undecodable
+from aiocoord.modeled.entry import ModelEntry, ModelLike, count_undecodable
 from aiocoord.modeled.views import ModelCache, ModelChanges
 from aiocoord.recipes.cache import ChildrenCache, NodeCache, TreeCache
 from aiocoord.recipes.nodes import CreateMode
@@ -55,13 +55,11 @@ class ModeledNode(Generic[T]):
     write leaves its outcome unknown, as with any ZooKeeper write.
     """
 
-    def __init__(self, client: Client, model: Model[T], params: Mapping[str, Any]) -> None:
+    def __init__(self, client: Client, model: ModelLike[T], params: Mapping[str, Any]) -> None:
         if not isinstance(client, Client):
             raise InvalidTypeError(
                 f"client must be an aiocoord.Client, not {type(client).__name__}"
             )
-        if not isinstance(model, Model):
-            raise InvalidTypeError(f"model must be a Model, not {type(model).__name__}")
         self.client = client
         self.model = model
         #: The model's template with the bound parameters filled in.

@@ -1,5 +1,4 @@
-"""A typed model's specification, :class:`Model` (Curator's ``ModelSpec``), and what one
-node of it decodes to, :class:`ModelEntry`.
+"""A typed model's specification, :class:`Model` (Curator's ``ModelSpec``).
 
 A model is plain data: a :class:`~aiocoord.modeled.PathTemplate`, a Python type, the
 :class:`~aiocoord.modeled.Serializer` between the two, and how nodes are created (mode, ACL,
@@ -11,15 +10,16 @@ becomes a typed error carrying the node's path (and, decoding, its bytes).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from aiocoord._validation import MAX_TTL_MS, validate_duration_ms
 from aiocoord._wire.data import ACL, Stat
 from aiocoord.acl import check_acl
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
+from aiocoord.modeled.entry import ModelEntry
 from aiocoord.modeled.exceptions import ModelDecodeError, ModelEncodeError
+from aiocoord.modeled.ops import ModeledNode
 from aiocoord.modeled.schema import SchemaSet
 from aiocoord.modeled.serializers import Serializer, serializer_for
 from aiocoord.modeled.template import PathTemplate
@@ -27,52 +27,10 @@ from aiocoord.recipes.nodes import CreateMode
 
 if TYPE_CHECKING:
     from aiocoord.client import Client
-    from aiocoord.modeled.ops import ModeledNode
 
-__all__ = ["Model", "ModelEntry", "count_undecodable"]
-
-#: The kind under which ``client.stats().recipes`` counts model nodes that did not decode.
-STATS_KIND = "modeled"
+__all__ = ["Model"]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class ModelEntry(Generic[T]):
-    """One node of a model as read: its path, the template's parameters for it, its stat and
-    bytes, and its value, or the :class:`~aiocoord.modeled.ModelDecodeError` that says why
-    the bytes are no value.
-
-    :attr:`value` raises that error; :attr:`ok` tells first. A change stream or cache hands
-    out entries, so a node that does not decode is reported, not fatal.
-    """
-
-    path: str
-    params: Mapping[str, str]
-    stat: Stat
-    data: bytes
-    error: ModelDecodeError | None = None
-    decoded: T | None = field(default=None, repr=False)
-
-    @property
-    def ok(self) -> bool:
-        """True if the data decoded."""
-        return self.error is None
-
-    @property
-    def value(self) -> T:
-        """The decoded value; raises the :class:`~aiocoord.modeled.ModelDecodeError` of a
-        node that did not decode."""
-        if self.error is not None:
-            raise self.error
-        return self.decoded  # type: ignore[return-value]
-
-
-def count_undecodable(client: Client, entry: ModelEntry[Any]) -> None:
-    """Count ``entry`` in ``client.stats().recipes["modeled"].undecodable`` if it did not
-    decode (the callers count each version of a node once)."""
-    if entry.error is not None:
-        client.session.recorder.undecodable(STATS_KIND)
 
 
 class Model(Generic[T]):
@@ -134,8 +92,6 @@ class Model(Generic[T]):
     def bind(self, client: Client, /, **params: Any) -> ModeledNode[T]:
         """The typed operations of this model on ``client``, with ``params`` filled in (the
         others can be given later with :meth:`ModeledNode.at`)."""
-        from aiocoord.modeled.ops import ModeledNode
-
         return ModeledNode(client, self, params)
 
     def encode(self, path: str, value: T) -> bytes:

@@ -23,7 +23,7 @@ from typing import Any, Generic, TypeVar
 from aiocoord._deadline import within
 from aiocoord.client import ChildData, Client
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
-from aiocoord.modeled.spec import Model, ModelEntry, count_undecodable
+from aiocoord.modeled.entry import ModelEntry, ModelLike, count_undecodable
 from aiocoord.modeled.template import PathTemplate
 from aiocoord.recipes.cache import (
     CacheEventType,
@@ -134,7 +134,7 @@ class ModelCache(Generic[T]):
         self,
         client: Client,
         cache: NodeCache | ChildrenCache | TreeCache,
-        model: Model[T],
+        model: ModelLike[T],
         template: PathTemplate | None = None,
     ) -> None:
         if not isinstance(cache, (NodeCache, ChildrenCache, TreeCache)):

@@ -9,9 +9,11 @@ come from a :class:`~aiocoord.recipes.cache.NodeCache` on the node.
 
 **AtomicCounter** is Curator's ``DistributedAtomicLong``: one node whose data is the value as
 an 8-byte big-endian signed integer (empty data reads as 0; a missing node is created on the
-first write). Each change reads the value and writes the new one on the version read; if
-another client wrote first, it reads again and retries, as the retry policy allows. The
-result says whether it succeeded and gives the value before and after.
+first write). It is :class:`~aiocoord.DistributedAtomicValue` over that codec: each change
+reads the value and writes the new one on the version read; if another client wrote first,
+it reads again and retries, as the retry policy allows, then under a mutex with a
+:class:`~aiocoord.PromotedToLock` (Curator's promoted mode). The result says whether it
+succeeded and gives the value before and after.
 
 Unlike Curator's, an add (or a ``try_set``) is never applied twice, nor reported failed
 after it was applied, when its reply is lost to a connection loss: each write goes in a
@@ -23,24 +25,13 @@ or with the session.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from aiocoord._client import door
 from aiocoord._validation import validate_path
 from aiocoord._wire.data import ACL
-from aiocoord.acl import check_acl
 from aiocoord.client import Client
-from aiocoord.errors import (
-    BadArgumentsError,
-    BadVersionError,
-    InvalidTypeError,
-    NodeExistsError,
-    NoNodeError,
-    TransactionFailedError,
-)
+from aiocoord.errors import BadArgumentsError
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._counter_codec import (
     INT32,
@@ -53,9 +44,9 @@ from aiocoord.recipes._counter_codec import (
     check_int,
     wrap64,
 )
-from aiocoord.recipes._marker import MarkedCommit
+from aiocoord.recipes.atomic_value import AtomicValue, DistributedAtomicValue, PromotedToLock
 from aiocoord.recipes.shared_value import ValueChange, VersionedValue, _SharedNode
-from aiocoord.retry import ExponentialBackoff, RetryPolicy
+from aiocoord.retry import RetryPolicy
 
 __all__ = [
     "AtomicCounter",
@@ -109,32 +100,18 @@ class SharedCount(_SharedNode[int]):
 # --- AtomicCounter ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class AtomicValue:
-    """The outcome of an :class:`AtomicCounter` change (Curator's ``AtomicValue``).
-
-    ``succeeded`` is False when the retry policy gave up before the write got through;
-    then ``post_value`` is the value that was attempted and nothing was written.
-    ``pre_value`` is None if the node did not exist before.
-    """
-
-    succeeded: bool
-    pre_value: int | None
-    post_value: int
-    #: how many writes were attempted
-    attempts: int = 1
-
-
 class AtomicCounter:
     """A 64-bit counter changed by optimistic compare-and-set (Curator's
     ``DistributedAtomicLong``); see the module docstring.
 
     ``await counter.increment()`` returns an :class:`AtomicValue` with the value before and
     after. Writes that lose a race are retried as ``retry`` allows (an
-    :class:`~aiocoord.ExponentialBackoff` by default); when it gives up the result has
-    ``succeeded=False``. ``close()`` (or leaving ``async with``) deletes the marker nodes of
-    its last writes; the counter node stays. ``acl`` is the ACL of the nodes it creates,
-    parents included (None: OPEN_ACL_UNSAFE).
+    :class:`~aiocoord.ExponentialBackoff` by default), then, with a
+    :class:`~aiocoord.PromotedToLock`, under its mutex; when they give up the result has
+    ``succeeded=False``. It is :class:`~aiocoord.DistributedAtomicValue`'s mechanism over an
+    8-byte big-endian integer. ``close()`` (or leaving ``async with``) deletes the marker
+    nodes of its last writes; the counter node stays. ``acl`` is the ACL of the nodes it
+    creates, parents included (None: OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -143,23 +120,24 @@ class AtomicCounter:
         path: str,
         *,
         retry: RetryPolicy | None = None,
+        promoted_to_lock: PromotedToLock | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
-        if path == "/":
+        check_client(client)
+        if validate_path(path) == "/":
             raise BadArgumentsError("an AtomicCounter cannot live on the root node")
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            raise InvalidTypeError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
-        self.retry: RetryPolicy = (
-            retry if retry is not None else ExponentialBackoff(0.005, 30, 0.25)
+        self._value = DistributedAtomicValue(
+            client, path, retry=retry, promoted_to_lock=promoted_to_lock, acl=acl
         )
-        self.acl = check_acl(acl)
-        self._marked = MarkedCommit(client, path, acl=self.acl)
+        self.client = self._value.client
+        self.path = self._value.path
+        self.retry: RetryPolicy = self._value.retry
+        self.promoted_to_lock = self._value.promoted_to_lock
+        self.acl = self._value.acl
 
     async def close(self) -> None:
         """Delete the marker nodes of the last writes (they would go with the session)."""
-        await self._marked.close()
+        await self._value.close()
 
     async def __aenter__(self) -> AtomicCounter:
         return self
@@ -167,49 +145,54 @@ class AtomicCounter:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _decode(self, data: bytes) -> int:
+    def _decode(self, data: bytes | None) -> int:
+        """The value of the node's data (a missing node or empty data reads as 0)."""
         if not data:
             return 0
         if len(data) != INT64.size:
+            door.recorder(self.client).undecodable("atomic_counter")
             raise CorruptedValueError(self.path, data, INT64.size)
         return int(INT64.unpack(data)[0])
 
-    async def _read(self) -> tuple[int | None, int]:
-        """The current value (None if no node) and the node's version (-1 if none)."""
-        try:
-            data, stat = await self.client.get(self.path)
-        except NoNodeError:
-            return None, -1
-        try:
-            return self._decode(data), stat.version
-        except CorruptedValueError:
-            door.recorder(self.client).undecodable("atomic_counter")
-            raise
+    def _result(self, outcome: AtomicValue[bytes]) -> AtomicValue[int]:
+        pre = outcome.pre_value
+        return AtomicValue(
+            outcome.succeeded,
+            None if pre is None else self._decode(pre),
+            self._decode(outcome.post_value),
+            outcome.attempts,
+            outcome.stats,
+        )
 
     async def get(self) -> int:
         """The current value (0 if the node does not exist)."""
-        value, _ = await self._read()
-        return 0 if value is None else value
+        return self._decode(await self._value.get())
 
-    async def add(self, delta: int) -> AtomicValue:
+    async def add(self, delta: int) -> AtomicValue[int]:
         """Add ``delta`` (wrapping around at 64 bits, as a Java long does)."""
         check_int(delta, "delta", INT64_MIN, INT64_MAX)
         return await self._change(lambda current: wrap64(current + delta))
 
-    async def increment(self) -> AtomicValue:
+    async def increment(self) -> AtomicValue[int]:
         """Add 1."""
         return await self._change(lambda current: wrap64(current + 1))
 
-    async def decrement(self) -> AtomicValue:
+    async def decrement(self) -> AtomicValue[int]:
         """Subtract 1."""
         return await self._change(lambda current: wrap64(current - 1))
 
-    async def subtract(self, delta: int) -> AtomicValue:
+    async def subtract(self, delta: int) -> AtomicValue[int]:
         """Subtract ``delta``."""
         check_int(delta, "delta", INT64_MIN, INT64_MAX)
         return await self._change(lambda current: wrap64(current - delta))
 
-    async def compare_and_set(self, expected: int, new: int) -> AtomicValue:
+    async def try_set(self, value: int) -> AtomicValue[int]:
+        """Write ``value`` on the version read, retried (then promoted) as configured
+        (Curator's ``trySet``)."""
+        check_int(value, "value", INT64_MIN, INT64_MAX)
+        return await self._change(lambda _current: value)
+
+    async def compare_and_set(self, expected: int, new: int) -> AtomicValue[int]:
         """Write ``new`` only if the value is ``expected`` (a missing node counts as 0).
 
         One attempt: ``succeeded`` is False if the value differs or someone wrote between
@@ -217,82 +200,23 @@ class AtomicCounter:
         """
         check_int(expected, "expected", INT64_MIN, INT64_MAX)
         check_int(new, "new", INT64_MIN, INT64_MAX)
-        current, version = await self._read()
-        if (0 if current is None else current) != expected:
-            return AtomicValue(False, current, new)
-        written = await self._try_write(new, version)
-        return AtomicValue(written, current, new)
+        outcome = await self._value.compare_with(
+            lambda current: self._decode(current) == expected, INT64.pack(new)
+        )
+        return self._result(outcome)
 
     async def force_set(self, value: int) -> None:
         """Write ``value`` whatever the current one."""
-        data = INT64.pack(check_int(value, "value", INT64_MIN, INT64_MAX))
-        try:
-            await self.client.set(self.path, data)
-        except NoNodeError:
-            try:
-                await self.client.create(
-                    self.path, data, make_parents=True, parents_as_containers=True, acl=self.acl
-                )
-            except NodeExistsError:
-                await self.client.set(self.path, data)
+        await self._value.force_set(INT64.pack(check_int(value, "value", INT64_MIN, INT64_MAX)))
 
     async def initialize(self, value: int) -> bool:
         """Create the node with ``value`` if it does not exist; True if this call did."""
         data = INT64.pack(check_int(value, "value", INT64_MIN, INT64_MAX))
-        try:
-            await self.client.create(
-                self.path, data, make_parents=True, parents_as_containers=True, acl=self.acl
-            )
-        except NodeExistsError:
-            return False
-        return True
+        return await self._value.initialize(data)
 
-    async def _change(self, compute: Callable[[int], int]) -> AtomicValue:
-        delays = self.retry.delays()
-        attempts = 0
-        while True:
-            current, version = await self._read()
-            new = compute(0 if current is None else current)
-            attempts += 1
-            if await self._try_write(new, version):
-                return AtomicValue(True, current, new, attempts)
-            delay = next(delays, None)
-            if delay is None:
-                return AtomicValue(False, current, new, attempts)
-            await asyncio.sleep(delay)
-
-    async def _try_write(self, new: int, version: int) -> bool:
-        """Write ``new`` if the node is still at ``version`` (-1: if it still does not
-        exist); exactly once, whatever happens to the reply. False if someone was first."""
-        data = INT64.pack(new)
-        path = self.path
-        acl = self.acl
-        while True:
-            if version < 0:
-
-                def build(txn: Any) -> None:
-                    txn.create(path, data, acl=acl)
-
-            else:
-
-                def build(txn: Any) -> None:
-                    txn.set(path, data, version)
-
-            try:
-                await self._marked.commit(build)
-            except TransactionFailedError as exc:
-                if exc.failed_index != 0:
-                    raise
-                if isinstance(exc.cause, NoNodeError) and version < 0:
-                    # The parent is missing: make it (as a container, as Curator does).
-                    parent = path.rsplit("/", 1)[0]
-                    if parent:
-                        await self.client.ensure_path(parent, container=True, acl=acl)
-                        continue
-                if isinstance(exc.cause, (BadVersionError, NodeExistsError, NoNodeError)):
-                    return False
-                raise
-            return True
+    async def _change(self, compute: Callable[[int], int]) -> AtomicValue[int]:
+        outcome = await self._value.change(lambda data: INT64.pack(compute(self._decode(data))))
+        return self._result(outcome)
 
     def __repr__(self) -> str:
         return f"<AtomicCounter {self.path}>"

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from typing import Any
 
 import pytest
 from support import Factory
 
-from aiocoord import NoRetry, RetryNTimes
+from aiocoord import DistributedAtomicValue, NoRetry, RetryNTimes, RetryPolicy
 from aiocoord.recipes.counter import (
     AtomicCounter,
     CorruptedValueError,
@@ -135,27 +136,37 @@ async def test_empty_data_reads_as_zero_and_other_widths_are_refused(zk_connect:
         await AtomicCounter(client, "/short").increment()
 
 
-class Interfered(AtomicCounter):
-    """A counter that someone else always writes to between its read and its write."""
+class InterferedValue(DistributedAtomicValue):
+    """A value that someone else always writes to between its read and its write."""
 
     other: AtomicCounter
 
-    async def _read(self) -> tuple[int | None, int]:
-        read = await super()._read()
+    async def read(self) -> tuple[bytes | None, int]:
+        read = await super().read()
         await self.other.increment()
         return read
+
+
+def interfered(client: Any, other: AtomicCounter, retry: RetryPolicy) -> AtomicCounter:
+    """An AtomicCounter on /race whose every read is followed by ``other``'s increment (the
+    counter is DistributedAtomicValue's mechanism: the interference goes in there)."""
+    counter = AtomicCounter(client, "/race", retry=retry)
+    value = InterferedValue(client, "/race", retry=retry)
+    value.other = other
+    counter._value = value
+    return counter
 
 
 async def test_gives_up_with_succeeded_false_when_retries_run_out(zk_connect: Factory) -> None:
     client, other = await zk_connect(), await zk_connect()
     await AtomicCounter(client, "/race").force_set(10)
-    counter = Interfered(client, "/race", retry=RetryNTimes(2, 0))
-    counter.other = AtomicCounter(other, "/race")
+    watcher = AtomicCounter(other, "/race")
+    counter = interfered(client, watcher, RetryNTimes(2, 0))
     r = await counter.add(100)
     assert (r.succeeded, r.attempts) == (False, 3)
-    assert await counter.other.get() == 13  # only the interfering increments got through
-    once = Interfered(client, "/race", retry=NoRetry())
-    once.other = counter.other
+    assert (r.stats.optimistic_tries, r.stats.promoted_lock_tries) == (3, 0)
+    assert await watcher.get() == 13  # only the interfering increments got through
+    once = interfered(client, watcher, NoRetry())
     assert (await once.increment()).attempts == 1
 
 

@@ -25,6 +25,7 @@ from aiocoord import (
     Barrier,
     Client,
     DelayQueue,
+    DistributedAtomicValue,
     DoubleBarrier,
     Election,
     GroupMember,
@@ -34,7 +35,9 @@ from aiocoord import (
     LockingQueue,
     PersistentNode,
     PersistentTtlNode,
+    PromotedToLock,
     Queue,
+    QueueSharder,
     ReadWriteLock,
     Semaphore,
     SharedCount,
@@ -209,6 +212,10 @@ RECIPES: dict[str, Callable[[Client, list[ACL]], Any]] = {
     "IdQueue": lambda c, acl: IdQueue(c, "/r", acl=acl),
     "SharedValue": lambda c, acl: SharedValue(c, "/r", acl=acl),
     "PersistentTtlNode": lambda c, acl: PersistentTtlNode(c, "/r", 30, acl=acl),
+    "DistributedAtomicValue": lambda c, acl: DistributedAtomicValue(
+        c, "/r/value", promoted_to_lock=PromotedToLock("/r/lock"), acl=acl
+    ),
+    "QueueSharder": lambda c, acl: QueueSharder(c, "/r/q", "/r/leader", acl=acl),
 }
 
 
@@ -315,6 +322,17 @@ async def _ttl_node(r: PersistentTtlNode, done: AsyncExitStack) -> None:
     await eventually(touched, what="the TTL child")
 
 
+async def _atomic_value(r: DistributedAtomicValue, done: AsyncExitStack) -> None:
+    done.push_async_callback(r.close)
+    assert (await r.try_set(b"v")).succeeded  # parents made, a marker node left
+
+
+async def _sharder(r: QueueSharder, done: AsyncExitStack) -> None:
+    await done.enter_async_context(r)
+    assert await r.latch.wait_until_leader(10)
+    await r.put(b"job")
+
+
 # What makes each recipe create its nodes (undone by the stack once they have been checked).
 USES: dict[str, Callable[[Any, AsyncExitStack], Awaitable[None]]] = {
     "Lock": _lock,
@@ -335,6 +353,8 @@ USES: dict[str, Callable[[Any, AsyncExitStack], Awaitable[None]]] = {
     "IdQueue": _id_queue,
     "SharedValue": _shared_value,
     "PersistentTtlNode": _ttl_node,
+    "DistributedAtomicValue": _atomic_value,
+    "QueueSharder": _sharder,
 }
 
 

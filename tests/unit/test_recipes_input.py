@@ -17,6 +17,7 @@ from aiocoord.errors import (
     InvalidPathError,
     InvalidTypeError,
 )
+from aiocoord.recipes.atomic_value import DistributedAtomicValue, PromotedToLock
 from aiocoord.recipes.barrier import Barrier, DoubleBarrier
 from aiocoord.recipes.counter import AtomicCounter, SharedCount
 from aiocoord.recipes.election import Election, LeaderLatch
@@ -24,6 +25,7 @@ from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.recipes.locking_queue import LockingQueue
 from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
 from aiocoord.recipes.queue import PriorityQueue, Queue
+from aiocoord.recipes.queue_sharder import QueueSharder
 from aiocoord.recipes.rwlock import ReadWriteLock
 from aiocoord.recipes.semaphore import Semaphore
 
@@ -51,6 +53,25 @@ CONSTRUCTORS: list[tuple[str, Make, type[CoordinationError]]] = [
     ("counter retry", lambda c: AtomicCounter(c, "/a", retry=3), InvalidTypeError),  # type: ignore[arg-type]
     ("counter dot segment", lambda c: AtomicCounter(c, "/a/../b"), InvalidPathError),
     ("queue on root", lambda c: Queue(c, "/"), BadArgumentsError),
+    ("atomic value on root", lambda c: DistributedAtomicValue(c, "/"), BadArgumentsError),
+    (
+        "atomic value promoted",
+        lambda c: DistributedAtomicValue(c, "/v", promoted_to_lock="/l"),  # type: ignore[arg-type]
+        InvalidTypeError,
+    ),
+    (
+        "promoted lock path",
+        lambda c: DistributedAtomicValue(c, "/v", promoted_to_lock=PromotedToLock("l")),
+        InvalidPathError,
+    ),
+    (
+        "promoted retry",
+        lambda c: AtomicCounter(c, "/a", promoted_to_lock=PromotedToLock("/l", retry=1)),  # type: ignore[arg-type]
+        InvalidTypeError,
+    ),
+    ("sharder on root", lambda c: QueueSharder(c, "/", "/leader"), BadArgumentsError),
+    ("sharder leader path", lambda c: QueueSharder(c, "/q", "leader"), InvalidPathError),
+    ("sharder policies", lambda c: QueueSharder(c, "/q", "/l", policies={}), InvalidTypeError),  # type: ignore[arg-type]
     ("locking queue path type", lambda c: LockingQueue(c, 5), InvalidTypeError),  # type: ignore[arg-type]
     ("node data str", lambda c: PersistentNode(c, "/p", "x"), InvalidTypeError),  # type: ignore[arg-type]
     (
@@ -134,6 +155,18 @@ CALLS: list[tuple[str, Call, type[CoordinationError]]] = [
         InvalidTypeError,
     ),  # type: ignore[arg-type]
     ("counter force_set bool", lambda c: AtomicCounter(c, "/a").force_set(True), InvalidTypeError),
+    ("counter try_set range", lambda c: AtomicCounter(c, "/a").try_set(2**63), BadArgumentsError),
+    (
+        "atomic value try_set str",
+        lambda c: DistributedAtomicValue(c, "/v").try_set("x"),  # type: ignore[arg-type]
+        InvalidTypeError,
+    ),
+    (
+        "atomic value force_set too large",
+        lambda c: DistributedAtomicValue(c, "/v").force_set(b"x" * (2**20 + 1)),
+        DataTooLargeError,
+    ),
+    ("sharder get before start", lambda c: QueueSharder(c, "/q", "/l").get(), CoordinationError),
     (
         "counter initialize range",
         lambda c: AtomicCounter(c, "/a").initialize(-(2**64)),
