@@ -172,9 +172,8 @@ async def watch_data_now(
 
 
 def trusted(client: Client) -> bool:
-    """Whether the client's session may be trusted now (see :mod:`aiocoord._session.liveness`):
-    connected, and heard from within the liveness window, so the server cannot expire it
-    before the client itself declares it LOST."""
+    """Whether the client's session may be trusted now (the rule:
+    :mod:`aiocoord._session.liveness`)."""
     return client.session.trusted()
 
 

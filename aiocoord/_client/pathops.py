@@ -24,7 +24,7 @@ from aiocoord._paths import join, protected_prefix, split
 from aiocoord._session.connection import Reply
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.framing import EmptyResponse, Request
-from aiocoord._wire.opcodes import CreateMode, create_mode
+from aiocoord._wire.opcodes import CreateFlag, create_mode
 from aiocoord._wire.reads import ExistsRequest
 from aiocoord._wire.writes import (
     Create2Request,
@@ -115,7 +115,7 @@ class PathOps:
     ) -> tuple[str, Stat]:
         full = self._requests.full(path)
         req: Request[Create2Response]
-        if mode == CreateMode.CONTAINER:
+        if mode == CreateFlag.CONTAINER:
             req = CreateContainerRequest(path=full, data=data, acl=acl, flags=mode)
         elif ttl_ms is not None:
             req = CreateTTLRequest(path=full, data=data, acl=acl, flags=mode, ttl=ttl_ms)
@@ -183,7 +183,7 @@ class PathOps:
         await asyncio.shield(task)
 
     async def _walk(self, path: str, container: bool, acl: list[ACL] | None) -> None:
-        mode = CreateMode.CONTAINER if container else CreateMode.PERSISTENT
+        mode = CreateFlag.CONTAINER if container else CreateFlag.PERSISTENT
 
         async def make(node: str) -> None:
             node_acl = acl if acl is not None else self._requests.acls_for(node, None)

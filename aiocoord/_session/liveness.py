@@ -11,8 +11,8 @@ newest request (or ping) that got an answer (:func:`alive_until`; the session's 
 - a client that has no connection declares the session LOST by itself a little before that
   moment (:data:`EXPIRY_MARGIN`, :func:`expiry_deadline`), never after it, so a holder under
   the *session* policy is told of its loss before the server can give what it held to someone else;
-- the client acts on its session without asking the server (recipes hand a lock over inside
-  one client, say) only while :meth:`aiocoord._session.session.Session.trusted`: connected, with a
+- the client acts on its session without asking the server (a recipe grants a node whose
+  turn came, say) only while :meth:`aiocoord._session.session.Session.trusted`: connected, with a
   proof younger than the liveness window (:func:`trusted`), the two thirds of the timeout
   after which a silent connection is declared dead anyway. Otherwise it waits for the
   server to confirm.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["OP_NAMES", "AddWatchMode", "CreateMode", "Op", "WatcherType", "Xid", "create_mode"]
+__all__ = ["OP_NAMES", "AddWatchMode", "CreateFlag", "Op", "WatcherType", "Xid", "create_mode"]
 
 
 class Op(IntEnum):
@@ -50,8 +50,9 @@ class Xid(IntEnum):
     SET_WATCHES = -8
 
 
-class CreateMode(IntEnum):
-    """The ``flags`` of a create, as the server reads them."""
+class CreateFlag(IntEnum):
+    """The ``flags`` of a create, as the server reads them (the wire's numbers; the public
+    :class:`aiocoord.CreateMode` names the node kinds a recipe makes)."""
 
     PERSISTENT = 0
     EPHEMERAL = 1
@@ -112,11 +113,11 @@ OP_NAMES: dict[int, str] = {
 def create_mode(ephemeral: bool, sequential: bool, container: bool, ttl_ms: int | None) -> int:
     """The wire flags of a create of this kind."""
     if container:
-        return CreateMode.CONTAINER
+        return CreateFlag.CONTAINER
     if ttl_ms is not None:
         return (
-            CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL
+            CreateFlag.PERSISTENT_SEQUENTIAL_WITH_TTL
             if sequential
-            else CreateMode.PERSISTENT_WITH_TTL
+            else CreateFlag.PERSISTENT_WITH_TTL
         )
     return (1 if ephemeral else 0) | (2 if sequential else 0)

@@ -82,7 +82,7 @@ class Create2Response:
 
 @dataclass(frozen=True, slots=True)
 class _CreateRequest(Request[R]):
-    """The fields every create has: path, data, ACL, and the CreateMode as ``flags``."""
+    """The fields every create has: path, data, ACL, and the CreateFlag as ``flags``."""
 
     path: str
     data: bytes
@@ -137,7 +137,7 @@ class Create2Request(_CreateRequest[Create2Response]):
 @dataclass(frozen=True, slots=True)
 class CreateContainerRequest(_CreateRequest[Create2Response]):
     """createContainer: a node the server deletes once its last child is gone (``flags``
-    must be CreateMode.CONTAINER). A create with that flag alone makes a plain node."""
+    must be CreateFlag.CONTAINER). A create with that flag alone makes a plain node."""
 
     opcode = Op.CREATE_CONTAINER
 

@@ -9,7 +9,7 @@ from aiocoord._wire.data import ACL
 from aiocoord._wire.framing import Request
 from aiocoord._wire.handshake import CloseRequest, PingRequest
 from aiocoord._wire.multi import MultiRequest
-from aiocoord._wire.opcodes import AddWatchMode, CreateMode, Op, WatcherType
+from aiocoord._wire.opcodes import AddWatchMode, CreateFlag, Op, WatcherType
 from aiocoord._wire.reads import (
     ExistsRequest,
     GetACLRequest,
@@ -42,7 +42,7 @@ OPEN = [ACL(ACL.ALL, "world", "anyone")]
 
 #: A request of each opcode, by opcode.
 SAMPLES: dict[int, Request[Any]] = {
-    Op.CREATE: CreateRequest("/a", b"x", OPEN, CreateMode.EPHEMERAL),
+    Op.CREATE: CreateRequest("/a", b"x", OPEN, CreateFlag.EPHEMERAL),
     Op.DELETE: DeleteRequest("/a", 3),
     Op.EXISTS: ExistsRequest("/a", True),
     Op.GET_DATA: GetDataRequest("/a", False),
@@ -56,17 +56,17 @@ SAMPLES: dict[int, Request[Any]] = {
     Op.CHECK: CheckVersionRequest("/a", 4),
     Op.MULTI: MultiRequest(
         [
-            Create2Request("/m", b"", OPEN, CreateMode.PERSISTENT_SEQUENTIAL),
+            Create2Request("/m", b"", OPEN, CreateFlag.PERSISTENT_SEQUENTIAL),
             SetDataRequest("/m", b"z", -1),
             CheckVersionRequest("/m", 0),
             DeleteRequest("/m", -1),
         ]
     ),
-    Op.CREATE2: Create2Request("/a", b"x", OPEN, CreateMode.PERSISTENT),
+    Op.CREATE2: Create2Request("/a", b"x", OPEN, CreateFlag.PERSISTENT),
     Op.RECONFIG: ReconfigRequest("server.4=h:1:2;3", None, None, 7),
     Op.REMOVE_WATCHES: RemoveWatchesRequest("/a", WatcherType.ANY),
-    Op.CREATE_CONTAINER: CreateContainerRequest("/c", b"", OPEN, CreateMode.CONTAINER),
-    Op.CREATE_TTL: CreateTTLRequest("/t", b"", OPEN, CreateMode.PERSISTENT_WITH_TTL, 5000),
+    Op.CREATE_CONTAINER: CreateContainerRequest("/c", b"", OPEN, CreateFlag.CONTAINER),
+    Op.CREATE_TTL: CreateTTLRequest("/t", b"", OPEN, CreateFlag.PERSISTENT_WITH_TTL, 5000),
     Op.AUTH: AuthRequest(0, "digest", b"user:secret"),
     Op.SET_WATCHES: SetWatchesRequest(7, ["/d"], ["/e"], ["/c"]),
     Op.SASL: SaslRequest(b"token"),

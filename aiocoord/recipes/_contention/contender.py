@@ -18,7 +18,7 @@ that the node is gone from the delete's answer (the local hand-over, :func:`dele
 from their watch, never from a guess that the session is still alive.
 
 **No grant on an untrusted session.** Whatever woke a waiter, its node is granted only while
-the session is trusted (connected, and answered within the liveness window; see
+the session is trusted (the rule, and why it is safe, is written once, in
 :mod:`aiocoord._session.liveness`); otherwise it first asks the server, in the node's session,
 whether the node still exists (:func:`confirm_alive`).
 """
@@ -37,7 +37,7 @@ from aiocoord._deadline import Deadline, bounded, result_by
 from aiocoord._futures import retrieve
 from aiocoord._paths import join, protected_prefix, sequence_of
 from aiocoord._wire.data import ACL, Stat
-from aiocoord._wire.opcodes import CreateMode
+from aiocoord._wire.opcodes import CreateFlag
 from aiocoord._wire.writes import Create2Request, Create2Response
 from aiocoord.acl import wire_acl
 from aiocoord.client import Client, Watch
@@ -203,7 +203,7 @@ class ProtectedNode:
             path=door.server_path(client, self._path),
             data=self._data,
             acl=wire_acl(acl),
-            flags=CreateMode.EPHEMERAL_SEQUENTIAL if self._sequential else CreateMode.EPHEMERAL,
+            flags=CreateFlag.EPHEMERAL_SEQUENTIAL if self._sequential else CreateFlag.EPHEMERAL,
         )
         return door.send_now(client, request)
 
@@ -367,15 +367,10 @@ async def abandon_watch(task: asyncio.Future[Watch | None]) -> None:
 async def confirm_alive(
     client: Client, pinned: Client, node: QueueNode, deadline: Deadline
 ) -> None:
-    """Return once ``node``'s session may be trusted
-    (:meth:`~aiocoord._session.session.Session.trusted`); raise Restart if the node or its session
-    is gone.
-
-    A grant is only as good as the session behind it. A client that is connected and heard
-    from the server within the liveness window knows the server cannot have expired the
-    session (see :mod:`aiocoord._session.session`); any other client (SUSPENDED, or silent for
-    too long) asks the server first, in the node's session: an answer that finds the node
-    proves the session alive at a moment from which its loss would be reported in time.
+    """Return once ``node``'s session may be trusted (see :mod:`aiocoord._session.liveness`);
+    raise Restart if the node or its session is gone. An untrusted client (SUSPENDED, or
+    silent for too long) asks the server first, in the node's session: an answer that finds
+    the node proves the session alive at a moment from which its loss is reported in time.
     """
     while True:
         if not node.alive_in(client):

@@ -44,13 +44,10 @@ same session's next create is answered after it); a contended one 5 requests, as
 (create, listing, watch, a listing after the wake unless nothing else was ahead, delete).
 Listings of one path by one client are shared when sent after the caller's create was (a
 burst of contenders shares one); a listing without the caller's node is never trusted. A
-release lets the next waiter *of the same client* in at once, without waiting for the server:
-the node is ours and no longer held, and everyone else still sees it until the delete lands,
-so nobody else can get ahead meanwhile. That hand-over happens only while the
-session is *trusted* (connected, and answered within the liveness window; see
-:mod:`aiocoord._session.liveness`): then the server cannot expire the session before the client
-itself declares it LOST, so the new holder hears of any loss before another client can be let in.
-While SUSPENDED, or silent for too long, the waiter waits for the server's word instead.
+release writes its delete and returns; a waiter *of the same client* right behind goes ahead
+on the delete's answer, with no notification or listing of its own (the local hand-over, see
+:func:`~aiocoord.recipes._contention.contender.delete_node`). Every grant waits for a trusted
+session (:func:`~aiocoord.recipes._contention.contender.confirm_alive`).
 
 **Decide, then do.** What a waiter does next is decided by a pure step over what it knows
 (:mod:`aiocoord.recipes._contention.turn`); the loop here only carries the answer out.
