@@ -208,3 +208,13 @@ def test_no_recipe_reaches_below_the_client() -> None:
             if isinstance(node, ast.Attribute) and node.attr in ("session", "_session"):
                 found.append(f"{module}:{node.lineno} reads .{node.attr}")
     assert not found, "\n".join(found)
+
+
+def test_no_two_test_modules_share_a_name() -> None:
+    """pytest imports test modules by their base name (the test folders are not packages):
+    two alike in tests/unit and tests/integration stop the whole run at collection."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    clashes = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not clashes, f"test modules named alike: {clashes}"
