@@ -263,6 +263,11 @@ class Chaos:
             fenced = entering_token is None or all(t is None or t > entering_token for t in tokens)
             if fenced:
                 self.tolerate("forced-expiry overlaps (fenced)", invariant, detail)
+            elif others and all(untold(s, since) or leaving(s, since) for s, since in others):
+                # The holders inside lost their sessions too (by force, untold or leaving):
+                # every side is stale, and the newcomer's token is the newer one, so a fenced
+                # resource turns the older holders away.
+                self.tolerate("forced-expiry overlaps (fenced)", invariant, detail)
             else:
                 self.violate(invariant, detail + f" (entering token {entering_token} not older)")
         elif others and all(untold(s, since) or leaving(s, since) for s, since in others):
