@@ -2,10 +2,11 @@
 
 A lock's hot path cannot afford the public methods' chain of calls down to the socket (a task
 step per layer) and needs a request written *now*, from the caller's step, so that the next
-request it writes is ordered after it on the wire. :func:`send_now` does that; :func:`read_now`
-adds what a read needs (the chroot, the watch's registration and settling, the mapping of an
-error code to its exception) and falls back to the public, retrying method when not connected
-or when the answer was lost with the connection. Recipes also ask here what only the session
+request it writes is ordered after it on the wire. :func:`send_now` does that; the reads
+(:func:`children_now`, :func:`watch_data_now`) add what a read needs, in one place (:func:`_now`:
+the chroot, the watch's registration and settling, the mapping of an error code to its
+exception), and fall back to the public, retrying method when not connected or when the answer
+was lost with the connection. Recipes also ask here what only the session
 knows: whether it may be trusted, whether it renews itself after an expiry, its negotiated
 timeout, its metrics recorder and the fields of its log records.
 
@@ -16,8 +17,8 @@ layout test holds that rule).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from aiocoord._observe.logs import session_extra
 from aiocoord._observe.metrics import Recorder
@@ -36,7 +37,6 @@ __all__ = [
     "children_now",
     "log_extra",
     "negotiated_timeout",
-    "read_now",
     "recorder",
     "renews_sessions",
     "send_now",
@@ -66,109 +66,94 @@ def send_now(client: Client, request: Request[R]) -> asyncio.Future[Reply[R]] | 
     return client.session.send_now(request)
 
 
-async def read_now(
+#: What :func:`_now` answers when the public, retrying method must ask instead.
+_ASK_AGAIN = object()
+
+
+async def _now(
     client: Client,
     path: str,
     make: Callable[[str, bool], Request[R]],
-    *,
     op: Op,
-    fallback: Callable[[], Awaitable[T]],
-    answer: Callable[[R, Watch | None], T],
-    watch: WatchKind | None = None,
-    generation: int | None = None,
-) -> T | None:
-    """A read of ``path`` written now; its answer, or None if the node does not exist.
-
-    ``make(server_path, watch)`` builds the request; ``answer(body, watch)`` turns the reply's
-    body and the armed watch (None without ``watch``) into the result. Not connected, in
-    another session than ``generation``, or with the answer lost with the connection: the
-    result of ``fallback()`` (the public, retrying method; it raises NoNodeError for a missing
-    node, which is the caller's to map). Any other error code raises its exception.
-    """
+    watch: WatchKind | None,
+    generation: int | None,
+) -> tuple[R, Watch | None] | object | None:
+    """The one place a read is written now: the chroot, the watch's registration and settling,
+    the mapping of an error code. Its body and armed watch; None if the node does not exist;
+    :data:`_ASK_AGAIN` when not connected, in another session than ``generation``, or with
+    the answer lost with the connection. Any other error code raises its exception."""
     session = client.session
-    if generation is None or session.generation == generation:
-        full = session.paths.add(path)
-        watches = session.watches
-        armed: Watch | None = None
-        wire = False
-        if watch is not None:
-            armed, wire = watches.waiter(watch, full, path)
-        sent = session.send_now(make(full, wire))
-        if sent is None:
-            if armed is not None:
-                watches.unregister(armed)
-        else:
-            try:
-                reply = await sent
-            except ConnectionLossError:
-                if armed is not None:
-                    watches.unregister(armed)  # asked again below, once reconnected
-            except BaseException:
-                if armed is not None:
-                    armed.cancel()  # the request went out: its server watch must not linger
-                raise
-            else:
-                if armed is not None:
-                    watches.settle(armed, op, reply.err)
-                if reply.err == NoNodeError.code:
-                    return None
-                if reply.err:
-                    raise error_for_code(reply.err, path=path, op=OP_NAMES[op])
-                assert reply.body is not None  # the connection decodes every successful reply
-                return answer(reply.body, armed)
-    return await fallback()
+    if generation is not None and session.generation != generation:
+        return _ASK_AGAIN
+    full = session.paths.add(path)
+    watches = session.watches
+    armed: Watch | None = None
+    wire = False
+    if watch is not None:
+        armed, wire = watches.waiter(watch, full, path)
+    sent = session.send_now(make(full, wire))
+    if sent is None:
+        if armed is not None:
+            watches.unregister(armed)
+        return _ASK_AGAIN
+    try:
+        reply = await sent
+    except ConnectionLossError:
+        if armed is not None:
+            watches.unregister(armed)  # asked again by the caller, once reconnected
+        return _ASK_AGAIN
+    except BaseException:
+        if armed is not None:
+            armed.cancel()  # the request went out: its server watch must not linger
+        raise
+    if armed is not None:
+        watches.settle(armed, op, reply.err)
+    if reply.err == NoNodeError.code:
+        return None
+    if reply.err:
+        raise error_for_code(reply.err, path=path, op=OP_NAMES[op])
+    assert reply.body is not None  # the connection decodes every successful reply
+    return reply.body, armed
+
+
+def _listing(full: str, _: bool) -> GetChildrenRequest:
+    return GetChildrenRequest(path=full, watch=False)
+
+
+def _data_watch(full: str, wire: bool) -> GetDataRequest:
+    return GetDataRequest(path=full, watch=wire)
 
 
 async def children_now(client: Client, path: str) -> list[str]:
-    """The children of ``path`` from a request written now (:func:`read_now`); NoNodeError if
+    """The children of ``path`` from a request written now (by :func:`client.children
+    <aiocoord.Client.children>`, with its retries, when that cannot be); NoNodeError if
     ``path`` does not exist."""
-
-    async def fallback() -> list[str]:
+    out = await _now(client, path, _listing, Op.GET_CHILDREN, None, None)
+    if out is _ASK_AGAIN:
         return await client.children(path)
-
-    def names_of(body: GetChildrenResponse, _: Watch | None) -> list[str]:
-        return body.children
-
-    names = await read_now(
-        client,
-        path,
-        lambda full, _: GetChildrenRequest(path=full, watch=False),
-        op=Op.GET_CHILDREN,
-        fallback=fallback,
-        answer=names_of,
-    )
-    if names is None:
+    if out is None:
         raise NoNodeError(path=path, op=OP_NAMES[Op.GET_CHILDREN])
-    return names
+    body, _ = cast("tuple[GetChildrenResponse, None]", out)
+    return body.children
 
 
 async def watch_data_now(
     client: Client, pinned: Client, generation: int, path: str
 ) -> Watch | None:
     """A getData watch on ``path`` for a waiter of session ``generation`` (``pinned`` is the
-    client bound to it), from a request written now (:func:`read_now`); None if the node is
-    gone."""
-
-    async def fallback() -> Watch | None:
+    client bound to it), from a request written now (by ``pinned.get(path, watch=True)``, with
+    its retries, when that cannot be); None if the node is gone."""
+    out = await _now(client, path, _data_watch, Op.GET_DATA, WatchKind.DATA, generation)
+    if out is _ASK_AGAIN:
         try:
             _, _, watch = await pinned.get(path, watch=True)
         except NoNodeError:
             return None
         return watch
-
-    def armed(_: Any, watch: Watch | None) -> Watch | None:
-        return watch
-
-    return await read_now(
-        client,
-        path,
-        lambda full, wire: GetDataRequest(path=full, watch=wire),
-        op=Op.GET_DATA,
-        fallback=fallback,
-        answer=armed,
-        watch=WatchKind.DATA,
-        generation=generation,
-    )
+    if out is None:
+        return None
+    _, armed = cast("tuple[Any, Watch]", out)
+    return armed
 
 
 def trusted(client: Client) -> bool:

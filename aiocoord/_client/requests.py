@@ -9,7 +9,6 @@ itself: the arrows point down, from the facade to its parts to the session.
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -52,8 +51,13 @@ class Requests:
 
     def bound(self, generation: int) -> Requests:
         """The same, with every request pinned to session ``generation``."""
-        view = copy.copy(self)
+        view = Requests.__new__(Requests)  # not copy.copy: a lock's waiter makes one per node
+        view.session = self.session
+        view.retry = self.retry
+        view.acl_provider = self.acl_provider
         view.generation = generation
+        view.full = self.full
+        view.short = self.short
         return view
 
     @property

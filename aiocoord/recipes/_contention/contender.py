@@ -364,19 +364,20 @@ async def abandon_watch(task: asyncio.Future[Watch | None]) -> None:
 # --- trusting nodes ----------------------------------------------------------------------
 
 
-async def confirm_alive(
-    client: Client, pinned: Client, node: QueueNode, deadline: Deadline
-) -> None:
+async def confirm_alive(client: Client, node: QueueNode, deadline: Deadline) -> None:
     """Return once ``node``'s session may be trusted (see :mod:`aiocoord._session.liveness`);
     raise Restart if the node or its session is gone. An untrusted client (SUSPENDED, or
     silent for too long) asks the server first, in the node's session: an answer that finds
     the node proves the session alive at a moment from which its loss is reported in time.
     """
+    pinned: Client | None = None
     while True:
         if not node.alive_in(client):
             raise Restart()
         if door.trusted(client):
             return
+        if pinned is None:
+            pinned = client.bound(node.generation)  # made only when asked: the common case is not
         try:
             stat = await bounded(pinned.exists(node.path), deadline)
         except ConnectionLossError:

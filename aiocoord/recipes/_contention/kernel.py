@@ -221,7 +221,8 @@ class SequentialQueue:
         turn = Turn.start(self.driver, node.name, node.sequence, names, state)
         # Requests made for the node run only in its session: a read retried on a new session
         # would keep waiting in a queue that the node, gone with the old session, has left.
-        pinned = client.bound(node.generation)
+        # (Made on first use: a node through on the first listing makes none.)
+        pinned: Client | None = None
         state.add_mine(node.name)
         own: Watch | None = None  # the watch on our own node (see "Its own node, too")
         while True:
@@ -233,16 +234,18 @@ class SequentialQueue:
             step = turn.decide(state, blocking=blocking, own_armed=own is not None)
             if isinstance(step, Grant):
                 if step.confirm_own:
+                    pinned = pinned or client.bound(node.generation)
                     own = await bounded(watch_own(client, pinned, node), deadline)
                     if own is None:
                         continue  # a connection loss: asked again once reconnected
-                await confirm_alive(client, pinned, node, deadline)
+                await confirm_alive(client, node, deadline)
                 live = own if own is not None and not own.done() else None
                 if live or turn.waited:
                     return replace(node, own=live, waited=turn.waited)
                 return node
             if isinstance(step, GiveUp):
                 return None
+            pinned = pinned or client.bound(node.generation)
             arming = (
                 asyncio.ensure_future(watch_own(client, pinned, node)) if step.arm_own else None
             )
