@@ -344,7 +344,7 @@ def against_goal_peer(
 
 def _only_case(doc: dict[str, Any], workload: str) -> str | None:
     """The case of a scale workload (its size, ``N=...``): the largest if several."""
-    cases = list(doc.get("workloads", {}).get(workload, {}).get("cases", {}))
+    cases: list[str] = list(doc.get("workloads", {}).get(workload, {}).get("cases", {}))
     if not cases:
         return None
     return max(cases, key=lambda c: _size(c) or 0.0)
@@ -406,9 +406,10 @@ def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
     for rtt in GOAL_RTTS_MS:
         where = measured_under(doc, GOAL_SETTINGS, rtt) or measured_under(doc, None, rtt)
         # Not under the production settings (another headline, --connect): say where.
-        elsewhere = where is not None and not where[1].startswith(production.label)
+        label = where[1] if where is not None else ""
+        elsewhere = where is not None and not label.startswith(production.label)
         for goal in RTT_GOALS:
-            text = f"+{rtt:g} ms RTT: {goal.text}" + (f" ({where[1]})" if elsewhere else "")
+            text = f"+{rtt:g} ms RTT: {goal.text}" + (f" ({label})" if elsewhere else "")
             out.append(against_goal_peer(f"rtt{rtt:g}-{goal.id}", text, where, goal))
     where = measured_under(doc, GOAL_SETTINGS, 0.0)
     for goal in LOOPBACK_GOALS:
