@@ -530,9 +530,9 @@ async def _w8(connect: str, p: dict[str, Any]) -> dict[str, Any]:
         held_mb = current_rss_mb() - baseline
         for lock in locks:
             await lock.release()
-        # A release returns before the server deleted the node (its delete is settled in
-        # the background): the phase ends once every delete is answered and a sync behind
-        # them is, as Curator's release, which waits for its delete, ends.
+        # release() returns before the server has deleted the node (the delete is settled
+        # in the background); Curator's waits for its delete. So that the rates compare, the
+        # phase ends once every delete is answered and a sync ordered behind them returned.
         await client.wait_background()
         await client.sync(base)
         released = perf()
