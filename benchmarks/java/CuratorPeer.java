@@ -7,7 +7,8 @@
 //   W4: a CuratorCache over the children of a node: load time, then setData-to-event latency;
 //   W6: a CuratorCache over a tree: load time, RSS, then paced setData-to-event latency;
 //   W7: N clients on an ensemble, one member SIGKILLed: time until its sessions are back;
-//   W8: N InterProcessMutexes on distinct paths held at once: rates, RSS per lock;
+//   W8: N InterProcessMutexes on distinct paths held at once: rates, RSS per lock (the
+//       release phase ends once the server has applied every release);
 //   W9: a ServiceCache (curator-x-discovery) over N instances, paced updates: event latency.
 // Client CPU ("cpu_s") is this JVM's process CPU time over the measured part, every thread
 // (JIT and GC included), as the Python peers report their process's.
@@ -497,6 +498,11 @@ public final class CuratorPeer {
             for (InterProcessMutex lock : locks) {
                 lock.release();
             }
+            // Each release waited for its delete's answer; a sync behind them ends the phase
+            // as the Python peers' does (Curator's sync has a background form only).
+            CountDownLatch synced = new CountDownLatch(1);
+            client.sync().inBackground((c, event) -> synced.countDown()).forPath(base);
+            synced.await();
             double released = now();
             double cpuS = cpu() - cpu0;
             return "{\"acquire_s\":" + (acquired - start) + ",\"release_s\":" + (released - acquired)

@@ -530,6 +530,11 @@ async def _w8(connect: str, p: dict[str, Any]) -> dict[str, Any]:
         held_mb = current_rss_mb() - baseline
         for lock in locks:
             await lock.release()
+        # release() returns before the server has deleted the node (the delete is settled
+        # in the background); Curator's waits for its delete. So that the rates compare, the
+        # phase ends once every delete is answered and a sync ordered behind them returned.
+        await client.wait_background()
+        await client.sync(base)
         released = perf()
         cpu = cpu_s() - cpu0
     finally:
@@ -548,7 +553,8 @@ async def _w8(connect: str, p: dict[str, Any]) -> dict[str, Any]:
 
 def w8(connect: str, p: dict[str, Any]) -> dict[str, Any]:
     """One client acquires ``locks`` locks on distinct paths one after another, holds them
-    all, then releases them: rates and memory per held lock."""
+    all, then releases them: rates and memory per held lock. The release phase ends once
+    the server has applied every release."""
     return asyncio.run(_w8(connect, p))
 
 

@@ -115,14 +115,15 @@ def test_quick_run_writes_distributions_targets_table_and_plots(quick_run: Path)
     assert len(dist) == 101
     assert dist == sorted(dist)
     ids = {t["id"] for t in doc["targets"]}
-    assert {"W1-peers", "W1-ceiling", "W2-rate", "W2-handoff", "W3-time", "W3-memory"} <= ids
-    assert {"W4-load", "W4-update", "W5-follower"} <= ids
+    assert {"rtt0.5-W1", "rtt2-W2-handoff", "loopback-W1", "loopback-W2-cpu"} <= ids
+    assert {"W6-load", "W6-memory", "W7-sessions"} <= ids
+    assert {"W3-time", "W3-memory", "W4-load", "W4-update", "W5-follower"} <= ids
     for t in doc["targets"]:
         assert t["met"] in (True, False, None)
     table = (quick_run / "latest.md").read_text()
     header = " | ".join(["| workload", "metric", *PEERS, "aiocoord vs best peer |"])
     assert header in table
-    assert "## Targets (issue 9)" in table
+    assert "## Targets (issue 29)" in table
     if doc.get("plots_unavailable"):
         assert doc["plots"] == []
     else:
@@ -314,34 +315,219 @@ def _ok(**metrics: Any) -> dict[str, Any]:
     return {"status": "ok", "metrics": metrics, "runs_ok": 3, "runs": []}
 
 
-def test_targets_compare_aiocoord_with_the_faster_peer() -> None:
+def test_no_regression_rows_compare_w3_to_w5_with_the_faster_peer() -> None:
     doc = _doc(
         {
-            ("W0", "cycle", "aiocoord"): _ok(ops_per_s=800.0),
             ("W1", "lock", "aiocoord"): _ok(ops_per_s=760.0),
             ("W1", "lock", "kazoo"): _ok(ops_per_s=350.0),
             ("W1", "lock", "aiozk"): _ok(ops_per_s=500.0),
-            ("W2", "handoff", "aiocoord"): _ok(acq_per_s=600.0, handoff_p50_ms=1.5),
-            ("W2", "handoff", "kazoo"): _ok(acq_per_s=260.0, handoff_p50_ms=3.4),
-            ("W2", "handoff", "aiozk"): _ok(acq_per_s=530.0, handoff_p50_ms=1.8),
             ("W3", "N=2000", "aiocoord"): _ok(wall_s=1.0, peak_rss_mb=50.0),
             ("W3", "N=2000", "kazoo"): _ok(wall_s=17.0),
             ("W3", "N=10000", "aiocoord"): _ok(wall_s=5.0, peak_rss_mb=120.0),
             ("W3", "N=10000", "kazoo"): {"status": "timeout", "timeout_s": 60.0, "runs": []},
+            ("W4", "cache", "aiocoord"): _ok(load_s=0.1, update_p50_ms=2.0),
+            ("W4", "cache", "kazoo"): _ok(load_s=0.25, update_p50_ms=3.0),
         }
     )
     got = {t["id"]: t for t in report.targets(doc)}
-    assert got["W1-peers"]["met"] is True  # 760 >= 1.5 x 500
-    assert got["W1-ceiling"]["met"] is True  # 760 >= 0.9 x 800
-    assert got["W2-rate"]["met"] is False  # 600 < 1.3 x 530
-    assert "short by" in got["W2-rate"]["note"]
-    assert got["W2-handoff"]["met"] is False  # 1.5 > 0.7 x 1.8
     assert got["W3-time"]["met"] is True  # 1 s <= 17 / 8
     assert got["W3-memory"]["met"] is True
-    assert got["W4-load"]["met"] is None  # not measured: no verdict
+    assert got["W4-load"]["met"] is False  # 0.1 s > 0.25 / 3
+    assert got["W4-update"]["met"] is True
+    assert got["W5-follower"]["met"] is None  # not measured: no verdict
+    for tid in ("W3-time", "W3-memory", "W4-load", "W4-update", "W5-follower"):
+        assert got[tid]["text"].startswith("no regression: "), tid
+    # Issue 9's W1/W2 targets against the faster peer are gone: issue 29's are against Curator.
+    assert not {"W1-peers", "W1-ceiling", "W2-rate", "W2-handoff"} & set(got)
     table = report.markdown({**doc, "targets": list(got.values())})
     assert "timeout >60s" in table
     assert "1.52x vs aiozk" in table  # W1: 760 / 500
+    assert "## Targets (issue 29)" in table
+
+
+PRODUCTION = SERVER_SETTINGS["production"]
+
+
+def _cell(settings: str, rtt_ms: float, doc: dict[str, Any]) -> dict[str, Any]:
+    """A matrix cell as ``cli._run_cell`` records it, over the workloads of ``doc``."""
+    where = f"+{rtt_ms:g} ms RTT (latency proxy)" if rtt_ms else "loopback"
+    return {
+        "server_settings": settings,
+        "rtt_ms": rtt_ms,
+        "label": f"{SERVER_SETTINGS[settings].describe()}, {where}",
+        "workloads": doc["workloads"],
+    }
+
+
+def _w1_w2(ours: dict[str, float], theirs: dict[str, float]) -> dict[str, Any]:
+    """W1 and W2 of aiocoord and Curator: ops/s, acquisitions/s, hand-over p50, and client CPU
+    per operation (``w1_cpu``, ``w2_cpu``)."""
+
+    def w1(m: dict[str, float]) -> dict[str, Any]:
+        named = {"ops_per_s": m.get("ops_per_s"), "client_cpu_us_per_op": m.get("w1_cpu")}
+        return _ok(**{k: v for k, v in named.items() if v is not None})
+
+    def w2(m: dict[str, float]) -> dict[str, Any]:
+        named = {
+            "acq_per_s": m.get("acq_per_s"),
+            "handoff_p50_ms": m.get("handoff_p50_ms"),
+            "client_cpu_us_per_op": m.get("w2_cpu"),
+        }
+        return _ok(**{k: v for k, v in named.items() if v is not None})
+
+    return _doc(
+        {
+            ("W1", "lock", "aiocoord"): w1(ours),
+            ("W1", "lock", "curator"): w1(theirs),
+            ("W2", "handoff", "aiocoord"): w2(ours),
+            ("W2", "handoff", "curator"): w2(theirs),
+        }
+    )
+
+
+def _targets(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["id"]: t for t in report.targets(doc)}
+
+
+def test_targets_check_issue_29_goals_at_each_rtt_against_curator() -> None:
+    # +0.5 ms: every goal met, the rate exactly at its bound; +2 ms: every goal missed.
+    met = _w1_w2(
+        {"ops_per_s": 1000.0, "acq_per_s": 600.0, "handoff_p50_ms": 0.6},
+        {"ops_per_s": 400.0, "acq_per_s": 400.0, "handoff_p50_ms": 1.0},
+    )
+    missed = _w1_w2(
+        {"ops_per_s": 200.0, "acq_per_s": 140.0, "handoff_p50_ms": 4.0},
+        {"ops_per_s": 100.0, "acq_per_s": 100.0, "handoff_p50_ms": 5.0},
+    )
+    doc = {
+        **_doc({}),
+        "server_settings": PRODUCTION.describe(),
+        "matrix": [_cell("production", 0.5, met), _cell("production", 2.0, missed)],
+    }
+    got = _targets(doc)
+    assert [got[f"rtt0.5-{g}"]["met"] for g in ("W1", "W2-rate", "W2-handoff")] == [True] * 3
+    assert got["rtt0.5-W1"]["required"] == ">= 1,000/s (2.5x Curator's 400/s)"
+    assert got["rtt0.5-W1"]["measured"] == "1,000/s (2.50x Curator's)"
+    assert [got[f"rtt2-{g}"]["met"] for g in ("W1", "W2-rate", "W2-handoff")] == [False] * 3
+    assert got["rtt2-W1"]["note"] == "short by 20%"  # 200 of the 250 needed
+    assert got["rtt2-W2-handoff"]["note"] == "33% over"  # 4 ms against 0.6 x 5 ms
+    assert got["rtt2-W2-handoff"]["text"] == "+2 ms RTT: W2 hand-over p50 <= 0.6x Curator's"
+    # The headline has no W1/W2 here: the loopback goals were not measured, not failed.
+    assert got["loopback-W1"]["met"] is None
+    assert got["loopback-W1"]["measured"] == "not measured"
+    table = report.markdown({**doc, "targets": list(got.values())})
+    row = next(line for line in table.splitlines() if "loopback, production settings: W1" in line)
+    assert row.endswith("| not measured | not measured (aiocoord did not run it) |")
+
+
+def test_loopback_goals_take_production_settings_wherever_the_run_put_them() -> None:
+    fast = _w1_w2(
+        {"ops_per_s": 1500.0, "acq_per_s": 650.0, "w1_cpu": 400.0, "w2_cpu": 600.0},
+        {"ops_per_s": 1000.0, "acq_per_s": 500.0, "w1_cpu": 900.0, "w2_cpu": 1000.0},
+    )
+    # Production settings are the headline: the headline table counts.
+    got = _targets({**fast, "server_settings": PRODUCTION.describe(), "matrix": []})
+    assert got["loopback-W1"]["met"] is True  # 1500 >= 1.5 x 1000
+    assert got["loopback-W2-rate"]["met"] is True  # 650 >= 1.3 x 500
+    assert got["loopback-W1-cpu"]["met"] is True  # 400 <= 0.5 x 900
+    assert got["loopback-W2-cpu"]["met"] is False  # 600 > 0.5 x 1000
+    assert got["loopback-W2-cpu"]["note"] == "20% over"
+    # Test settings are the headline: only a production loopback cell counts, not the headline.
+    slow = _w1_w2(
+        {"ops_per_s": 1000.0, "acq_per_s": 500.0, "w1_cpu": 900.0, "w2_cpu": 1000.0},
+        {"ops_per_s": 1000.0, "acq_per_s": 500.0, "w1_cpu": 900.0, "w2_cpu": 1000.0},
+    )
+    test_headline = {**fast, "server_settings": SERVER_SETTINGS["test"].describe()}
+    got = _targets({**test_headline, "matrix": [_cell("production", 0.0, slow)]})
+    assert [got[f"loopback-{g}"]["met"] for g in ("W1", "W2-rate", "W1-cpu", "W2-cpu")] == [
+        False
+    ] * 4
+    got = _targets({**test_headline, "matrix": []})
+    assert got["loopback-W1"]["met"] is None
+    # An external server (--connect) has no known settings: its RTT rows say where they ran.
+    cell = {**_cell("production", 0.5, fast), "label": "external server, +0.5 ms RTT"}
+    got = _targets({**_doc({}), "server_settings": "external server (--connect)", "matrix": [cell]})
+    assert got["rtt0.5-W1"]["text"].endswith("(external server, +0.5 ms RTT)")
+    assert got["loopback-W1"]["met"] is None
+
+
+def test_goals_are_not_measured_without_curator_and_missed_when_aiocoord_failed() -> None:
+    doc = {
+        **_doc(
+            {
+                ("W1", "lock", "aiocoord"): _ok(ops_per_s=900.0),
+                ("W1", "lock", "curator"): {
+                    "status": "unavailable",
+                    "reason": "CuratorPeer is not compiled",
+                    "metrics": {},
+                    "runs": [],
+                },
+                ("W2", "handoff", "aiocoord"): {
+                    "status": "timeout",
+                    "timeout_s": 100.0,
+                    "metrics": {},
+                    "runs": [],
+                },
+                ("W2", "handoff", "curator"): _ok(acq_per_s=500.0, handoff_p50_ms=1.4),
+            }
+        ),
+        "server_settings": PRODUCTION.describe(),
+        "matrix": [],
+    }
+    got = _targets(doc)
+    w1 = got["loopback-W1"]
+    assert (w1["met"], w1["measured"]) == (None, "900/s")
+    assert "CuratorPeer is not compiled" in w1["note"]
+    w2 = got["loopback-W2-rate"]
+    assert (w2["met"], w2["measured"]) == (False, "timeout >100 s")
+    for tid in ("rtt0.5-W1", "rtt2-W2-rate", "W6-load", "W6-memory", "W7-sessions"):
+        assert (got[tid]["met"], got[tid]["measured"]) == (None, "not measured"), tid
+    table = report.markdown({**doc, "targets": list(got.values())})
+    row = next(line for line in table.splitlines() if "production settings: W1 acq" in line)
+    assert "| not measured (curator: unavailable (CuratorPeer is not compiled)) |" in row
+
+
+def test_w6_goals_need_a_third_of_curator_caches_load_time_and_memory() -> None:
+    doc = _doc(
+        {
+            ("W6", "N=100000", "aiocoord"): _ok(load_s=1.0, cache_rss_mb=120.0),
+            ("W6", "N=100000", "curator"): _ok(load_s=3.5, cache_rss_mb=300.0),
+        }
+    )
+    got = _targets(doc)
+    assert got["W6-load"]["met"] is True  # 1 s <= 3.5 / 3
+    assert got["W6-load"]["required"] == "<= 1.17 s (1/3 of Curator's 3.5 s)"
+    assert got["W6-memory"]["met"] is False  # 120 MB > 300 / 3
+    assert got["W6-memory"]["note"] == "20% over"
+
+
+def _w7(runs: list[dict[str, Any]], session_timeout: float = 10.0) -> dict[str, Any]:
+    slot = report.aggregate(runs)
+    slot["runs"] = runs
+    doc = _doc({("W7", "N=1000", "aiocoord"): slot})
+    doc["workloads"]["W7"]["cases"]["N=1000"]["params"] = {"session_timeout": session_timeout}
+    return _targets(doc)["W7-sessions"]
+
+
+def test_w7_goal_holds_every_repeat_to_no_expiry_and_the_session_timeout() -> None:
+    def run(expiries: int, back: float) -> dict[str, Any]:
+        return _run("ok", moved=333, expiries=expiries, all_back_s=back)
+
+    good = _w7([run(0, 2.0), run(0, 3.5), run(0, 2.5)])
+    assert good["met"] is True
+    assert good["required"] == "0 expiries; all back within 10 s"
+    assert good["measured"] == "0 expiries; 333 moved sessions all back in 3.5 s (worst of 3 runs)"
+    # One expiry in one repeat fails the goal, though the median of the repeats is 0.
+    one_expiry = _w7([run(0, 2.0), run(1, 2.0), run(0, 2.0)])
+    assert (one_expiry["met"], one_expiry["note"]) == (False, "1 expired")
+    late = _w7([run(0, 2.0), run(0, 12.0), run(0, 2.0)])
+    assert late["met"] is False
+    assert late["note"] == "2 s late"
+    assert _w7([run(0, 2.0)], session_timeout=1.5)["met"] is False
+    failed = _w7([run(0, 2.0), {"status": "error", "reason": "boom", "metrics": {}}])
+    assert failed["met"] is False and "boom" in failed["note"]
+    timed_out = _w7([{"status": "timeout", "timeout_s": 90.0, "metrics": {}}])
+    assert (timed_out["met"], timed_out["measured"]) == (False, "timeout >90 s")
 
 
 def test_command_line_rejects_unknown_workloads_and_peers() -> None:
