@@ -55,6 +55,10 @@ class ServerSettings:
             "extra_config": {
                 "forceSync": "yes" if self.force_sync else "no",
                 "preAllocSize": self.prealloc_kb,
+                # Every benchmark client connects from this one host; ZooKeeper's default of
+                # 60 connections per client address would refuse W7's 1,000 sessions (in
+                # production they come from many hosts).
+                "maxClientCnxns": 0,
             },
         }
 
