@@ -9,14 +9,10 @@ or Curator jars are installed (``make bench-java`` installs them on Debian)."""
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
-from support import Factory
+from support import Factory, compile_java_peer
 
 from aiocoord import (
     AtomicCounter,
@@ -30,8 +26,6 @@ from aiocoord import (
 )
 from aiocoord.errors import TimeoutError as CoordTimeoutError
 
-SOURCE = Path(__file__).resolve().parent / "java" / "CuratorAtomicShardPeer.java"
-JAVA_DIR = Path(os.environ.get("AIOCOORD_JAVA_LIBS", "/usr/share/java"))
 JARS = (
     "curator-client.jar",
     "curator-framework.jar",
@@ -48,30 +42,19 @@ PY_CLIENTS, PY_INCREMENTS = 4, 40
 
 
 @pytest.fixture(scope="module")
-def peer_classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The compiled peer's classpath (the test is skipped without a JDK or the jars)."""
-    missing = [jar for jar in JARS if not (JAVA_DIR / jar).exists()]
-    if shutil.which("javac") is None or shutil.which("java") is None or missing:
-        pytest.skip(f"needs a JDK and Curator's jars in {JAVA_DIR} (missing: {missing})")
-    jars = os.pathsep.join(str(JAVA_DIR / jar) for jar in JARS)
-    build = tmp_path_factory.mktemp("curator-atomic-peer")
-    subprocess.run(
-        ["javac", "-nowarn", "-cp", jars, "-d", str(build), str(SOURCE)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    return os.pathsep.join([str(build), jars])
+def peer_command(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The compiled peer's command (the test is skipped without a JDK or the jars)."""
+    out = tmp_path_factory.mktemp("curator-atomic-peer")
+    return compile_java_peer(out, "CuratorAtomicShardPeer", JARS)
 
 
-async def _java(classpath: str, connect: str, mode: str) -> asyncio.subprocess.Process:
+async def _java(command: list[str], connect: str, mode: str) -> asyncio.subprocess.Process:
+    java, *rest = command
     return await asyncio.create_subprocess_exec(
-        "java",
+        java,
         "-Xmx256m",
         "-XX:+UseSerialGC",
-        "-cp",
-        classpath,
-        "CuratorAtomicShardPeer",
+        *rest,
         connect,
         mode,
         stdin=asyncio.subprocess.PIPE,
@@ -91,7 +74,7 @@ async def _line(java: asyncio.subprocess.Process) -> str:
 
 
 async def test_atomic_values_and_a_promoted_counter_are_shared_with_curator(
-    zk_connect: Factory, zookeeper: Any, zk_namespace: str, peer_classpath: str
+    zk_connect: Factory, zookeeper: Any, zk_namespace: str, peer_command: list[str]
 ) -> None:
     client = await zk_connect()
     value = DistributedAtomicValue(client, "/value")
@@ -105,7 +88,7 @@ async def test_atomic_values_and_a_promoted_counter_are_shared_with_curator(
     ]
     await counters[0].force_set(0)
 
-    java = await _java(peer_classpath, zookeeper.connect_string + zk_namespace, "atomic")
+    java = await _java(peer_command, zookeeper.connect_string + zk_namespace, "atomic")
     try:
         # Curator reads ours, and compare-and-sets on it.
         assert [await _line(java) for _ in range(5)] == [
@@ -155,7 +138,7 @@ async def test_atomic_values_and_a_promoted_counter_are_shared_with_curator(
 
 
 async def test_a_queue_sharder_shares_items_and_shards_with_curator(
-    zk_connect: Factory, zookeeper: Any, zk_namespace: str, peer_classpath: str
+    zk_connect: Factory, zookeeper: Any, zk_namespace: str, peer_command: list[str]
 ) -> None:
     client = await zk_connect()
     policies = QueueSharderPolicies(new_queue_threshold=3, threshold_check_interval=3600)
@@ -167,7 +150,7 @@ async def test_a_queue_sharder_shares_items_and_shards_with_curator(
         assert ours.shard_count == 2
         python_shards = {p.rsplit("/", 1)[1] for p in ours.shard_paths}
 
-    java = await _java(peer_classpath, zookeeper.connect_string + zk_namespace, "sharder")
+    java = await _java(peer_command, zookeeper.connect_string + zk_namespace, "sharder")
     try:
         lines = [await _line(java) for _ in range(4)]
         assert await asyncio.wait_for(java.wait(), 60) == 0
