@@ -1,6 +1,7 @@
 """A/B: aiocoord at a git commit against the working tree, on one workload, on one server.
 
-``python -m benchmarks.ab REF [--workload W2] [--rounds 8] [--seconds 4] [--warmup 1]``
+``python -m benchmarks.ab REF [--workload W2] [--rounds 8] [--seconds 4] [--warmup 1]
+[--rtt 0.5]``
 
 Checks ``REF`` out into a temporary git worktree, then alternates short runs of aiocoord's
 worker for the workload from each tree (each run in a fresh process that imports aiocoord from
@@ -14,6 +15,7 @@ floor.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
@@ -24,6 +26,7 @@ from typing import Any
 
 from benchmarks.cli import standalone_server
 from benchmarks.common import make_w4_children, worker_params
+from benchmarks.latency import LatencyProxy
 
 #: Per workload: the metric compared (and whether higher is better), and a latency shown too.
 _METRICS = {
@@ -72,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
         "--warmup", type=int, default=1, help="rounds run first and not counted (server JIT)"
     )
     parser.add_argument("--connect", default=None, help="an existing ZooKeeper")
+    parser.add_argument(
+        "--rtt",
+        type=float,
+        default=0.0,
+        help="ms of round trip time added between the clients and the server (latency proxy)",
+    )
     args = parser.parse_args(argv)
     here = Path(__file__).resolve().parent.parent
     metric, higher_better, extra = _METRICS[args.workload]
@@ -84,7 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         trees = {args.ref: other, "working tree": here}
         results: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
         try:
-            with standalone_server(args.connect) as (connect, _):
+            with contextlib.ExitStack() as stack:
+                connect, _ = stack.enter_context(standalone_server(args.connect))
+                if args.rtt > 0:
+                    connect = stack.enter_context(LatencyProxy(connect, args.rtt)).connect_string
                 if args.workload == "W4":
                     make_w4_children(connect, _params("W4", 0, 0)["path"])
                 order = list(trees)

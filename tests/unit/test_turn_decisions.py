@@ -55,17 +55,17 @@ def test_through_on_the_first_listing_needs_no_more_requests(
 
 
 @pytest.mark.parametrize(
-    ("driver", "kinds", "ours", "blocker"),
+    ("driver", "kinds", "ours", "blocker", "peek"),
     [
-        (MUTEX, ["lock-"] * 5, 4, 3),  # the node just ahead
-        (LeaseDriver(3), ["lease-"] * 5, 4, 1),  # the node max_leases places ahead
-        (_ReaderDriver(), [WRITE_NAME, READ_NAME, WRITE_NAME, READ_NAME, READ_NAME], 4, 2),
-        (_WriterDriver(), [READ_NAME, READ_NAME], 1, 0),  # a writer waits for anything
+        (MUTEX, ["lock-"] * 5, 4, 3, 2),  # the node just ahead
+        (LeaseDriver(3), ["lease-"] * 5, 4, 1, 0),  # the node max_leases places ahead
+        (_ReaderDriver(), [WRITE_NAME, READ_NAME, WRITE_NAME, READ_NAME, READ_NAME], 4, 2, 0),
+        (_WriterDriver(), [READ_NAME, READ_NAME], 1, 0, None),  # a writer waits for anything
     ],
     ids=["mutex", "semaphore", "reader-nearest-writer", "writer-behind-reader"],
 )
-def test_blocked_waiter_watches_the_node_its_driver_names(
-    driver: Driver, kinds: list[str], ours: int, blocker: int
+def test_blocked_waiter_watches_the_node_its_driver_names_and_the_one_ahead_of_it(
+    driver: Driver, kinds: list[str], ours: int, blocker: int, peek: int | None
 ) -> None:
     listing = queue(*kinds)
     turn = start(driver, listing, ours)
@@ -73,8 +73,12 @@ def test_blocked_waiter_watches_the_node_its_driver_names(
     assert isinstance(step, Probe)
     assert step.watch == listing[blocker]
     assert not step.relist  # the first listing is fresh
-    # Its own node is watched too only when nothing else is ahead of the node it waits for.
-    assert step.arm_own == (turn.ahead == [listing[blocker]])
+    # The look-ahead: the relevant node just ahead of the one it waits for, if any.
+    assert step.peek == (None if peek is None else listing[peek])
+    # Its own node is watched too when it may be let through with no listing after its wake:
+    # nothing else ahead of the node it waits for, or a look-ahead that will tell it so.
+    assert step.arm_own
+    assert turn.ahead == [listing[blocker]] or step.peek is not None
 
 
 def test_not_blocking_gives_up_on_the_first_listing() -> None:
@@ -235,6 +239,165 @@ def test_a_long_queue_is_seen_through_a_window_and_looked_at_further_once_it_emp
         state, Probe(relist=True, watch=None, arm_own=False), [listing[99]], set()
     )
     assert turn.decide(state, blocking=True, own_armed=False) == Grant(confirm_own=False)
+
+
+# --- the look-ahead -------------------------------------------------------------------------
+
+
+def _waiting(turn: Turn, state: QueueState) -> Probe:
+    """The first probe of a blocked waiter, answered: both watches armed."""
+    step = turn.decide(state, blocking=True, own_armed=False)
+    assert isinstance(step, Probe)
+    assert turn.probed(state, step, None, set())
+    return step
+
+
+def test_look_ahead_gone_with_nothing_else_in_view_needs_no_request() -> None:
+    listing = queue("lock-", "lock-", "lock-")
+    state = QueueState()
+    turn = start(MUTEX, listing, 2, state)
+    step = _waiting(turn, state)
+    assert (step.watch, step.peek, step.arm_own) == (listing[1], listing[0], True)
+    turn.peeked(state, listing[0], deleted=True)
+    # Nothing was ahead of node 0 in the first listing, and nothing can enter: node 1 is first.
+    step = turn.decide(state, blocking=True, own_armed=True)
+    assert step == Probe(relist=False, watch=listing[1], arm_own=False, peek=None)
+    assert turn.probed(state, step, None, set())  # its watch is kept: nothing to send
+    turn.woke(state, listing[1])
+    assert turn.decide(state, blocking=True, own_armed=True) == Grant(confirm_own=False)
+
+
+def test_look_ahead_gone_lists_while_the_watch_on_the_node_ahead_is_kept() -> None:
+    listing = queue(*["lock-"] * 6)
+    state = QueueState()
+    turn = start(MUTEX, listing, 5, state)
+    step = _waiting(turn, state)
+    assert (step.watch, step.peek) == (listing[4], listing[3])
+    turn.peeked(state, listing[3], deleted=True)
+    # Nodes 0-2 were ahead in the first listing: most likely gone, maybe not. One listing, and
+    # the watch on node 4 stays (no look-ahead from a view about to be listed afresh).
+    step = turn.decide(state, blocking=True, own_armed=True)
+    assert step == Probe(relist=True, watch=listing[4], arm_own=False, peek=None)
+    assert turn.probed(state, step, [listing[4], listing[5]], set())  # node 4 is first now
+    assert {listing[0], listing[1], listing[2]} <= set(state.gone)
+    # Its deletion lets us through on the event alone (our node's watch was armed before).
+    turn.woke(state, listing[4])
+    assert turn.decide(state, blocking=True, own_armed=True) == Grant(confirm_own=False)
+
+
+def test_a_listing_after_the_look_ahead_that_shows_another_node_ahead_watches_that() -> None:
+    listing = queue(*["lock-"] * 5)
+    state = QueueState()
+    turn = start(MUTEX, listing, 4, state)
+    _waiting(turn, state)
+    turn.peeked(state, listing[2], deleted=True)  # node 2 gave up; node 1 still waits
+    step = turn.decide(state, blocking=True, own_armed=True)
+    assert step.relist if isinstance(step, Probe) else False
+    assert not turn.probed(state, step, [listing[1], listing[3], listing[4]], set())
+    step = turn.decide(state, blocking=True, own_armed=True)
+    assert step == Probe(relist=False, watch=listing[3], arm_own=False, peek=listing[1])
+
+
+def test_a_look_ahead_node_found_gone_when_armed_counts_as_its_wake() -> None:
+    listing = queue(*["lock-"] * 4)
+    state = QueueState()
+    turn = start(MUTEX, listing, 3, state)
+    step = turn.decide(state, blocking=True, own_armed=False)
+    assert isinstance(step, Probe) and step.peek == listing[1]
+    assert not turn.probed(state, step, None, {listing[1]})  # NoNode on the look-ahead
+    step = turn.decide(state, blocking=True, own_armed=True)
+    assert step == Probe(relist=True, watch=listing[2], arm_own=False, peek=None)
+
+
+def test_a_look_ahead_that_changed_but_stayed_is_watched_again_with_no_listing() -> None:
+    listing = queue("lock-", "lock-", "lock-")
+    state = QueueState()
+    turn = start(MUTEX, listing, 2, state)
+    _waiting(turn, state)
+    turn.peeked(state, listing[0], deleted=False)  # a data change: node 0 is still there
+    step = turn.decide(state, blocking=True, own_armed=True)
+    assert step == Probe(relist=False, watch=listing[1], arm_own=False, peek=listing[0])
+
+
+@pytest.mark.parametrize(
+    ("driver", "kinds", "mine"),
+    [
+        (MUTEX, ["lock-"] * 3, 1),  # the node ahead is this client's: handed over locally
+        (_WriterDriver(), [WRITE_NAME] * 3, None),  # a writer lists after a writer goes anyway
+        (MUTEX, ["lock-"] * 2, None),  # nothing ahead of the node it waits for
+    ],
+    ids=["ours-ahead", "writer-behind-writer", "second-in-line"],
+)
+def test_no_look_ahead_where_it_buys_nothing(
+    driver: Driver, kinds: list[str], mine: int | None
+) -> None:
+    listing = queue(*kinds)
+    state = QueueState()
+    if mine is not None:
+        state.add_mine(listing[mine])
+    step = start(driver, listing, len(listing) - 1, state).decide(
+        state, blocking=True, own_armed=False
+    )
+    assert isinstance(step, Probe) and step.peek is None
+
+
+@pytest.mark.parametrize(
+    "driver", [MUTEX, LeaseDriver(3), _ReaderDriver(), _WriterDriver()], ids=repr
+)
+def test_no_grant_the_live_queue_does_not_allow_whatever_goes_in_whatever_order(
+    driver: Driver,
+) -> None:
+    # A model server: the live nodes, deleted one at a time in random order (a holder
+    # releasing, a waiter giving up, a session expiring: anything ahead may go), with newcomers
+    # behind us. A watch fires when its node goes; a probe is answered from the live nodes at
+    # that moment. Whenever the waiter takes a grant, the driver on the *live* nodes ahead must
+    # agree; and once nothing is ahead, it must be through.
+    rng = random.Random(29)
+    kinds = ["lock-", READ_NAME, WRITE_NAME] if not isinstance(driver, LeaseDriver) else ["lock-"]
+    if type(driver) is LeaseDriver:
+        kinds = ["lease-"]
+    for _ in range(400):
+        live = queue(*(rng.choice(kinds) for _ in range(rng.randint(1, 12))))
+        ours = live[-1]
+        if isinstance(driver, _WriterDriver):
+            ours = live[-1] = f"_c_{uuid.uuid4()}-{WRITE_NAME}{len(live):010d}"
+        if isinstance(driver, _ReaderDriver):
+            ours = live[-1] = f"_c_{uuid.uuid4()}-{READ_NAME}{len(live):010d}"
+        state = QueueState()
+        turn = Turn.start(driver, ours, len(live), list(live), state)
+        armed: set[str] = set()
+        for _round in range(200):
+            step = turn.decide(state, blocking=True, own_armed=True)
+            if isinstance(step, Grant):
+                relevant = [n for n in live[: live.index(ours)] if driver.relevant(n)]
+                assert driver.blocker(relevant) is None, (live, ours)
+                break
+            assert isinstance(step, Probe)
+            wanted = {n for n in (step.watch, step.peek) if n is not None}
+            armed &= wanted
+            gone = {n for n in wanted - armed if n not in live}
+            armed |= wanted - gone
+            fresh = list(live) if step.relist else None
+            if not turn.probed(state, step, fresh, gone):
+                continue
+            # Wait: delete nodes ahead until a watched one goes.
+            while True:
+                ahead = live[: live.index(ours)]
+                assert ahead, "a watched node is armed, so something is ahead"
+                victim = rng.choice(ahead)
+                live.remove(victim)
+                if rng.random() < 0.3:
+                    live.append(node("lock-", 1000 + len(live)))  # behind us: never ahead
+                if victim in armed:
+                    armed.discard(victim)
+                    if victim == step.watch:
+                        turn.woke(state, victim)
+                    else:
+                        turn.peeked(state, victim, deleted=True)
+                    break
+        else:
+            pytest.fail("the waiter neither got through nor stayed blocked on a live node")
+        state.check()
 
 
 # --- monotone: deciding on a superset of the live nodes is safe ------------------------------

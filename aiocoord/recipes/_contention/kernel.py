@@ -9,16 +9,17 @@ ahead). If not, it watches the one node the driver names with a getData watch (N
 the node goes: there is no herd.
 
 **Its own node, too.** A blocked waiter that may be let through with no listing after its
-wake (nothing else ahead of the node it waits for, or that node is this client's own and may
-be handed over locally) also keeps an exists watch on its own node (in the same round trip as
-the first watch; within one client it is the same server watch as its successor's). A third
-party may delete the node (a recursive delete of the lock path, say); events come in zxid
-order, so if our node went before the node ahead of it, the waiter knows by the time that
-node's deletion wakes it, and queues again instead of taking a grant with no node behind it.
-Other waiters list after their wake (a listing that holds the node proves it); one through
-with neither asks about its node before the grant. Every request made
-for the node is pinned to its session (:meth:`Client.bound`): a read retried on a new session
-would wait in a queue the node has left with the old one.
+wake (nothing else ahead of the node it waits for, that node is this client's own and may be
+handed over locally, or a look-ahead will tell it so) also keeps an exists watch on its own
+node (in the same round trip as the first watch; within one client it is the same server
+watch as its successor's; a holder keeps it to watch for a loss). A third party may delete
+the node (a recursive delete of the lock path, say); events come in zxid order, so if our node
+went before the node ahead of it, the waiter knows by the time that node's deletion wakes it,
+and queues again instead of taking a grant with no node behind it. Other waiters list after
+their wake (a listing that holds the node proves it); one through with neither asks about its
+node before the grant. Every request made for the node is pinned to its session
+(:meth:`Client.bound`): a read retried on a new session would wait in a queue the node has
+left with the old one.
 
 **Waking costs O(1).** Sequence numbers only grow, so nothing can enter the queue ahead of a
 node that already exists: the first listing is a superset of every node that can ever be ahead
@@ -34,14 +35,30 @@ blocked then arms a watch on the next node the driver names. The one exception t
 inserted ahead" is Curator's read-lock downgrade node, which reuses its write node's sequence
 number; the write-lock driver asks for a fresh listing whenever a writer ahead of it goes.
 
+**The look-ahead: a hand-over costs the delete and its notification.** Waiting for node P, a
+waiter in another client than P's also watches the node Q just ahead of P (see
+:meth:`Turn._peek <aiocoord.recipes._contention.turn.Turn._peek>`). Q's deletion most likely
+means P was just granted; the waiter then lists (if its view held anything else ahead of P)
+*while P is held*, keeping its watch on P. That listing most likely shows P first, so P's
+deletion lets the waiter through on the event alone, with the decision above: the listing that
+used to follow the wake, a round trip on the hand-over's path, now precedes it, off that path.
+It is never trusted for more than it shows: Q's going proves nothing about the nodes ahead of
+it, so whatever the listing does not show first is waited for as before. No herd: each node is
+watched by at most the two waiters behind it. The price is a watch more per contended
+acquisition (and its event), paid to take a round trip off every hand-over between clients.
+
 **O(1) per waiter, whatever the queue length.** A waiter keeps only the nearest nodes ahead
 in view, from a listing sorted once per client (see :mod:`aiocoord.recipes._contention.listing`).
 
 **Round trips.** The create and the first listing are pipelined (ZooKeeper answers one
 session's requests in order, so a listing written after the create sees it): an uncontended
 acquire costs one round trip and a release none (its delete is written, not waited for: the
-same session's next create is answered after it); a contended one 5 requests, as Curator's
-(create, listing, watch, a listing after the wake unless nothing else was ahead, delete).
+same session's next create is answered after it); a contended one behind another client's
+node 7 requests (create, listing; the watches on the node ahead, on the one ahead of that and
+on its own node, in one round trip; a listing after the look-ahead's wake unless nothing else
+was ahead; delete). Curator's costs 5 (create, listing, watch, a listing after the wake,
+delete), and a round trip more on every hand-over.
+
 Listings of one path by one client are shared when sent after the caller's create was (a
 burst of contenders shares one); a listing without the caller's node is never trusted. A
 release writes its delete and returns; a waiter *of the same client* right behind goes ahead
@@ -61,11 +78,12 @@ node is watched by a :class:`~aiocoord.recipes._contention.holding.LossWatch`
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from aiocoord._client.door import renews_sessions, watch_data_now
+from aiocoord._client.door import renews_sessions, watch_data_many_now
 from aiocoord._deadline import Deadline, Expired, bounded, time_left
 from aiocoord._paths import SEQUENCE_DIGITS, join
 from aiocoord._wire.data import ACL
@@ -225,65 +243,81 @@ class SequentialQueue:
         pinned: Client | None = None
         state.add_mine(node.name)
         own: Watch | None = None  # the watch on our own node (see "Its own node, too")
-        while True:
-            if own is not None and own.done():
-                event = own.fired()
-                if event is None or event.type is EventType.DELETED:
-                    raise Restart()
-                own = None  # a data change consumed it: armed again with the next probe
-            step = turn.decide(state, blocking=blocking, own_armed=own is not None)
-            if isinstance(step, Grant):
-                if step.confirm_own:
-                    pinned = pinned or client.bound(node.generation)
-                    own = await bounded(watch_own(client, pinned, node), deadline)
-                    if own is None:
-                        continue  # a connection loss: asked again once reconnected
-                await confirm_alive(client, node, deadline)
-                live = own if own is not None and not own.done() else None
-                if live or turn.waited:
-                    return replace(node, own=live, waited=turn.waited)
-                return node
-            if isinstance(step, GiveUp):
-                return None
-            pinned = pinned or client.bound(node.generation)
-            arming = (
-                asyncio.ensure_future(watch_own(client, pinned, node)) if step.arm_own else None
-            )
-            try:
-                watch, gone, fresh = await self._probe(
-                    pinned,
-                    step.watch,
-                    deadline,
-                    node if step.relist else None,
-                    state,
-                    node.generation,
+        # The watches on nodes ahead: the one we wait for, and the look-ahead (see
+        # :meth:`Turn._peek <aiocoord.recipes._contention.turn.Turn._peek>`). One that a
+        # probe still wants is kept, not armed again.
+        armed: dict[str, Watch] = {}
+        try:
+            while True:
+                if own is not None and own.done():
+                    event = own.fired()
+                    if event is None or event.type is EventType.DELETED:
+                        raise Restart()
+                    own = None  # a data change consumed it: armed again with the next probe
+                step = turn.decide(state, blocking=blocking, own_armed=own is not None)
+                if isinstance(step, Grant):
+                    if step.confirm_own:
+                        pinned = pinned or client.bound(node.generation)
+                        own = await bounded(watch_own(client, pinned, node), deadline)
+                        if own is None:
+                            continue  # a connection loss: asked again once reconnected
+                    await confirm_alive(client, node, deadline)
+                    live = own if own is not None and not own.done() else None
+                    if live or turn.waited:
+                        return replace(node, own=live, waited=turn.waited)
+                    return node
+                if isinstance(step, GiveUp):
+                    return None
+                _let_go(armed, turn.ahead, (step.watch, step.peek))
+                to_arm = [n for n in (step.watch, step.peek) if n is not None and n not in armed]
+                pinned = pinned or client.bound(node.generation)
+                arming = (
+                    asyncio.ensure_future(watch_own(client, pinned, node)) if step.arm_own else None
                 )
-            except BaseException:
-                if arming is not None:
-                    await abandon_watch(arming)
-                raise
-            if arming is not None:
                 try:
-                    own = await bounded(arming, deadline)
-                except BaseException:
-                    if watch is not None:
-                        watch.cancel()
-                    await abandon_watch(arming)
+                    new, gone, fresh = await self._probe(
+                        pinned,
+                        to_arm,
+                        deadline,
+                        node if step.relist else None,
+                        state,
+                        node.generation,
+                    )
+                    armed.update(new)
+                    if arming is not None:
+                        own = await bounded(arming, deadline)
+                        arming = None
+                finally:
+                    if arming is not None:
+                        await abandon_watch(arming)
+                if not turn.probed(state, step, fresh, gone):
+                    continue
+                assert step.watch is not None  # kept: armed on a blocker
+                try:
+                    woke = await wait_gone(
+                        armed[step.watch],
+                        step.watch,
+                        state,
+                        deadline,
+                        own,
+                        None if step.peek is None else armed.get(step.peek),
+                    )
+                except SessionExpiredError:
+                    if renews_sessions(client):
+                        raise Restart() from None
                     raise
-            if not turn.probed(state, step, fresh, gone):
-                if watch is not None:
-                    watch.cancel()
-                continue
-            assert watch is not None and step.watch is not None  # kept: armed on a blocker
-            try:
-                deleted = await wait_gone(watch, step.watch, state, deadline, own)
-            except SessionExpiredError:
-                if renews_sessions(client):
-                    raise Restart() from None
-                raise
-            if deleted:
-                turn.woke(state, step.watch)
-            # Any other event (a data change) leaves the node in place: the loop re-arms.
+                if woke is _Woke.GONE:
+                    del armed[step.watch]  # fired, or left for the deletion on its way
+                    turn.woke(state, step.watch)
+                elif woke is _Woke.CHANGED:
+                    del armed[step.watch]  # consumed by a data change: the loop re-arms
+                elif woke is _Woke.PEEK_GONE or woke is _Woke.PEEK_CHANGED:
+                    assert step.peek is not None
+                    del armed[step.peek]
+                    turn.peeked(state, step.peek, woke is _Woke.PEEK_GONE)
+                # _Woke.OWN: our own node changed or went; the loop looks at it first.
+        finally:
+            _let_go(armed, (), ())
 
     async def _listing(self, node: QueueNode, state: QueueState, deadline: Deadline) -> list[str]:
         """A listing sent after now, which must contain our node (else it is gone)."""
@@ -305,39 +339,47 @@ class SequentialQueue:
     async def _probe(
         self,
         pinned: Client,
-        blocker: str | None,
+        to_arm: list[str],
         deadline: Deadline,
         list_for: QueueNode | None,
         state: QueueState,
         generation: int,
-    ) -> tuple[Watch | None, set[str], list[str] | None]:
-        """In one round trip: arm a getData watch on ``blocker`` and (with ``list_for``, our
-        node) list the children afresh.
+    ) -> tuple[dict[str, Watch], set[str], list[str] | None]:
+        """In one round trip: arm a getData watch on each node of ``to_arm`` and (with
+        ``list_for``, our node) list the children afresh.
 
-        Returns the watch (None if ``blocker`` is gone), the names found gone, and the
-        listing (None unless asked for). Raises Restart if our node is gone.
+        Returns the watches armed (by name), the names found gone, and the listing (None
+        unless asked for). Raises Restart if our node is gone.
         """
         client = self.client
         gone: set[str] = set()
+        if not to_arm and list_for is None:
+            return {}, gone, None  # everything wanted is armed already
+        paths = [join(self.path, name) for name in to_arm]
         try:
-            if blocker is not None and list_for is None:
-                watch = await bounded(
-                    watch_data_now(client, pinned, generation, join(self.path, blocker)), deadline
+            if list_for is None:  # the watches alone: written now, no task
+                answers = await bounded(
+                    watch_data_many_now(client, pinned, generation, paths), deadline
                 )
-                if watch is None:
-                    gone.add(blocker)
-                return watch, gone, None
-            assert list_for is not None  # a probe lists, or watches, or both
-            if blocker is None:  # the listing alone: no task to start
+                found: dict[str, Watch] = {}
+                for name, watch in zip(to_arm, answers, strict=True):
+                    if watch is None:
+                        gone.add(name)
+                    else:
+                        found[name] = watch
+                return found, gone, None
+            if not to_arm:  # the listing alone: no task to start
                 fresh = await bounded(state.children(client, self.path, next_stamp()), deadline)
                 if list_for.name not in fresh:
                     raise Restart()
-                return None, gone, fresh
+                return {}, gone, fresh
             # Created in this order, the tasks write their requests in this order: the
-            # listing, last, shows the state after the watch was armed.
-            get_task = asyncio.ensure_future(pinned.get(join(self.path, blocker), watch=True))
+            # listing, last, shows the state after the watches were armed.
+            watch_task = asyncio.ensure_future(
+                watch_data_many_now(client, pinned, generation, paths)
+            )
             list_task = asyncio.ensure_future(state.children(client, self.path, next_stamp()))
-            tasks: list[asyncio.Future[Any]] = [get_task, list_task]
+            tasks: list[asyncio.Future[Any]] = [watch_task, list_task]
             finished = False
             try:
                 await bounded(asyncio.wait(tasks), deadline)
@@ -347,8 +389,10 @@ class SequentialQueue:
                     for t in tasks:
                         t.cancel()
                     await asyncio.wait(tasks)
-                    if not get_task.cancelled() and get_task.exception() is None:
-                        get_task.result()[2].cancel()  # nobody will wait on it
+                    if not watch_task.cancelled() and watch_task.exception() is None:
+                        for left in watch_task.result():
+                            if left is not None:
+                                left.cancel()  # nobody will wait on it
         except NoNodeError:  # the listing found the queue gone, our node with it
             raise Restart() from None
         except SessionExpiredError:
@@ -356,12 +400,14 @@ class SequentialQueue:
                 raise Restart() from None
             raise
         first_error: BaseException | None = None
-        armed: Watch | None = None
-        exc = get_task.exception()
+        watches: dict[str, Watch] = {}
+        exc = watch_task.exception()
         if exc is None:
-            armed = get_task.result()[2]
-        elif isinstance(exc, NoNodeError):
-            gone.add(blocker)
+            for name, watch in zip(to_arm, watch_task.result(), strict=True):
+                if watch is None:
+                    gone.add(name)
+                else:
+                    watches[name] = watch
         else:
             first_error = exc
         names: list[str] | None = None
@@ -375,12 +421,35 @@ class SequentialQueue:
         else:
             first_error = first_error or exc
         if first_error is not None:
-            if armed is not None:
+            for armed in watches.values():
                 armed.cancel()
             if isinstance(first_error, SessionExpiredError) and renews_sessions(client):
                 raise Restart() from first_error
             raise first_error
-        return armed, gone, names
+        return watches, gone, names
+
+
+def _let_go(armed: dict[str, Watch], in_view: Sequence[str], wanted: Sequence[str | None]) -> None:
+    """Forget the watches in ``armed`` the next probe does not want: one that fired is
+    dropped; one still armed is removed, unless its node is still ``in_view`` (a listing may
+    make it the one to wait for again)."""
+    for name in [n for n in armed if n not in wanted]:
+        watch = armed[name]
+        if watch.done():
+            del armed[name]
+        elif name not in in_view:
+            watch.cancel()
+            del armed[name]
+
+
+class _Woke(enum.Enum):
+    """What ended a wait in :func:`wait_gone`."""
+
+    GONE = "the node waited for is gone"
+    CHANGED = "the node waited for changed (its watch is consumed)"
+    PEEK_GONE = "the look-ahead node is gone"
+    PEEK_CHANGED = "the look-ahead node changed (its watch is consumed)"
+    OWN = "the watch on our own node fired"
 
 
 async def wait_gone(
@@ -389,31 +458,35 @@ async def wait_gone(
     state: QueueState,
     deadline: Deadline,
     own: Watch | None,
-) -> bool:
-    """Wait until ``blocker`` goes: True once it has (its deletion event came, or this
-    client released it), False on another event (a data change: the node is still there,
-    or the watch on our own node ``own`` fired: the caller looks at it).
+    peek: Watch | None = None,
+) -> _Woke:
+    """Wait until ``blocker`` goes (its deletion event came, or this client released it),
+    or until something else the waiter watches fires: ``blocker`` changed (a data change: the
+    node is still there, its watch consumed), the look-ahead watch ``peek``, or the watch on
+    our own node ``own`` (the caller looks at it).
 
     A node released by this client wakes its waiter here at once, before the server has
     deleted it: the hand-over inside one client costs no round trip. The watch is then
     left armed (the deletion on its way fires and clears it, sparing a request to remove
-    it); in every other case it is fired or removed before returning.
+    it). A watch that did not fire is left to the caller (it removes the ones it no longer
+    wants); on a timeout :class:`Expired` is raised.
     """
     local = state.when_gone(blocker)
     try:
         if local.done():
-            return True
-        if own is None and deadline is None:
+            return _Woke.GONE
+        if own is None and peek is None and deadline is None:
             # The common wait: the task waits on the watch itself, so the deletion event
             # wakes it in the next loop turn (a go-between future costs a turn more). The
             # local hand-over fires the watch (left armed on the server, see above).
             gone = WatchEvent(EventType.DELETED, watch.path)
             local.add_done_callback(lambda _: watch._fire(gone))
             event = await watch
-            return local.done() or event.type is EventType.DELETED
+            return _Woke.GONE if local.done() or event.type is EventType.DELETED else _Woke.CHANGED
         # One future that whichever comes first wakes (no task per thing awaited): the
-        # watch, the local hand-over, or the watch on our own node. The watches keep the
-        # callback after we return: it marks a late failure seen, and wakes nobody.
+        # watch, the local hand-over, the look-ahead, or the watch on our own node. The
+        # watches keep the callback after we return: it marks a late failure seen, and wakes
+        # nobody.
         wake = asyncio.get_running_loop().create_future()
 
         def poke(source: object) -> None:
@@ -424,24 +497,23 @@ async def wait_gone(
 
         watch.add_done_callback(poke)
         local.add_done_callback(poke)
-        if own is not None:
-            own.add_done_callback(poke)
+        for other in (own, peek):
+            if other is not None:
+                other.add_done_callback(poke)
         if deadline is None:
             await wake
         else:
             await asyncio.wait((wake,), timeout=time_left(deadline))
             if not wake.done():
-                watch.cancel()
                 raise Expired()
         if watch.done():
             event = await watch  # done: the event, or the watch's failure raised
-            return bool(event.type is EventType.DELETED)
+            return _Woke.GONE if event.type is EventType.DELETED else _Woke.CHANGED
         if local.done():
-            return True
-        watch.cancel()  # our own node changed (or went): the caller decides again
-        return False
-    except BaseException:
-        watch.cancel()  # cancelled, timed out or failed: remove the server watch
-        raise
+            return _Woke.GONE
+        if peek is not None and peek.done():
+            event = await peek
+            return _Woke.PEEK_GONE if event.type is EventType.DELETED else _Woke.PEEK_CHANGED
+        return _Woke.OWN  # our own node changed (or went): the caller decides again
     finally:
         state.stop_waiting(blocker, local)

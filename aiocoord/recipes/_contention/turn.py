@@ -43,11 +43,15 @@ GIVE_UP = GiveUp()
 @dataclass(frozen=True)
 class Probe:
     """One round trip: a fresh listing (``relist``), a getData watch on ``watch``, or both;
-    with ``arm_own``, an exists watch on our own node in the same round trip."""
+    with ``arm_own``, an exists watch on our own node in the same round trip; with ``peek``, a
+    getData watch on the node just ahead of ``watch`` too (the look-ahead: see
+    :meth:`Turn.peeked`). A watch already armed on ``watch`` or ``peek`` is kept, not sent
+    again."""
 
     relist: bool
     watch: str | None
     arm_own: bool
+    peek: str | None = None
 
 
 Step = Grant | GiveUp | Probe
@@ -76,6 +80,11 @@ class Turn:
     listed: bool = True
     #: whether we waited for a node ahead (``Client.stats`` counts it)
     waited: bool = False
+    #: whether the look-ahead node went (or changed) since the last decision
+    peek_fired: bool = False
+    #: whether a fresh listing is owed before the wake (the look-ahead fired, and nodes ahead
+    #: of the one we wait for may have gone unseen); the watch on that node is kept meanwhile
+    recheck: bool = False
 
     @classmethod
     def start(
@@ -108,19 +117,52 @@ class Turn:
             return Grant(confirm_own=not self.listed and not own_armed)
         if not blocking:  # decided on the first, fresh listing
             return GIVE_UP
+        if self.peek_fired:
+            # The node ahead of the one we wait for went: that one may be first now. A listing
+            # tells, while we go on waiting for it; none is needed if the view held nothing
+            # else ahead of it (sequence numbers only grow: nothing can have entered).
+            self.peek_fired = False
+            self.recheck = self.recheck or self._before(blocker) or self.truncated
         # Nodes ahead that may have gone unseen (after a wake: the node we waited for was most
         # likely granted, so they are most likely gone) are checked by one listing, before any
         # watch: one request, where a watch on a node that is gone would be two. The listing
         # is sent alone; a watch follows only if we are still blocked.
-        relist = self.need_listing or self.stale
+        relist = self.need_listing or self.stale or self.recheck
         watch = None if self.stale else blocker
+        # (No look-ahead from a view about to be listed afresh: its nodes are most likely
+        # gone; the listing's answer says whether one is wanted.)
+        peek = None if relist else self._peek(state, watch)
         # A waiter that may be let through with no listing after its wake (nothing else ahead
-        # of the node it waits for, or that node is this client's and may be handed over
-        # locally) watches its own node too (see the kernel's "Its own node, too").
+        # of the node it waits for, that node is this client's and may be handed over locally,
+        # or the look-ahead will tell it so) watches its own node too (see the kernel's "Its
+        # own node, too").
         arm_own = not own_armed and (
-            (watch is not None and self.ahead == [watch]) or watch in state.mine
+            (watch is not None and self.ahead == [watch]) or watch in state.mine or peek is not None
         )
-        return Probe(relist=relist, watch=watch, arm_own=arm_own)
+        return Probe(relist=relist, watch=watch, arm_own=arm_own, peek=peek)
+
+    def _before(self, blocker: str | None) -> bool:
+        """Whether the view holds a node ahead of ``blocker``."""
+        return blocker is not None and blocker in self.ahead and self.ahead[0] != blocker
+
+    def _peek(self, state: QueueState, watch: str | None) -> str | None:
+        """The look-ahead: the node just ahead of ``watch`` in view, to be watched too.
+
+        When it goes, the node we wait for has most likely been granted (for a mutex: it
+        was waiting for exactly that node), so a listing read *then*, while that node is
+        held, most likely shows it first; its deletion then lets us through on the event
+        alone, and the hand-over costs the delete and its notification, not a listing round
+        trip more. No herd: every node is watched by at most the two waiters behind it.
+
+        None where the look-ahead buys nothing: the node we wait for is this client's (its
+        release wakes us locally and tells us what was cleared), the driver lists after that
+        node goes anyway (a writer behind a writer), or nothing is ahead of it in view.
+        """
+        if watch is None or watch in state.mine or self.driver.needs_listing_after(watch):
+            return None
+        ahead = self.ahead
+        i = ahead.index(watch) if watch in ahead else 0
+        return ahead[i - 1] if i > 0 else None
 
     def _drop_gone(self, state: QueueState) -> None:
         """Drop the names this client saw go since (its own deletions, its other waiters'
@@ -146,17 +188,21 @@ class Turn:
     ) -> bool:
         """Take in a probe's answers: the fresh listing (None unless ``probe.relist``; it holds
         our node) and the names found gone. Marks those gone in ``state`` (this client's other
-        waiters learn it too). Returns whether the watch armed on ``probe.watch`` is still the
-        one to wait on (False: cancel it, and decide again)."""
+        waiters learn it too). Returns whether to wait now on the watches of ``probe.watch``
+        and ``probe.peek`` (False: decide again; the next probe says which watches it still
+        wants)."""
         keep = probe.watch is not None
         self.stale = False
         if fresh is not None:
             gone.update(set(self.ahead) - set(fresh))
             self._view(state, fresh)
             self.need_listing = False
+            self.recheck = False
             self.listed = True
             if keep and self.driver.blocker(self.ahead) != probe.watch:
                 keep = False
+            if keep and self._peek(state, probe.watch) != probe.peek:
+                keep = False  # another look-ahead node now: decide again (the watch stays)
         for n in gone:
             state.mark_gone(n)
             if fresh is None and self.driver.needs_listing_after(n):
@@ -168,9 +214,22 @@ class Turn:
         if not keep:
             # Listed, or the node to watch was gone: others we know of may be too.
             self.stale = fresh is None and bool(self.ahead)
+        elif probe.peek is not None and probe.peek in gone:
+            # The look-ahead node was gone already: as if its watch had fired.
+            self.peek_fired = True
+            keep = False
         else:
             self.waited = True
         return keep
+
+    def peeked(self, state: QueueState, peek: str, deleted: bool) -> None:
+        """The watch on the look-ahead node ``peek`` fired. If it is gone (``deleted``), the
+        node we wait for may be first now: :meth:`decide` asks for a listing if that is not
+        certain already, keeping the watch on it. A data change leaves it in place: the next
+        probe only watches it again."""
+        if deleted:
+            state.mark_gone(peek)
+            self.peek_fired = True
 
     def woke(self, state: QueueState, blocker: str) -> None:
         """The node we waited for is gone: what we hold of the rest may have gone unseen."""
