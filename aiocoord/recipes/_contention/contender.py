@@ -56,7 +56,6 @@ __all__ = [
     "ProtectedNode",
     "QueueNode",
     "Restart",
-    "abandon_watch",
     "confirm_alive",
     "delete_node",
     "watch_own",
@@ -350,15 +349,6 @@ class ProtectedNode:
             await delete_node(self.client, reply.result()[0], confirm=True)
         elif isinstance(exc, ConnectionLossError) and self._maybe_exists:
             self.client.spawn(self._sweep(), f"aiocoord-sweep:{self.parent}")
-
-
-async def abandon_watch(task: asyncio.Future[Watch | None]) -> None:
-    """Stop arming a watch on our own node (the node is about to be discarded, which consumes
-    the watch if it was armed)."""
-    if not task.done():
-        task.cancel()
-    await asyncio.wait((task,))
-    retrieve(task)
 
 
 # --- trusting nodes ----------------------------------------------------------------------

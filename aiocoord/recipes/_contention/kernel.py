@@ -10,7 +10,7 @@ the node goes: there is no herd.
 
 **Its own node, too.** A blocked waiter that may be let through with no listing after its
 wake (nothing else ahead of the node it waits for, that node is this client's own and may be
-handed over locally, or a look-ahead will tell it so) also keeps an exists watch on its own
+handed over locally, or a look-ahead will tell it so) also keeps a watch on its own
 node (in the same round trip as the first watch; within one client it is the same server
 watch as its successor's; a holder keeps it to watch for a loss). A third party may delete
 the node (a recursive delete of the lock path, say); events come in zxid order, so if our node
@@ -93,7 +93,6 @@ from aiocoord.recipes._contention.contender import (
     ProtectedNode,
     QueueNode,
     Restart,
-    abandon_watch,
     confirm_alive,
     delete_node,
     watch_own,
@@ -271,25 +270,18 @@ class SequentialQueue:
                 _let_go(armed, turn.ahead, (step.watch, step.peek))
                 to_arm = [n for n in (step.watch, step.peek) if n is not None and n not in armed]
                 pinned = pinned or client.bound(node.generation)
-                arming = (
-                    asyncio.ensure_future(watch_own(client, pinned, node)) if step.arm_own else None
+                new, gone, fresh, armed_own = await self._probe(
+                    pinned,
+                    to_arm,
+                    deadline,
+                    node if step.relist else None,
+                    state,
+                    node.generation,
+                    node if step.arm_own else None,
                 )
-                try:
-                    new, gone, fresh = await self._probe(
-                        pinned,
-                        to_arm,
-                        deadline,
-                        node if step.relist else None,
-                        state,
-                        node.generation,
-                    )
-                    armed.update(new)
-                    if arming is not None:
-                        own = await bounded(arming, deadline)
-                        arming = None
-                finally:
-                    if arming is not None:
-                        await abandon_watch(arming)
+                armed.update(new)
+                if armed_own is not None:
+                    own = armed_own
                 if not turn.probed(state, step, fresh, gone):
                     continue
                 assert step.watch is not None  # kept: armed on a blocker
@@ -344,35 +336,35 @@ class SequentialQueue:
         list_for: QueueNode | None,
         state: QueueState,
         generation: int,
-    ) -> tuple[dict[str, Watch], set[str], list[str] | None]:
-        """In one round trip: arm a getData watch on each node of ``to_arm`` and (with
-        ``list_for``, our node) list the children afresh.
+        own_node: QueueNode | None,
+    ) -> tuple[dict[str, Watch], set[str], list[str] | None, Watch | None]:
+        """In one round trip: arm a getData watch on each node of ``to_arm`` and on our own
+        node (``own_node``: kept until its deletion consumes it, see "Its own node, too"),
+        and (with ``list_for``, our node) list the children afresh.
 
-        Returns the watches armed (by name), the names found gone, and the listing (None
-        unless asked for). Raises Restart if our node is gone.
+        Returns the watches armed (by name), the names found gone, the listing (None unless
+        asked for) and the watch on our own node (None unless asked for). Raises Restart if
+        our node is gone.
         """
         client = self.client
         gone: set[str] = set()
-        if not to_arm and list_for is None:
-            return {}, gone, None  # everything wanted is armed already
+        if not to_arm and list_for is None and own_node is None:
+            return {}, gone, None, None  # everything wanted is armed already
         paths = [join(self.path, name) for name in to_arm]
+        if own_node is not None:
+            paths.append(own_node.path)
         try:
             if list_for is None:  # the watches alone: written now, no task
                 answers = await bounded(
                     watch_data_many_now(client, pinned, generation, paths), deadline
                 )
-                found: dict[str, Watch] = {}
-                for name, watch in zip(to_arm, answers, strict=True):
-                    if watch is None:
-                        gone.add(name)
-                    else:
-                        found[name] = watch
-                return found, gone, None
-            if not to_arm:  # the listing alone: no task to start
+                armed, armed_own = _sorted_out(to_arm, answers, own_node, gone)
+                return armed, gone, None, armed_own
+            if not paths:  # the listing alone: no task to start
                 fresh = await bounded(state.children(client, self.path, next_stamp()), deadline)
                 if list_for.name not in fresh:
                     raise Restart()
-                return {}, gone, fresh
+                return {}, gone, fresh, None
             # Created in this order, the tasks write their requests in this order: the
             # listing, last, shows the state after the watches were armed.
             watch_task = asyncio.ensure_future(
@@ -400,14 +392,14 @@ class SequentialQueue:
                 raise Restart() from None
             raise
         first_error: BaseException | None = None
-        watches: dict[str, Watch] = {}
+        found: dict[str, Watch] = {}
+        own: Watch | None = None
         exc = watch_task.exception()
         if exc is None:
-            for name, watch in zip(to_arm, watch_task.result(), strict=True):
-                if watch is None:
-                    gone.add(name)
-                else:
-                    watches[name] = watch
+            try:
+                found, own = _sorted_out(to_arm, watch_task.result(), own_node, gone)
+            except Restart as restart:
+                first_error = restart
         else:
             first_error = exc
         names: list[str] | None = None
@@ -421,12 +413,38 @@ class SequentialQueue:
         else:
             first_error = first_error or exc
         if first_error is not None:
-            for armed in watches.values():
-                armed.cancel()
+            for left in [*found.values(), own]:
+                if left is not None:
+                    left.cancel()
             if isinstance(first_error, SessionExpiredError) and renews_sessions(client):
                 raise Restart() from first_error
             raise first_error
-        return watches, gone, names
+        return found, gone, names, own
+
+
+def _sorted_out(
+    to_arm: list[str],
+    answers: list[Watch | None],
+    own_node: QueueNode | None,
+    gone: set[str],
+) -> tuple[dict[str, Watch], Watch | None]:
+    """The watches of a probe by name, the names found gone added to ``gone``, and the watch
+    on our own node (last in ``answers`` when asked for); Restart if our node is gone."""
+    found: dict[str, Watch] = {}
+    for name, watch in zip(to_arm, answers, strict=False):
+        if watch is None:
+            gone.add(name)
+        else:
+            found[name] = watch
+    if own_node is None:
+        return found, None
+    own = answers[-1]
+    if own is None:
+        for watch in found.values():
+            watch.cancel()
+        raise Restart()
+    own.keep()  # consumed by the node's deletion, by us or anyone: nothing sent to remove it
+    return found, own
 
 
 def _let_go(armed: dict[str, Watch], in_view: Sequence[str], wanted: Sequence[str | None]) -> None:

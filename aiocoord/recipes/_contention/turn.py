@@ -43,7 +43,7 @@ GIVE_UP = GiveUp()
 @dataclass(frozen=True)
 class Probe:
     """One round trip: a fresh listing (``relist``), a getData watch on ``watch``, or both;
-    with ``arm_own``, an exists watch on our own node in the same round trip; with ``peek``, a
+    with ``arm_own``, a watch on our own node in the same round trip; with ``peek``, a
     getData watch on the node just ahead of ``watch`` too (the look-ahead: see
     :meth:`Turn.peeked`). A watch already armed on ``watch`` or ``peek`` is kept, not sent
     again."""
