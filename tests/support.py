@@ -276,6 +276,33 @@ def compile_java_peer(out: Path, name: str, jars: Sequence[str]) -> list[str]:
     return ["java", "-Dfile.encoding=UTF-8", "-cp", os.pathsep.join([classpath, str(out)]), name]
 
 
+async def start_java_peer(command: list[str], *args: str) -> asyncio.subprocess.Process:
+    """Start a peer from :func:`compile_java_peer`'s ``command`` with ``args``, its standard
+    streams piped (a small heap and the serial collector: the machine is shared)."""
+    java, *rest = command
+    return await asyncio.create_subprocess_exec(
+        java,
+        "-Xmx256m",
+        "-XX:+UseSerialGC",
+        *rest,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def java_line(java: asyncio.subprocess.Process, timeout: float = 60) -> str:
+    """The peer's next line on stdout; fails with its stderr if it ended first."""
+    assert java.stdout is not None
+    line = await asyncio.wait_for(java.stdout.readline(), timeout)
+    if not line:
+        assert java.stderr is not None
+        err = await java.stderr.read()
+        raise AssertionError(f"the Java peer ended early: {err.decode()[-3000:]}")
+    return line.decode().rstrip("\n")
+
+
 #: What CuratorToolsPeer.java needs: ZooKeeper's digest provider, Curator's gzip provider
 #: and a Curator client.
 CURATOR_TOOLS_JARS = (

@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from support import Factory, compile_java_peer
+from support import Factory, compile_java_peer, java_line, start_java_peer
 
 from aiocoord import (
     AtomicCounter,
@@ -48,31 +48,6 @@ def peer_command(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return compile_java_peer(out, "CuratorAtomicShardPeer", JARS)
 
 
-async def _java(command: list[str], connect: str, mode: str) -> asyncio.subprocess.Process:
-    java, *rest = command
-    return await asyncio.create_subprocess_exec(
-        java,
-        "-Xmx256m",
-        "-XX:+UseSerialGC",
-        *rest,
-        connect,
-        mode,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-
-
-async def _line(java: asyncio.subprocess.Process) -> str:
-    assert java.stdout is not None
-    line = await asyncio.wait_for(java.stdout.readline(), 60)
-    if not line:
-        assert java.stderr is not None
-        err = await java.stderr.read()
-        raise AssertionError(f"the Java peer ended early: {err.decode()[-3000:]}")
-    return line.decode().rstrip("\n")
-
-
 async def test_atomic_values_and_a_promoted_counter_are_shared_with_curator(
     zk_connect: Factory, zookeeper: Any, zk_namespace: str, peer_command: list[str]
 ) -> None:
@@ -88,10 +63,10 @@ async def test_atomic_values_and_a_promoted_counter_are_shared_with_curator(
     ]
     await counters[0].force_set(0)
 
-    java = await _java(peer_command, zookeeper.connect_string + zk_namespace, "atomic")
+    java = await start_java_peer(peer_command, zookeeper.connect_string + zk_namespace, "atomic")
     try:
         # Curator reads ours, and compare-and-sets on it.
-        assert [await _line(java) for _ in range(5)] == [
+        assert [await java_line(java) for _ in range(5)] == [
             "value: py-1",
             "cas: true py-1 java-2",
             "cas stale: false",
@@ -112,8 +87,8 @@ async def test_atomic_values_and_a_promoted_counter_are_shared_with_curator(
         java.stdin.write(b"go\n")
         await java.stdin.drain()
         ours = [r for rs in await asyncio.gather(*(worker(c) for c in counters)) for r in rs]
-        contended = await _line(java)
-        posts = await _line(java)
+        contended = await java_line(java)
+        posts = await java_line(java)
         assert await asyncio.wait_for(java.wait(), 60) == 0
     finally:
         if java.returncode is None:
@@ -150,9 +125,9 @@ async def test_a_queue_sharder_shares_items_and_shards_with_curator(
         assert ours.shard_count == 2
         python_shards = {p.rsplit("/", 1)[1] for p in ours.shard_paths}
 
-    java = await _java(peer_command, zookeeper.connect_string + zk_namespace, "sharder")
+    java = await start_java_peer(peer_command, zookeeper.connect_string + zk_namespace, "sharder")
     try:
-        lines = [await _line(java) for _ in range(4)]
+        lines = [await java_line(java) for _ in range(4)]
         assert await asyncio.wait_for(java.wait(), 60) == 0
     finally:
         if java.returncode is None:
