@@ -744,11 +744,11 @@ NOTES = [
     "W6-W9 (issue 29): aiocoord `TreeCache`, `Lock`, `ServiceCache` against Curator's "
     "`TreeCache`, `InterProcessMutex`, curator-x-discovery `ServiceCache`; kazoo and aiozk "
     "are not run (W6 uses Curator's `TreeCache`: Curator 5.4's `CuratorCache` loads at most "
-    "~65,000 nodes, CURATOR-690). W6/W9 updates are sent at a fixed rate (open loop) to distinct nodes by a "
-    "second client in the same process. W7 SIGKILLs a follower; it is started again after "
-    "the run. W8's release phase ends, for every peer, once the server has applied every "
-    "release (aiocoord: `wait_background()` and a `sync()`; Curator: each release waits for its "
-    "delete, then a sync).",
+    "~65,000 nodes, CURATOR-690). W6/W9 updates are sent at a fixed rate (open loop) to "
+    "distinct nodes by a second client in the same process. W7 SIGKILLs a follower; it is "
+    "started again after the run. W8's release phase ends, for every peer, once the server "
+    "has applied every release (aiocoord: `wait_background()` and a `sync()`; Curator: each "
+    "release waits for its delete, then a sync).",
 ]
 
 
