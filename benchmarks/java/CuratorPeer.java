@@ -5,7 +5,8 @@
 //       thread each; handoff = a holder's release call to the next holder's acquire return;
 //   W3: N contenders (a thread and a mutex each) on one client, each acquires once;
 //   W4: a CuratorCache over the children of a node: load time, then setData-to-event latency;
-//   W6: a CuratorCache over a tree: load time, RSS, then paced setData-to-event latency;
+//   W6: a TreeCache over a tree: load time, RSS, then paced setData-to-event latency
+//       (TreeCache, not CuratorCache: see w6 below);
 //   W7: N clients on an ensemble, one member SIGKILLed: time until its sessions are back;
 //   W8: N InterProcessMutexes on distinct paths held at once: rates, RSS per lock (the
 //       release phase ends once the server has applied every release);
@@ -39,6 +40,8 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
 import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.curator.framework.recipes.cache.TreeCache;
+import org.apache.curator.framework.recipes.cache.TreeCacheEvent;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -296,7 +299,12 @@ public final class CuratorPeer {
         AtomicReference<byte[]> expected = new AtomicReference<>();
         AtomicReference<CompletableFuture<Double>> seen = new AtomicReference<>();
         CompletableFuture<Void> loaded = new CompletableFuture<>();
-        CuratorCache cache = CuratorCache.build(reader, base);
+        AtomicReference<Exception> failure = new AtomicReference<>();
+        // A read the cache could not make fails the run (by default it is only logged, and
+        // the peer logs nowhere: slf4j-nop).
+        CuratorCache cache = CuratorCache.builder(reader, base)
+                .withExceptionHandler(e -> failure.compareAndSet(null, e))
+                .build();
         cache.listenable().addListener(CuratorCacheListener.builder()
                 .forChanges((before, after) -> {
                     double t = now();
@@ -313,6 +321,9 @@ public final class CuratorPeer {
             cache.start();
             loaded.get(60, TimeUnit.SECONDS);
             double load = now() - start;
+            if (failure.get() != null) {
+                throw new IllegalStateException("the cache failed while loading", failure.get());
+            }
             long held = cache.stream().filter(d -> !d.getPath().equals(base)).count();
             if (held != n) {
                 throw new IllegalStateException("cache holds " + held + " children, not " + n);
@@ -341,6 +352,17 @@ public final class CuratorPeer {
         }
     }
 
+    // Curator 5.4's CuratorCache cannot hold this tree: it counts its outstanding reads in a
+    // java.util.concurrent.Phaser, which takes at most 65,535 parties, so past that many reads
+    // in flight each further read is refused (IllegalStateException to the cache's exception
+    // handler, a log line by default) and never sent; the cache then reports "initialized"
+    // with ~65,600 of the 100,101 nodes (CURATOR-690, fixed in Curator 5.6.0). A Curator 5.4
+    // user with a tree this size keeps Curator's TreeCache, which counts in an AtomicLong:
+    // the same two reads per node (getData and getChildren, each with a one-shot watch where
+    // CuratorCache has one persistent recursive watch) and the same reload on a data change.
+    // Default options (data cached, no depth limit), its own single event thread. (5.x marks
+    // TreeCache deprecated in favour of CuratorCache, hence the annotation.)
+    @SuppressWarnings("deprecation")
     static String w6(Map<String, String> p) throws Exception {
         double timeout = Double.parseDouble(p.get("session_timeout"));
         String base = p.get("path");
@@ -354,21 +376,25 @@ public final class CuratorPeer {
         List<Double> latencies = Collections.synchronizedList(new ArrayList<>());
         CountDownLatch allSeen = new CountDownLatch(updates);
         CompletableFuture<Void> loaded = new CompletableFuture<>();
-        CuratorCache cache = CuratorCache.build(reader, base);
-        cache.listenable().addListener(CuratorCacheListener.builder()
-                .forChanges((before, after) -> {
-                    double t = now();
-                    byte[] data = after.getData();
-                    if (data != null && data.length >= 12) {
-                        Double t0 = sent.remove(new String(data, 0, 12, StandardCharsets.US_ASCII));
-                        if (t0 != null) {
-                            latencies.add((t - t0) * 1000.0);
-                            allSeen.countDown();
-                        }
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        TreeCache cache = TreeCache.newBuilder(reader, base).build();
+        // An error the cache would only log (a read it could not make) fails the run instead.
+        cache.getUnhandledErrorListenable().addListener((message, e) -> failure.compareAndSet(null, e));
+        cache.getListenable().addListener((client, event) -> {
+            if (event.getType() == TreeCacheEvent.Type.INITIALIZED) {
+                loaded.complete(null);
+            } else if (event.getType() == TreeCacheEvent.Type.NODE_UPDATED && event.getData() != null) {
+                double t = now();
+                byte[] data = event.getData().getData();
+                if (data != null && data.length >= 12) {
+                    Double t0 = sent.remove(new String(data, 0, 12, StandardCharsets.US_ASCII));
+                    if (t0 != null) {
+                        latencies.add((t - t0) * 1000.0);
+                        allSeen.countDown();
                     }
-                })
-                .forInitialized(() -> loaded.complete(null))
-                .build());
+                }
+            }
+        });
         try {
             double baseline = rssMb();
             double start = now();
@@ -376,6 +402,9 @@ public final class CuratorPeer {
             loaded.get(600, TimeUnit.SECONDS);
             double load = now() - start;
             double rss = rssMb() - baseline;
+            if (failure.get() != null) {
+                throw new IllegalStateException("the cache failed while loading", failure.get());
+            }
             long held = cache.size();
             long expected = 1 + leaves / fanout + leaves;
             if (held != expected) {
@@ -409,6 +438,9 @@ public final class CuratorPeer {
                 throw new IllegalStateException("saw " + latencies.size() + " of " + updates + " updates");
             }
             double cpuS = cpu() - cpu0;
+            if (failure.get() != null) {
+                throw new IllegalStateException("the cache failed", failure.get());
+            }
             return "{\"load_s\":" + load + ",\"cache_rss_mb\":" + rss + ",\"cpu_s\":" + cpuS
                     + ",\"peak_rss_mb\":" + rssMb() + ",\"update_ms\":" + list(latencies) + "}";
         } finally {
