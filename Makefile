@@ -79,12 +79,14 @@ bench-quick: venv zookeeper bench-java
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) -m benchmarks --quick
 
-# A commit against the working tree on one workload: `make ab REF=HEAD WORKLOAD=W2`.
+# A commit against the working tree on one workload: `make ab REF=HEAD WORKLOAD=W2`; with
+# RTT=0.5 (ms) the clients reach the server through the latency proxy.
 REF ?= HEAD
 WORKLOAD ?= W2
+RTT ?= 0
 ab: venv zookeeper
 	$(PY) -m pip install -q -e '.[bench]'
-	$(PY) -m benchmarks.ab $(REF) --workload $(WORKLOAD)
+	$(PY) -m benchmarks.ab $(REF) --workload $(WORKLOAD) --rtt $(RTT)
 
 # Where aiocoord's time goes on one workload (py-spy samples, top functions): `make profile WORKLOAD=W1`.
 profile: venv zookeeper
