@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from aiocoord._futures import retrieve
 from aiocoord._observe.logs import session_extra
 from aiocoord._observe.metrics import Recorder
 from aiocoord._session.connection import Reply
@@ -204,8 +205,10 @@ async def watch_data_many_now(
             if armed is not None:
                 armed.cancel()
         for left in written[len(out) + 1 :]:
-            if left is not None and left[1] is not None:
-                left[1].cancel()  # written, never to be answered here: no lingering watch
+            if left is not None:
+                left[0].add_done_callback(retrieve)  # its answer (or failure) is read by nobody
+                if left[1] is not None:
+                    left[1].cancel()  # written, never to be answered here: no lingering watch
         raise
     return out
 
