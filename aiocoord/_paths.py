@@ -4,7 +4,7 @@ from."""
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Sequence
 
 __all__ = [
@@ -65,9 +65,19 @@ def split(path: str) -> tuple[str, str]:
     return parent or "/", name
 
 
+# A random (version 4, RFC 4122 variant) UUID from 128 random bits: the version nibble and
+# the variant bits cleared, then set.
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
+
+
 def protected_prefix() -> str:
-    """A fresh protected prefix, ``_c_<uuid>-``: a node named with it is found again by it."""
-    return f"{PROTECTED_PREFIX}{uuid.uuid4()}-"
+    """A fresh protected prefix, ``_c_<uuid>-``: a node named with it is found again by it.
+
+    The UUID is what :func:`uuid.uuid4` makes (16 bytes of :func:`os.urandom`, version 4),
+    written without building a :class:`uuid.UUID` on the lock's path."""
+    h = f"{(int.from_bytes(os.urandom(16), 'big') & _UUID4_CLEAR) | _UUID4_SET:032x}"
+    return f"{PROTECTED_PREFIX}{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}-"
 
 
 def protected_id(name: str) -> str | None:

@@ -9,7 +9,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 
 from aiocoord._validation import encode_utf8, validate_acl
-from aiocoord._wire.data import ACL
+from aiocoord._wire.data import ACL, OPEN_ACL
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
 
 __all__ = [
@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 #: Anyone may do anything (ZooKeeper's OPEN_ACL_UNSAFE).
-OPEN_ACL_UNSAFE: tuple[ACL, ...] = (ACL(ACL.ALL, "world", "anyone"),)
+OPEN_ACL_UNSAFE: tuple[ACL, ...] = OPEN_ACL
 #: Only the authenticated creator may do anything (CREATOR_ALL_ACL).
 CREATOR_ALL_ACL: tuple[ACL, ...] = (ACL(ACL.ALL, "auth", ""),)
 #: Anyone may read (READ_ACL_UNSAFE).
@@ -34,9 +34,13 @@ READ_ACL_UNSAFE: tuple[ACL, ...] = (ACL(ACL.READ, "world", "anyone"),)
 ACLProvider = Callable[[str], Sequence[ACL] | None]
 
 
-def wire_acl(acl: Sequence[ACL] | None) -> list[ACL]:
-    """``acl`` (None: OPEN_ACL_UNSAFE) checked, as the list a create sends."""
-    return validate_acl(OPEN_ACL_UNSAFE if acl is None else acl)
+def wire_acl(acl: Sequence[ACL] | None) -> Sequence[ACL]:
+    """``acl`` (None: OPEN_ACL_UNSAFE) checked, as the sequence a create sends."""
+    if acl is None or acl is OPEN_ACL_UNSAFE:
+        # A tuple of one frozen, well-formed entry: nothing to check, and its encoding is
+        # made once (see write_acls).
+        return OPEN_ACL_UNSAFE
+    return validate_acl(acl)
 
 
 def check_acl(acl: Sequence[ACL] | None) -> tuple[ACL, ...] | None:

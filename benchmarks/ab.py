@@ -7,7 +7,8 @@ Checks ``REF`` out into a temporary git worktree, then alternates short runs of 
 worker for the workload from each tree (each run in a fresh process that imports aiocoord from
 that tree), against one local ZooKeeper, reversing the order every round so that neither side
 always runs first; the warm-up rounds (the server's JIT) are not counted. Prints every run and
-the medians. On this noisy shared machine a change worth keeping shows up in most pairs, not
+the medians, with the client's CPU per operation where the workload measures it (W1, W2).
+On this noisy shared machine a change worth keeping shows up in most pairs, not
 only in the medians; ``REF`` against ``HEAD`` with a clean tree (an A/A run) shows the noise
 floor.
 """
@@ -35,6 +36,9 @@ _METRICS = {
     "W3": ("wall_s", False, "peak_rss_mb"),
     "W4": ("update_p50_ms", False, "load_s"),
 }
+
+#: The client's CPU per operation (µs), reported by the workloads that measure it.
+_CPU = "client_cpu_us_per_op"
 
 _WORKER = """
 import json, sys
@@ -109,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                             results[name].append(m)
                         print(
                             f"{name:>14}  {metric}={m[metric]:.4g}  {extra}={m[extra]:.4g}"
+                            + (f"  {_CPU}={m[_CPU]:.4g}" if _CPU in m else "")
                             + ("" if counted else "  (warm-up)")
                         )
         finally:
@@ -120,8 +125,16 @@ def main(argv: list[str] | None = None) -> int:
         if runs:
             med = statistics.median(r[metric] for r in runs)
             lat = statistics.median(r[extra] for r in runs)
-            print(f"{name:>14}  median {metric}={med:.4g}  median {extra}={lat:.4g}")
+            cpu = (
+                f"  median {_CPU}={statistics.median(r[_CPU] for r in runs):.4g}"
+                if all(_CPU in r for r in runs)
+                else ""
+            )
+            print(f"{name:>14}  median {metric}={med:.4g}  median {extra}={lat:.4g}{cpu}")
     pairs = list(zip(*results.values(), strict=False))
+    if pairs and all(_CPU in a and _CPU in b for a, b in pairs):
+        less = sum(1 for a, b in pairs if b[_CPU] < a[_CPU])
+        print(f"working tree used less client CPU in {less} of {len(pairs)} pairs ({_CPU})")
     wins = sum(
         1 for a, b in pairs if (b[metric] > a[metric]) == higher_better and b[metric] != a[metric]
     )

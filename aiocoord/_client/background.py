@@ -38,9 +38,15 @@ class BackgroundWork:
         background work until it is done, then call ``then`` with it: :meth:`wait`
         waits for it and ``close()`` cancels it. For answers a recipe settles after its
         caller has moved on (a release's delete) without a task to start."""
-        self._background.add(future)
-        future.add_done_callback(self._background.discard)
-        future.add_done_callback(then)
+        background = self._background
+        background.add(future)
+
+        def settled(done: asyncio.Future[T]) -> None:
+            # One done-callback, not two: each is a loop callback of its own.
+            background.discard(done)
+            then(done)
+
+        future.add_done_callback(settled)
 
     def pending(self) -> int:
         """Background work still running: guaranteed deletes, and answers still followed."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Protocol, TypeVar
 
@@ -91,7 +91,8 @@ class PathOps:
         requests: Requests,
         work: BackgroundWork,
         reader: Reader,
-        ensuring: dict[str, list[tuple[bool, list[ACL] | None, asyncio.Task[None]]]] | None = None,
+        ensuring: dict[str, list[tuple[bool, tuple[ACL, ...] | None, asyncio.Task[None]]]]
+        | None = None,
     ) -> None:
         self._requests = requests
         self._work = work
@@ -109,7 +110,7 @@ class PathOps:
         path: str,
         data: bytes,
         mode: int,
-        acl: list[ACL],
+        acl: Sequence[ACL],
         ttl_ms: int | None,
         generation: int | None = None,
     ) -> tuple[str, Stat]:
@@ -139,13 +140,13 @@ class PathOps:
         path: str,
         data: bytes,
         mode: int,
-        acl: list[ACL],
+        acl: Sequence[ACL],
         ttl_ms: int | None,
         make_parents: bool,
         as_containers: bool,
         generation: int | None = None,
         *,
-        parent_acl: list[ACL] | None,
+        parent_acl: Sequence[ACL] | None,
     ) -> tuple[str, Stat]:
         try:
             return await self.create_raw(path, data, mode, acl, ttl_ms, generation)
@@ -155,19 +156,20 @@ class PathOps:
         await self.ensure_path(split(path)[0], as_containers, parent_acl)
         return await self.create_raw(path, data, mode, acl, ttl_ms, generation)
 
-    async def ensure_path(self, path: str, container: bool, acl: list[ACL] | None) -> None:
+    async def ensure_path(self, path: str, container: bool, acl: Sequence[ACL] | None) -> None:
         """``acl`` None: each node gets the ACL of its own path
         (:meth:`Requests.acls_for <aiocoord._client.requests.Requests.acls_for>`).
 
         Callers asking for the same path at the same time share one walk: a burst of
         contenders on a missing lock path makes its parents once, not once each.
         """
+        wanted = None if acl is None else tuple(acl)  # a list and a tuple of the same ACL
         for key, shared_acl, task in self._ensuring.get(path, ()):
-            if key == container and shared_acl == acl:
+            if key == container and shared_acl == wanted:
                 await asyncio.shield(task)
                 return
         task = asyncio.ensure_future(self._walk(path, container, acl))
-        entry = (container, acl, task)
+        entry = (container, wanted, task)
         self._ensuring.setdefault(path, []).append(entry)
 
         def done(finished: asyncio.Future[None]) -> None:
@@ -182,7 +184,7 @@ class PathOps:
         task.add_done_callback(done)
         await asyncio.shield(task)
 
-    async def _walk(self, path: str, container: bool, acl: list[ACL] | None) -> None:
+    async def _walk(self, path: str, container: bool, acl: Sequence[ACL] | None) -> None:
         mode = CreateFlag.CONTAINER if container else CreateFlag.PERSISTENT
 
         async def make(node: str) -> None:
@@ -212,10 +214,10 @@ class PathOps:
         data: bytes,
         ephemeral: bool,
         sequential: bool,
-        acl: list[ACL],
+        acl: Sequence[ACL],
         make_parents: bool,
         as_containers: bool,
-        parent_acl: list[ACL] | None,
+        parent_acl: Sequence[ACL] | None,
         ttl_ms: int | None = None,
     ) -> tuple[str, Stat]:
         parent, name = split(path)

@@ -116,7 +116,7 @@ class Requests:
                     op=exc.op,
                 ) from exc
 
-    def acls_for(self, path: str, acl: Sequence[ACL] | None) -> list[ACL]:
+    def acls_for(self, path: str, acl: Sequence[ACL] | None) -> Sequence[ACL]:
         """The ACL a create of ``path`` sends: ``acl``, else the provider's, else open."""
         if acl is None and self.acl_provider is not None:
             acl = self.acl_provider(path)

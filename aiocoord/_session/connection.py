@@ -3,8 +3,11 @@
 The connection writes framed requests, reads reply frames, and matches replies to futures by
 xid. It knows nothing about sessions, state or retries: when the socket dies it fails every
 pending future with :class:`ConnectionLossError` and tells its owner once. It is an
-``asyncio.Protocol`` rather than a reader task so a reply resolves its future in the same
-callback that received the bytes: no task switch per reply.
+``asyncio`` protocol rather than a reader task so a reply resolves its future in the same
+callback that received the bytes: no task switch per reply. A *buffered* protocol: the
+transport reads into the connection's own buffer, where a plain protocol would get a fresh
+``bytes`` per read (asyncio allocates 256 KiB for each, then shrinks it) to be appended to a
+buffer again.
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ from aiocoord.errors import (
 
 # A frame larger than this is garbage, not a reply: drop the connection instead of allocating.
 MAX_FRAME = 64 * 1024 * 1024
+# The read buffer: its usual size (a larger frame grows it for as long as it is needed), the
+# least room a read is offered, and the largest size kept once the bytes in it are consumed.
+_READ_SIZE = 16 * 1024
+_MIN_READ = 2048
+_KEEP_SIZE = 256 * 1024
 
 R = TypeVar("R")
 
@@ -65,7 +73,7 @@ class _Pending(Generic[R]):
     trace: Any = None
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     """A connected, handshaken socket to one server. Create with :meth:`open`."""
 
     def __init__(
@@ -86,7 +94,11 @@ class Connection(asyncio.Protocol):
         self._on_zxid = on_zxid
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
-        self._buffer = bytearray()
+        # Bytes read and not yet parsed are _rbuf[_rstart:_rend]; reads land after _rend.
+        self._rbuf = bytearray(_READ_SIZE)
+        self._rview = memoryview(self._rbuf)
+        self._rstart = 0
+        self._rend = 0
         self._pending: dict[int, _Pending[Any]] = {}
         # xids whose callers gave up: their replies still come, in order, and count
         self._forgotten: set[int] = set()
@@ -178,13 +190,38 @@ class Connection(asyncio.Protocol):
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if len(self._rbuf) - self._rend < _MIN_READ:
+            self._make_room()
+        return self._rview[self._rend :]
+
+    def _make_room(self) -> None:
+        """Move the unparsed bytes to the front, or into a larger buffer when a frame needs
+        more room than this one has."""
+        start, end = self._rstart, self._rend
+        held = end - start
+        need = held + _MIN_READ
+        if held >= 4:
+            size = int.from_bytes(self._rbuf[start : start + 4], "big", signed=True)
+            if 0 <= size <= MAX_FRAME:  # else the parser drops the connection
+                need = max(need, 4 + size)
+        if need <= len(self._rbuf):
+            self._rbuf[:held] = bytes(self._rview[start:end])  # copied: the two overlap
+        else:
+            grown = bytearray(max(need, 2 * len(self._rbuf)))
+            grown[:held] = self._rview[start:end]
+            self._rbuf = grown
+            self._rview = memoryview(grown)
+        self._rstart = 0
+        self._rend = held
+
+    def buffer_updated(self, nbytes: int) -> None:
         self.last_recv = time.monotonic()
-        self.recorder.bytes_in += len(data)
-        buf = self._buffer
-        buf += data
-        pos = 0
-        end = len(buf)
+        self.recorder.bytes_in += nbytes
+        end = self._rend = self._rend + nbytes
+        buf = self._rbuf
+        view = self._rview
+        pos = self._rstart
         try:
             while end - pos >= 4:
                 size = int.from_bytes(buf[pos : pos + 4], "big", signed=True)
@@ -192,13 +229,27 @@ class Connection(asyncio.Protocol):
                     raise ProtocolError(f"frame length {size} from {self.host}:{self.port}")
                 if end - pos - 4 < size:
                     break
-                frame = bytes(buf[pos + 4 : pos + 4 + size])
+                frame = bytes(view[pos + 4 : pos + 4 + size])
                 pos += 4 + size
+                self._rstart = pos
                 self._frame(frame)
         except ProtocolError as exc:
             self._die(exc)
             return
-        del buf[:pos]
+        if pos == end:
+            self._rstart = self._rend = 0
+            if len(buf) > _KEEP_SIZE:  # a large frame is through: give its room back
+                self._rbuf = bytearray(_READ_SIZE)
+                self._rview = memoryview(self._rbuf)
+
+    def data_received(self, data: bytes) -> None:
+        """Take ``data`` as if the transport had read it into the buffer."""
+        while data:
+            room = self.get_buffer(len(data))
+            n = min(len(room), len(data))
+            room[:n] = data[:n]
+            data = data[n:]
+            self.buffer_updated(n)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._die(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from aiocoord._wire.jute import INT, read_ustring, read_vector_size
 
-__all__ = ["ACL", "STAT", "Stat", "read_acls", "write_acls"]
+__all__ = ["ACL", "OPEN_ACL", "STAT", "Stat", "read_acls", "write_acls"]
 
 #: A Stat's layout: czxid, mzxid, ctime, mtime, version, cversion, aversion,
 #: ephemeralOwner, dataLength, numChildren, pzxid.
@@ -92,9 +92,19 @@ class ACL:
         return ACL(perms, scheme, ident), offset
 
 
+#: ZooKeeper's OPEN_ACL_UNSAFE (public as ``aiocoord.acl.OPEN_ACL_UNSAFE``), what a create
+#: given no ACL sends.
+OPEN_ACL: tuple[ACL, ...] = (ACL(ACL.ALL, "world", "anyone"),)
+
+
 def write_acls(acls: Sequence[ACL]) -> bytes:
     """A Jute vector of ACL entries."""
+    if acls is OPEN_ACL:
+        return _OPEN_ACL_WIRE  # a tuple of a frozen entry: its encoding never changes
     return INT.pack(len(acls)) + b"".join([acl.encode() for acl in acls])
+
+
+_OPEN_ACL_WIRE = INT.pack(1) + OPEN_ACL[0].encode()
 
 
 def read_acls(buf: bytes, offset: int) -> tuple[list[ACL], int]:

@@ -4,6 +4,7 @@ non-blocking and timed-out acquires, bad input."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import re
 
@@ -68,6 +69,34 @@ async def test_uncontended_acquire_is_one_pipelined_round_trip(zk_client: Client
     # create2 (15) and getChildren (8) only: no exists, no getData, no second listing.
     assert {op: n for op, n in sent.items() if n} == {15: 1, 8: 1}
     await lock.release()
+
+
+async def test_a_released_holding_leaves_no_cycle_for_the_garbage_collector(
+    zk_client: Client,
+) -> None:
+    """Holding and its loss watch are freed when released (the watch lets go of its
+    holder's callback on close), not left for the collector: an acquire and release cycle
+    makes no garbage that only the cyclic collector frees."""
+    lock = Lock(zk_client, "/no-garbage")
+    for _ in range(5):  # the first use makes the parent; let the rest settle
+        await lock.acquire()
+        await lock.release()
+    await zk_client.wait_background()
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(20):
+            await lock.acquire()
+            await lock.release()
+        await zk_client.wait_background()
+        gc.collect()
+        kinds = {type(o).__name__ for o in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert not kinds & {"Holding", "LossWatch", "LossEvent"}, kinds
 
 
 async def test_layout_is_curators_and_data_is_the_identifier(zk_client: Client) -> None:

@@ -308,6 +308,57 @@ def test_each_fault_kind_drops_the_connection(fault: str) -> None:
     asyncio.run(asyncio.wait_for(_exchange(script), 20))
 
 
+async def _large_replies(sizes: list[int], chunks: list[int]) -> None:
+    async with FakeZooKeeper(lambda _x, _o, _b: None) as peer_server:
+        conn, _ = await Connection.open(
+            "127.0.0.1",
+            peer_server.port,
+            timeout=5,
+            session_id=0,
+            password=b"\0" * 16,
+            session_timeout_ms=10000,
+            last_zxid=0,
+            read_only=False,
+            on_watch=lambda _w: None,
+            on_zxid=lambda _z: None,
+        )
+        try:
+            await asyncio.wait_for(peer_server.connected.wait(), 5)
+            peer = peer_server.peers[0]
+            datas = {100 + i: bytes([i % 251]) * size for i, size in enumerate(sizes)}
+            futures = {x: conn.send(x, GetDataRequest(path=f"/n{x}", watch=False)) for x in datas}
+            for _ in datas:
+                await asyncio.wait_for(peer.requests.get(), 5)
+            stream = b"".join(reply(x, body=get_data_body(d)) for x, d in datas.items())
+            for piece in _pieces(stream, chunks):
+                peer.writer.write(piece)
+                await peer.writer.drain()
+            done, _ = await asyncio.wait(futures.values(), timeout=5)
+            assert len(done) == len(futures)
+            for xid, data in datas.items():
+                assert futures[xid].result().body.data == data, xid
+            assert not conn.closed.done()
+            # The room a large frame needed is given back once it is through.
+            assert len(conn._rbuf) <= 256 * 1024
+        finally:
+            conn.abort()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sizes=st.lists(
+        st.sampled_from([0, 10, 16_000, 20_000, 70_000, 300_000]), min_size=1, max_size=5
+    ),
+    chunks=st.lists(st.integers(min_value=1, max_value=100_000), min_size=1, max_size=4),
+)
+def test_replies_larger_than_the_read_buffer_arrive_whole_in_any_split(
+    sizes: list[int], chunks: list[int]
+) -> None:
+    """The connection reads into a buffer of its own: a reply larger than it (or than the
+    size it keeps) grows it, however the stream is split, and each request gets its own."""
+    asyncio.run(asyncio.wait_for(_large_replies(sizes, chunks), 20))
+
+
 # --- a real client -----------------------------------------------------------------------------
 
 

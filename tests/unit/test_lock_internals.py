@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from aiocoord import Client, State, StateChange
-from aiocoord._paths import sequence_of, sort_by_sequence
+from aiocoord._paths import protected_id, protected_prefix, sequence_of, sort_by_sequence
 from aiocoord._session.servers import Server
 from aiocoord._session.session import Session
 from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError
@@ -34,6 +34,30 @@ def test_sequence_is_the_trailing_ten_digits() -> None:
     assert sequence_of("0000000001x") is None
     assert sequence_of("lock-००००००००१२") is None  # non-ASCII digits are not a sequence
     assert sequence_of("") is None
+
+
+def test_protected_prefix_holds_a_fresh_version_4_uuid_as_curator_writes_it() -> None:
+    """``_c_<uuid>-``: a random (version 4, RFC 4122) UUID in its canonical lower-case form,
+    which Curator and :func:`protected_id` find again; never the same one twice."""
+    seen = set()
+    for _ in range(2000):
+        prefix = protected_prefix()
+        assert prefix.startswith("_c_") and prefix.endswith("-") and len(prefix) == 40
+        found = protected_id(prefix + "lock-0000000001")
+        assert found is not None and found == prefix[3:-1]
+        parsed = uuid.UUID(found)
+        assert str(parsed) == found
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        seen.add(found)
+    assert len(seen) == 2000
+    # Every other bit is random: each of them is seen both ways.
+    ors = andn = 0
+    for found in seen:
+        n = uuid.UUID(found).int
+        ors |= n
+        andn |= ~n
+    fixed = (0xF000 << 64) | (0xC000 << 48)
+    assert ors & ~fixed & andn == ((1 << 128) - 1) & ~fixed
 
 
 def test_order_is_by_sequence_alone_never_by_the_random_prefix() -> None:

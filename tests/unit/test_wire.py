@@ -89,6 +89,7 @@ from aiocoord._wire.writes import (
     SetDataRequest,
     SetDataResponse,
 )
+from aiocoord.acl import OPEN_ACL_UNSAFE, wire_acl
 from aiocoord.errors import ProtocolError
 
 LEN = struct.Struct("!i")
@@ -207,6 +208,24 @@ def test_writes_match_aiozk(
         SetACLRequest(path, acl, version),
         z.SetACLRequest(path=path, acl=zacl(acl), version=version),
         xid,
+    )
+
+
+@given(paths, st.binary(max_size=40), st.integers(0, 6), xids)
+def test_creates_with_no_acl_given_send_open_acl_unsafe_as_aiozk_writes_it(
+    path: str, data: bytes, flags: int, xid: int
+) -> None:
+    # A create given no ACL sends the OPEN_ACL_UNSAFE constant, whose encoding is made once.
+    acl = wire_acl(None)
+    assert acl is OPEN_ACL_UNSAFE and list(acl) == OPEN
+    assert wire_acl(OPEN_ACL_UNSAFE) is OPEN_ACL_UNSAFE
+    same_request(
+        Create2Request(path, data, OPEN, flags),
+        z.Create2Request(path=path, data=data, acl=zacl(OPEN), flags=flags),
+        xid,
+    )
+    assert Create2Request(path, data, acl, flags).frame(xid) == (
+        Create2Request(path, data, OPEN, flags).frame(xid)
     )
 
 

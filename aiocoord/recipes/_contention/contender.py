@@ -34,7 +34,7 @@ from aiocoord._client import door
 from aiocoord._client.door import Reply
 from aiocoord._client.pathops import find_protected, protected_matches
 from aiocoord._deadline import Deadline, bounded, result_by
-from aiocoord._futures import retrieve
+from aiocoord._futures import fail, retrieve
 from aiocoord._paths import join, protected_prefix, sequence_of
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.opcodes import CreateFlag
@@ -179,8 +179,8 @@ class ProtectedNode:
         self._start()
 
     def _start(self) -> None:
+        # Failed only through fail(): its exception is marked seen for a caller that left.
         self._reply = asyncio.get_running_loop().create_future()
-        self._reply.add_done_callback(retrieve)
         sent = self._write_create() if self._sent is None else None
         if sent is None:
             # Not connected, or a second attempt: the create (with its parents) as a task.
@@ -212,7 +212,7 @@ class ProtectedNode:
         reply = self._reply
         if sent.cancelled():  # only close() cancels what the client follows
             if not reply.done():
-                reply.set_exception(ClientClosedError("client closed while creating a node"))
+                fail(reply, ClientClosedError("client closed while creating a node"))
             return
         exc = sent.exception()
         if exc is None:
@@ -227,7 +227,7 @@ class ProtectedNode:
                 if isinstance(exc, ConnectionLossError):
                     self.client.spawn(self._sweep(), f"aiocoord-sweep:{self.parent}")
             elif not reply.done():
-                reply.set_exception(exc)
+                fail(reply, exc)
             return
         assert answer.body is not None
         path = door.short_path(self.client, answer.body.path)
@@ -244,14 +244,14 @@ class ProtectedNode:
         except asyncio.CancelledError:
             # Only the client cancels the tasks it owns, and only when it is closed.
             if not reply.done():
-                reply.set_exception(ClientClosedError("client closed while creating a node"))
+                fail(reply, ClientClosedError("client closed while creating a node"))
             raise
         except BaseException as exc:
             if self._abandoned:
                 if isinstance(exc, ConnectionLossError):
                     await self._sweep()
             elif not reply.done():
-                reply.set_exception(exc)
+                fail(reply, exc)
             return
         if self._abandoned:
             # The caller left while the reply was on its way: the node is ours to remove.

@@ -81,6 +81,10 @@ def is_loss(change: StateChange, suspended_is_loss: bool) -> bool:
     return suspended_is_loss and change.state is State.SUSPENDED
 
 
+def _closed(state: State, reason: str) -> None:
+    """A closed :class:`LossWatch`'s callback: it calls none."""
+
+
 class LossWatch:
     """Calls ``callback(state, reason)`` once when ``node`` can no longer be trusted to be
     held: the session's end (and SUSPENDED under ``suspended_is_loss``), or the deletion of
@@ -124,9 +128,10 @@ class LossWatch:
         if self._remove is None:
             return
         if is_loss(change, self._suspended_is_loss) or not self._node.alive_in(self._client):
+            callback = self._callback
             self.close()
             state = State.LOST if change.new_session else change.state
-            self._callback(state, state.value)
+            callback(state, state.value)
 
     def _arm_if_held(self) -> None:
         if self._remove is not None:
@@ -162,14 +167,18 @@ class LossWatch:
     def _deleted(self) -> None:
         if self._remove is None:
             return
+        callback = self._callback
         self.close()
-        self._callback(State.LOST, "deleted")
+        callback(State.LOST, "deleted")
 
     def close(self) -> None:
         """Stop watching (idempotent)."""
         remove, self._remove = self._remove, None
         if remove is not None:
             remove()
+            # The callback is the holder's: let go of it, so that holder and watch are freed
+            # when released instead of waiting for the garbage collector to find the cycle.
+            self._callback = _closed
 
 
 class Holding:

@@ -23,7 +23,7 @@ import contextlib
 import itertools
 
 from aiocoord._client.door import children_now
-from aiocoord._futures import retrieve
+from aiocoord._futures import fail
 from aiocoord._paths import join, sequence_of, sort_by_sequence
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError
@@ -55,8 +55,8 @@ class _Listing:
     __slots__ = ("_names", "future", "sent")
 
     def __init__(self) -> None:
+        #: failed only through fail(): its exception is marked seen for joiners that left
         self.future: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
-        self.future.add_done_callback(retrieve)
         #: when the request was handed to the session; None while it waits to be sent
         self.sent: int | None = None
         self._names: frozenset[str] | None = None
@@ -230,10 +230,10 @@ class QueueState:
             listing.sent = next_stamp()
             names = await children_now(client, path)
         except asyncio.CancelledError:
-            fut.set_exception(_LeaderGone())  # the joiners list for themselves
+            fail(fut, _LeaderGone())  # the joiners list for themselves
             raise
         except BaseException as exc:
-            fut.set_exception(exc)
+            fail(fut, exc)
             raise
         finally:
             if self._listing is listing:
