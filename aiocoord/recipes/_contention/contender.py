@@ -34,7 +34,7 @@ from aiocoord._client import door
 from aiocoord._client.door import Reply
 from aiocoord._client.pathops import find_protected, protected_matches
 from aiocoord._deadline import Deadline, bounded, result_by
-from aiocoord._futures import fail, retrieve
+from aiocoord._futures import fail
 from aiocoord._paths import join, protected_prefix, sequence_of
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.opcodes import CreateFlag
