@@ -26,7 +26,14 @@ from aiocoord._session.connection import Reply
 from aiocoord._session.watch import Watch, WatchKind
 from aiocoord._wire.framing import Request
 from aiocoord._wire.opcodes import OP_NAMES, Op
-from aiocoord._wire.reads import GetChildrenRequest, GetChildrenResponse, GetDataRequest
+from aiocoord._wire.reads import (
+    ExistsRequest,
+    ExistsResponse,
+    GetChildrenRequest,
+    GetChildrenResponse,
+    GetDataRequest,
+    GetDataResponse,
+)
 from aiocoord.errors import ConnectionLossError, NoNodeError, error_for_code
 
 if TYPE_CHECKING:
@@ -42,6 +49,8 @@ __all__ = [
     "send_now",
     "server_path",
     "short_path",
+    "submit_children",
+    "submit_get",
     "trusted",
     "watch_data_many_now",
     "watch_data_now",
@@ -208,6 +217,27 @@ async def watch_data_many_now(
                 left[1].cancel()  # written, never to be answered here: no lingering watch
         raise
     return out
+
+
+def submit_get(
+    client: Client, path: str, *, data: bool
+) -> asyncio.Future[Reply[GetDataResponse]] | asyncio.Future[Reply[ExistsResponse]]:
+    """A plain read of ``path`` (no watch) written now, or held for the next connection and
+    written then, in order (``Session.submit``): getData if ``data``, else exists. The future
+    of its raw reply (the error code unmapped); ConnectionLossError if the connection is lost
+    after it was written, ClientClosedError if the client closes first. For callers that
+    follow many reads with callbacks rather than a task each (a cache's pipelined load)."""
+    session = client.session
+    full = session.paths.add(path)
+    if data:
+        return session.submit(GetDataRequest(path=full, watch=False))
+    return session.submit(ExistsRequest(path=full, watch=False))
+
+
+def submit_children(client: Client, path: str) -> asyncio.Future[Reply[GetChildrenResponse]]:
+    """:func:`submit_get`'s listing: getChildren of ``path``, no watch."""
+    session = client.session
+    return session.submit(GetChildrenRequest(path=session.paths.add(path), watch=False))
 
 
 def trusted(client: Client) -> bool:
