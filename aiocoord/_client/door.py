@@ -17,6 +17,7 @@ layout test holds that rule).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Reply",
     "children_now",
+    "corked",
     "log_extra",
     "negotiated_timeout",
     "recorder",
@@ -232,6 +234,12 @@ def submit_get(
     if data:
         return session.submit(GetDataRequest(path=full, watch=False))
     return session.submit(ExistsRequest(path=full, watch=False))
+
+
+def corked(client: Client) -> contextlib.AbstractContextManager[None]:
+    """A block whose requests leave together at its end, in one write (one system call, full
+    packets) rather than one each: for a caller writing many requests in one step."""
+    return client.session.corked()
 
 
 def submit_children(client: Client, path: str) -> asyncio.Future[Reply[GetChildrenResponse]]:

@@ -289,7 +289,8 @@ class _Cache(Generic[V]):
     def _emit(
         self, change: Change, path: str, data: ChildData | None, old: ChildData | None
     ) -> None:
-        self._stream.publish(NodeEvent(self._kinds[change], path, data, old))
+        if self._stream.subscribers:  # a load with nobody listening makes no events
+            self._stream.publish(NodeEvent(self._kinds[change], path, data, old))
         if self._waiters:
             self._check_waiters()
 

@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from aiocoord._client.door import Reply, submit_children, submit_get
+from aiocoord._client.door import Reply, corked, submit_children, submit_get
 from aiocoord._paths import join
 from aiocoord._wire.data import Stat
 from aiocoord._wire.opcodes import OP_NAMES, Op
@@ -191,6 +191,7 @@ class PersistentFeed(Feed):
         # jobs not yet written, in order: (_READ or _LIST, path, depth)
         self._queue: deque[tuple[int, str, int]] = deque()
         self._in_flight = 0
+        self._write_soon = False  # _write is scheduled for this loop iteration
         # jobs whose answer was lost with the connection, written again by _retry_task
         self._stalled: list[tuple[int, str, int]] = []
         self._retry_task: asyncio.Task[None] | None = None
@@ -245,29 +246,38 @@ class PersistentFeed(Feed):
             return
         self._reading.add(path)
         self._queue.append((_READ, path, 0))
-        self._write()
+        self._write_later()
+
+    def _write_later(self) -> None:
+        """:meth:`_write` once the callbacks ready now have run: the requests they free room
+        for leave in one write, not one each."""
+        if not self._write_soon:
+            self._write_soon = True
+            asyncio.get_running_loop().call_soon(self._write)
 
     def _write(self) -> None:
         """Write queued jobs while fewer than :data:`WINDOW` are in flight."""
+        self._write_soon = False
         queue = self._queue
         client = self._client
         data = self._cache_data
-        while queue and self._in_flight < WINDOW and not self._stopped:
-            job = queue.popleft()
-            kind, path, _ = job
-            try:
-                if kind == _READ:
-                    fut: asyncio.Future[Any] = submit_get(client, path, data=data)
-                else:
-                    fut = submit_children(client, path)
-            except (ConnectionLossError, SessionExpiredError) as exc:
-                self._stall(job, exc)
-                continue
-            except BaseException as exc:
-                self._fail(exc)
-                return
-            self._in_flight += 1
-            fut.add_done_callback(functools.partial(self._answered, job))
+        with corked(client):
+            while queue and self._in_flight < WINDOW and not self._stopped:
+                job = queue.popleft()
+                kind, path, _ = job
+                try:
+                    if kind == _READ:
+                        fut: asyncio.Future[Any] = submit_get(client, path, data=data)
+                    else:
+                        fut = submit_children(client, path)
+                except (ConnectionLossError, SessionExpiredError) as exc:
+                    self._stall(job, exc)
+                    continue
+                except BaseException as exc:
+                    self._fail(exc)
+                    return
+                self._in_flight += 1
+                fut.add_done_callback(functools.partial(self._answered, job))
 
     def _answered(self, job: tuple[int, str, int], fut: asyncio.Future[Reply[Any]]) -> None:
         self._in_flight -= 1
@@ -289,7 +299,7 @@ class PersistentFeed(Feed):
         except BaseException as exc:  # a selector's or a subscriber's mistake stops the cache
             self._fail(exc)
             return
-        self._write()
+        self._write_later()
 
     def _read_done(self, path: str, reply: Reply[Any]) -> None:
         """Apply a read's answer to the store; the read ends unless an event came meanwhile."""
