@@ -446,6 +446,63 @@ async def test_initial_load_of_10000_children_is_pipelined(zk_connect: Factory, 
     await cache.close()
 
 
+async def make_tree(client: Client, root: str, parents: int, leaves: int) -> None:
+    await client.create(root)
+    for p in range(parents):
+        txn = client.transaction()
+        txn.create(f"{root}/p{p}", b"p")
+        for i in range(leaves):
+            txn.create(f"{root}/p{p}/c{i:04d}", b"%d" % i)
+        await txn.commit()
+
+
+async def test_tree_load_lists_only_nodes_that_have_children(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    await make_tree(client, "/lt", 3, 50)
+    base = client.session.sent.copy()
+    cache = TreeCache(client, "/lt")
+    await cache.start()
+    sent = client.session.sent - base
+    assert len(cache.nodes) == 1 + 3 + 150
+    assert sent[Op.GET_DATA] == 1 + 3 + 150
+    # The root and the parents: a leaf's read says it has no children, so it is not listed.
+    assert sent[Op.GET_CHILDREN] + sent[Op.GET_CHILDREN2] == 4
+    # A child of a leaf made after its read is still seen: the watch came before the reads.
+    await client.create("/lt/p1/c0007/late", b"late")
+    got = await cache.wait_for(lambda nodes: "/lt/p1/c0007/late" in nodes, timeout=10)
+    assert got["/lt/p1/c0007/late"].data == b"late"
+    await cache.close()
+
+
+async def test_a_tree_load_cut_midway_completes_equal_to_the_server(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    writer = await zk_connect()
+    await make_tree(writer, "/cutload", 4, 1_000)
+    client = await zk_connect(zk_fault_proxy.connect_string)
+    cache = TreeCache(client, "/cutload")
+    dropped = []
+    registered = asyncio.Event()
+
+    def cut_at_first(nodes: Any) -> bool:
+        # Called synchronously at every change: drop the connection once reads are landing,
+        # with most of the window still unanswered.
+        registered.set()
+        if len(nodes) > 10 and not dropped:
+            dropped.append(zk_fault_proxy.drop())
+        return False
+
+    observer = asyncio.ensure_future(cache.wait_for(cut_at_first))
+    await registered.wait()  # the observer is in place before the load begins
+    await asyncio.wait_for(cache.start(), 60)
+    observer.cancel()
+    assert dropped and dropped[0] >= 1  # the load really was cut
+    expected = await server_summary(writer, "/cutload", None)
+    assert len(expected) == 1 + 4 + 4_000
+    assert summary(cache.nodes.values()) == expected
+    await cache.close()
+
+
 async def test_a_timed_out_or_cancelled_get_consumes_nothing(zk_connect: Factory) -> None:
     client = await zk_connect()
     await client.create("/timeouts", b"0")

@@ -284,9 +284,9 @@ class PersistentFeed(Feed):
         if self._stopped:
             return
         try:
-            if fut.cancelled():
-                return
-            exc = fut.exception()
+            # Nobody cancels these; were one cancelled, asking again keeps its node from
+            # staying marked as being read for good.
+            exc = ConnectionLossError("read withdrawn") if fut.cancelled() else fut.exception()
             if isinstance(exc, (ConnectionLossError, SessionExpiredError)):
                 # The session retries the connection; keep asking: a cache must catch up.
                 self._stall(job, exc)
