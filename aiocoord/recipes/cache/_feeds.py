@@ -200,7 +200,7 @@ class PersistentFeed(Feed):
         # children are listed after its read, -1 for one only read), the nodes it met, its
         # outstanding jobs and the future set when there are none left.
         self._walk: dict[str, int] = {}
-        self._seen: set[str] = set()
+        self._seen: set[str] | None = None
         self._walk_left = 0
         self._walked: asyncio.Future[None] | None = None
         self._resync_task: asyncio.Task[None] | None = None
@@ -418,18 +418,20 @@ class PersistentFeed(Feed):
                 self._sync_first = False
             except (ConnectionLossError, SessionExpiredError) as exc:
                 delay = await recover(self._client, exc, delay)
-        self._seen = set()
+        # Only a store that holds nodes already needs to know which the walk did not meet.
+        self._seen = set() if store.nodes else None
         self._walk_left = 0
         self._walked = asyncio.get_running_loop().create_future()
         self._visit(store.root, 0)
         self._write()
         await self._walk_end()
         # Whatever is held but was not listed is gone or new since: a read tells which.
-        seen, self._seen = self._seen, set()
-        for path in [path for path in store.nodes if path not in seen]:
-            self._wait_read(path, -1)
-        self._write()
-        await self._walk_end()
+        seen, self._seen = self._seen, None
+        if seen is not None:
+            for path in [path for path in store.nodes if path not in seen]:
+                self._wait_read(path, -1)
+            self._write()
+            await self._walk_end()
 
     async def _walk_end(self) -> None:
         walked = self._walked
@@ -441,7 +443,8 @@ class PersistentFeed(Feed):
     def _visit(self, path: str, depth: int) -> None:
         """The walk met ``path``, ``depth`` levels below the root: read it, then list it."""
         store = self._store
-        self._seen.add(path)
+        if self._seen is not None:
+            self._seen.add(path)
         if depth or store.include_root:
             self._wait_read(path, depth)
         elif store.follows(path, depth):
