@@ -26,6 +26,7 @@ from aiocoord._observe.metrics import Recorder
 from aiocoord._session.connection import Reply
 from aiocoord._session.watch import Watch, WatchKind
 from aiocoord._wire.framing import Request
+from aiocoord._wire.multi import MultiReadRequest, MultiReadResponse
 from aiocoord._wire.opcodes import OP_NAMES, Op
 from aiocoord._wire.reads import (
     ExistsRequest,
@@ -53,6 +54,7 @@ __all__ = [
     "short_path",
     "submit_children",
     "submit_get",
+    "submit_get_many",
     "trusted",
     "watch_data_many_now",
     "watch_data_now",
@@ -234,6 +236,18 @@ def submit_get(
     if data:
         return session.submit(GetDataRequest(path=full, watch=False))
     return session.submit(ExistsRequest(path=full, watch=False))
+
+
+def submit_get_many(
+    client: Client, paths: Sequence[str]
+) -> asyncio.Future[Reply[MultiReadResponse]]:
+    """:func:`submit_get` of every path of ``paths`` (their data) in one multiRead (3.6+):
+    one request and one answer for all, each read failing alone (``results[i]`` is the
+    ``(err, body)`` of ``paths[i]``)."""
+    session = client.session
+    add = session.paths.add
+    ops = [GetDataRequest(path=add(path), watch=False) for path in paths]
+    return session.submit(MultiReadRequest(ops))
 
 
 def corked(client: Client) -> contextlib.AbstractContextManager[None]:

@@ -19,7 +19,7 @@ from aiocoord._wire.opcodes import Op
 from aiocoord.errors import NodeExistsError, NoNodeError, NoServersError, NotEmptyError
 from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import CacheEventType, ChildrenCache, NodeCache, NodeEvent, TreeCache
-from aiocoord.recipes.cache._feeds import WINDOW
+from aiocoord.recipes.cache._feeds import BATCH, WINDOW
 from aiocoord.testing import FaultProxy, expire_session
 
 Summary = dict[str, tuple[bytes, int, int]]
@@ -419,14 +419,16 @@ async def test_initial_load_of_10000_children_is_pipelined(zk_connect: Factory, 
     get_data_sent_at_first_child: list[int] = []
     registered = asyncio.Event()
 
+    def reads(sent: Counter[int]) -> int:
+        # getData requests, or multiRead requests of BATCH reads each (the persistent feed)
+        return sent[Op.GET_DATA] + BATCH * sent[Op.MULTI_READ]
+
     def observe(children: Any) -> bool:
-        # Called synchronously at every change: record how many getData requests had been
-        # written when the first reply was applied.
+        # Called synchronously at every change: record how many reads had been written when
+        # the first reply was applied.
         registered.set()
         if len(children) and not get_data_sent_at_first_child:
-            get_data_sent_at_first_child.append(
-                client.session.sent[Op.GET_DATA] - base[Op.GET_DATA]
-            )
+            get_data_sent_at_first_child.append(reads(client.session.sent - base))
         return False
 
     observer = asyncio.ensure_future(cache.wait_for(observe))
@@ -438,11 +440,17 @@ async def test_initial_load_of_10000_children_is_pipelined(zk_connect: Factory, 
     assert len(cache.children) == 10_000
     assert cache.children["n01234"].data == payload
     # One listing, one read per child, and reads were on the wire together before the first
-    # reply was applied, not one round trip after another: all 10,000 with one-shot watches,
-    # a full window of them with the persistent watch (which bounds what a load holds at once).
+    # reply was applied, not one round trip after another: all 10,000 with one-shot watches
+    # (a getData each), a full window of them with the persistent watch (which bounds what a
+    # load holds at once), BATCH in each multiRead.
     assert sent[Op.GET_CHILDREN] + sent[Op.GET_CHILDREN2] == 1
-    assert sent[Op.GET_DATA] == 10_000
-    assert get_data_sent_at_first_child == [10_000 if mode == "one-shot" else WINDOW]
+    if mode == "one-shot":
+        assert sent[Op.GET_DATA] == 10_000
+        assert get_data_sent_at_first_child == [10_000]
+    else:
+        assert sent[Op.GET_DATA] == 0
+        assert sent[Op.MULTI_READ] == -(-10_000 // BATCH)
+        assert get_data_sent_at_first_child == [-(-WINDOW // BATCH) * BATCH]
     await cache.close()
 
 
@@ -464,7 +472,10 @@ async def test_tree_load_lists_only_nodes_that_have_children(zk_connect: Factory
     await cache.start()
     sent = client.session.sent - base
     assert len(cache.nodes) == 1 + 3 + 150
-    assert sent[Op.GET_DATA] == 1 + 3 + 150
+    # The root alone, then the parents, then their leaves in multiReads of up to BATCH (how
+    # the leaves group depends on how the listings' answers arrive together).
+    assert sent[Op.GET_DATA] == 1
+    assert -(-153 // BATCH) <= sent[Op.MULTI_READ] <= 1 + 3 * -(-50 // BATCH)
     # The root and the parents: a leaf's read says it has no children, so it is not listed.
     assert sent[Op.GET_CHILDREN] + sent[Op.GET_CHILDREN2] == 4
     # A child of a leaf made after its read is still seen: the watch came before the reads.

@@ -14,7 +14,8 @@ not the events of the gap, so the feed re-reads the whole subtree (pipelined) an
 emits exactly the differences; after a session expiry it re-adds the watch first. Its reads
 take no task each: they are queued, written :data:`WINDOW` at a time, and answered by
 callbacks, so a tree of 100,000 nodes costs its cached nodes and a window, not 100,000 tasks;
-a node is listed only when its read counts children.
+reads of data travel in multiReads (3.6+, like persistent watches), and a node is listed only
+when its read counts children.
 
 :class:`OneShotFeed` (older servers) gives each node a task that reads it with a data watch
 and re-arms the watch after every event, and each node above the depth limit a task that
@@ -36,9 +37,10 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from aiocoord._client.door import Reply, corked, submit_children, submit_get
+from aiocoord._client.door import Reply, corked, submit_children, submit_get, submit_get_many
 from aiocoord._paths import join
 from aiocoord._wire.data import Stat
+from aiocoord._wire.multi import MultiReadResponse
 from aiocoord._wire.opcodes import OP_NAMES, Op
 from aiocoord.client import Client, EventType, PersistentWatch, State, WatchEvent
 from aiocoord.errors import (
@@ -47,6 +49,7 @@ from aiocoord.errors import (
     NoAuthError,
     NoNodeError,
     SessionExpiredError,
+    UnimplementedError,
     error_for_code,
 )
 from aiocoord.recipes.cache._store import Store
@@ -154,6 +157,11 @@ class Feed:
 #: of requests, futures and callbacks at once.
 WINDOW = 1_000
 
+#: Reads of data a :class:`PersistentFeed` sends in one multiRead at most: one request for
+#: the server to take through its pipeline instead of one per node. 32 nodes of ZooKeeper's
+#: default maximum size (1 MiB) make an answer well under a frame's limit (64 MiB).
+BATCH = 32
+
 #: What a job of a :class:`PersistentFeed` asks: a node's data (or stat), or its children.
 _READ = 0
 _LIST = 1
@@ -162,11 +170,12 @@ _LIST = 1
 class PersistentFeed(Feed):
     """One persistent watch on the root, a read per event (see the module docstring).
 
-    Reads carry no task: each is a request written through :func:`~aiocoord._client.door.
-    submit_get` whose answer a callback applies to the store, at most :data:`WINDOW` at a
-    time, the others queued in order. A resync walks the tree the same way: a node's children
-    are listed once its read says it has any (``num_children``), which is safe because the
-    watch is armed before the read: a child created after it has an event of its own.
+    Reads carry no task: queued in order, they are written at most :data:`WINDOW` at a time,
+    up to :data:`BATCH` in one multiRead (:func:`~aiocoord._client.door.submit_get_many`),
+    and a callback applies each answer to the store. A resync walks the tree the same way: a
+    node's children are listed once its read says it has any (``num_children``), which is
+    safe because the watch is armed before the read: a child created after it has an event of
+    its own.
     """
 
     def __init__(
@@ -192,6 +201,8 @@ class PersistentFeed(Feed):
         self._queue: deque[tuple[int, str, int]] = deque()
         self._in_flight = 0
         self._write_soon = False  # _write is scheduled for this loop iteration
+        # reads of data go in multiReads (false for exists, or if the server lacks them)
+        self._batch = cache_data
         # jobs whose answer was lost with the connection, written again by _retry_task
         self._stalled: list[tuple[int, str, int]] = []
         self._retry_task: asyncio.Task[None] | None = None
@@ -265,19 +276,29 @@ class PersistentFeed(Feed):
             while queue and self._in_flight < WINDOW and not self._stopped:
                 job = queue.popleft()
                 kind, path, _ = job
+                jobs = [job]
+                if kind == _READ and self._batch:
+                    while queue and len(jobs) < BATCH and queue[0][0] == _READ:
+                        jobs.append(queue.popleft())
                 try:
-                    if kind == _READ:
-                        fut: asyncio.Future[Any] = submit_get(client, path, data=data)
+                    if len(jobs) > 1:
+                        fut: asyncio.Future[Any] = submit_get_many(client, [j[1] for j in jobs])
+                    elif kind == _READ:
+                        fut = submit_get(client, path, data=data)
                     else:
                         fut = submit_children(client, path)
                 except (ConnectionLossError, SessionExpiredError) as exc:
-                    self._stall(job, exc)
+                    for one in jobs:
+                        self._stall(one, exc)
                     continue
                 except BaseException as exc:
                     self._fail(exc)
                     return
-                self._in_flight += 1
-                fut.add_done_callback(functools.partial(self._answered, job))
+                self._in_flight += len(jobs)
+                if len(jobs) > 1:
+                    fut.add_done_callback(functools.partial(self._answered_many, jobs))
+                else:
+                    fut.add_done_callback(functools.partial(self._answered, job))
 
     def _answered(self, job: tuple[int, str, int], fut: asyncio.Future[Reply[Any]]) -> None:
         self._in_flight -= 1
@@ -297,6 +318,37 @@ class PersistentFeed(Feed):
             else:
                 self._listed(job[1], job[2], fut.result())
         except BaseException as exc:  # a selector's or a subscriber's mistake stops the cache
+            self._fail(exc)
+            return
+        self._write_later()
+
+    def _answered_many(
+        self, jobs: list[tuple[int, str, int]], fut: asyncio.Future[Reply[MultiReadResponse]]
+    ) -> None:
+        """The answer to a multiRead: each read's result, as if answered one by one."""
+        self._in_flight -= len(jobs)
+        if self._stopped:
+            return
+        try:
+            exc = ConnectionLossError("read withdrawn") if fut.cancelled() else fut.exception()
+            if isinstance(exc, (ConnectionLossError, SessionExpiredError)):
+                for job in jobs:
+                    self._stall(job, exc)
+            elif exc is not None:
+                self._fail(exc)
+            else:
+                reply = fut.result()
+                if reply.err == UnimplementedError.code:
+                    # A server with persistent watches but no multiRead: one read each.
+                    self._batch = False
+                    self._queue.extendleft(reversed(jobs))
+                elif reply.err:
+                    raise error_for_code(reply.err, path=jobs[0][1], op=OP_NAMES[Op.MULTI_READ])
+                else:
+                    assert reply.body is not None
+                    for job, (err, body) in zip(jobs, reply.body.results, strict=True):
+                        self._read_done(job[1], Reply(reply.zxid, err, body))
+        except BaseException as exc:
             self._fail(exc)
             return
         self._write_later()
