@@ -17,6 +17,7 @@ layout test holds that rule).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -26,8 +27,16 @@ from aiocoord._observe.metrics import Recorder
 from aiocoord._session.connection import Reply
 from aiocoord._session.watch import Watch, WatchKind
 from aiocoord._wire.framing import Request
+from aiocoord._wire.multi import MultiReadRequest, MultiReadResponse
 from aiocoord._wire.opcodes import OP_NAMES, Op
-from aiocoord._wire.reads import GetChildrenRequest, GetChildrenResponse, GetDataRequest
+from aiocoord._wire.reads import (
+    ExistsRequest,
+    ExistsResponse,
+    GetChildrenRequest,
+    GetChildrenResponse,
+    GetDataRequest,
+    GetDataResponse,
+)
 from aiocoord.errors import ConnectionLossError, NoNodeError, error_for_code
 
 if TYPE_CHECKING:
@@ -36,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Reply",
     "children_now",
+    "corked",
     "log_extra",
     "negotiated_timeout",
     "recorder",
@@ -43,6 +53,9 @@ __all__ = [
     "send_now",
     "server_path",
     "short_path",
+    "submit_children",
+    "submit_get",
+    "submit_get_many",
     "trusted",
     "watch_data_many_now",
     "watch_data_now",
@@ -211,6 +224,45 @@ async def watch_data_many_now(
                     left[1].cancel()  # written, never to be answered here: no lingering watch
         raise
     return out
+
+
+def submit_get(
+    client: Client, path: str, *, data: bool
+) -> asyncio.Future[Reply[GetDataResponse]] | asyncio.Future[Reply[ExistsResponse]]:
+    """A plain read of ``path`` (no watch) written now, or held for the next connection and
+    written then, in order (``Session.submit``): getData if ``data``, else exists. The future
+    of its raw reply (the error code unmapped); ConnectionLossError if the connection is lost
+    after it was written, ClientClosedError if the client closes first. For callers that
+    follow many reads with callbacks rather than a task each (a cache's pipelined load)."""
+    session = client.session
+    full = session.paths.add(path)
+    if data:
+        return session.submit(GetDataRequest(path=full, watch=False))
+    return session.submit(ExistsRequest(path=full, watch=False))
+
+
+def submit_get_many(
+    client: Client, paths: Sequence[str]
+) -> asyncio.Future[Reply[MultiReadResponse]]:
+    """:func:`submit_get` of every path of ``paths`` (their data) in one multiRead (3.6+):
+    one request and one answer for all, each read failing alone (``results[i]`` is the
+    ``(err, body)`` of ``paths[i]``)."""
+    session = client.session
+    add = session.paths.add
+    ops = [GetDataRequest(path=add(path), watch=False) for path in paths]
+    return session.submit(MultiReadRequest(ops))
+
+
+def corked(client: Client) -> contextlib.AbstractContextManager[None]:
+    """A block whose requests leave together at its end, in one write (one system call, full
+    packets) rather than one each: for a caller writing many requests in one step."""
+    return client.session.corked()
+
+
+def submit_children(client: Client, path: str) -> asyncio.Future[Reply[GetChildrenResponse]]:
+    """:func:`submit_get`'s listing: getChildren of ``path``, no watch."""
+    session = client.session
+    return session.submit(GetChildrenRequest(path=session.paths.add(path), watch=False))
 
 
 def trusted(client: Client) -> bool:

@@ -119,6 +119,8 @@ class Connection(asyncio.BufferedProtocol):
         # write times of the pings not yet answered (the server answers them in order)
         self._pings: collections.deque[float] = collections.deque()
         self.requests_sent = 0
+        # frames written while corked, to leave together (see cork); None when not corked
+        self._corked: list[bytes] | None = None
 
     # --- opening --------------------------------------------------------------------------
 
@@ -385,9 +387,30 @@ class Connection(asyncio.BufferedProtocol):
         """Requests written and not yet answered."""
         return len(self._pending)
 
+    def cork(self) -> bool:
+        """Hold the frames written from now on until :meth:`uncork`, which writes them in one
+        go: one system call and as few packets as they fill, instead of one each. For a
+        caller that writes many requests in one step; the step must uncork before it ends
+        (nothing else can write meanwhile). False if corked already: the outer caller uncorks.
+        """
+        if self._corked is not None:
+            return False
+        self._corked = []
+        return True
+
+    def uncork(self) -> None:
+        """Write the frames held since :meth:`cork` (their pending replies are registered)."""
+        frames, self._corked = self._corked, None
+        if frames and self._transport is not None and not self._transport.is_closing():
+            # A closing transport drops them; connection_lost then fails their futures.
+            self._transport.write(b"".join(frames))
+
     def _write(self, data: bytes) -> None:
         assert self._transport is not None
-        self._transport.write(data)
+        if self._corked is not None:
+            self._corked.append(data)
+        else:
+            self._transport.write(data)
         self.recorder.bytes_out += len(data)
         self.requests_sent += 1
         self.last_send = time.monotonic()

@@ -27,7 +27,7 @@ import logging
 import ssl as _ssl
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
 
 from aiocoord._observe.logs import SessionLogger
@@ -354,6 +354,19 @@ class Session:
     def watches(self) -> WatchTable:
         """The session's watch table."""
         return self._watches
+
+    @contextlib.contextmanager
+    def corked(self) -> Iterator[None]:
+        """The requests written in this (synchronous) block leave together at its end, in
+        one write (:meth:`Connection.cork`); their order is unchanged."""
+        conn = self._conn
+        corked = conn is not None and conn.cork()
+        try:
+            yield
+        finally:
+            if corked:
+                assert conn is not None
+                conn.uncork()
 
     def send_now(self, request: Request[R]) -> asyncio.Future[Reply[R]] | None:
         """Write ``request`` at once on the current connection; None if not connected."""

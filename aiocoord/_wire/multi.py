@@ -1,4 +1,5 @@
-"""Transactions (``multi``): ops applied all or none, and one result per op in the reply.
+"""Transactions (``multi``): ops applied all or none, and one result per op in the reply;
+and ``multiRead`` (3.6+), the same shape for reads that each succeed or fail on their own.
 
 Each op travels as a multi header (its opcode, done=false, err=-1) and its request body; a
 done header closes the list. The reply repeats the shape: per op a header with the type of
@@ -15,6 +16,12 @@ from dataclasses import dataclass
 from aiocoord._wire.framing import EmptyResponse, Request
 from aiocoord._wire.jute import INT
 from aiocoord._wire.opcodes import Op
+from aiocoord._wire.reads import (
+    GetChildrenRequest,
+    GetChildrenResponse,
+    GetDataRequest,
+    GetDataResponse,
+)
 from aiocoord._wire.writes import (
     CheckVersionRequest,
     Create2Request,
@@ -29,7 +36,17 @@ from aiocoord._wire.writes import (
 )
 from aiocoord.errors import ProtocolError
 
-__all__ = ["MultiRequest", "MultiResponse", "MultiResult", "TxnOp", "TxnReply"]
+__all__ = [
+    "MultiReadRequest",
+    "MultiReadResponse",
+    "MultiRequest",
+    "MultiResponse",
+    "MultiResult",
+    "ReadOp",
+    "ReadReply",
+    "TxnOp",
+    "TxnReply",
+]
 
 #: The requests a transaction can hold.
 TxnOp = (
@@ -154,3 +171,91 @@ class MultiRequest(Request[MultiResponse]):
 
     def decode_reply(self, buf: bytes, offset: int) -> MultiResponse:
         return MultiResponse.decode(buf, offset)[0]
+
+
+#: The requests a multiRead can hold (the server refuses a watch in one).
+ReadOp = GetDataRequest | GetChildrenRequest
+#: The body of a read's result.
+ReadReply = GetDataResponse | GetChildrenResponse
+
+
+@dataclass(frozen=True, slots=True)
+class MultiReadResponse:
+    """The results of a multiRead, one per read, in order: ``(err, body)``, the body None
+    when ``err`` is set (each read fails alone: a missing node is NoNode for its read only)."""
+
+    results: list[tuple[int, ReadReply | None]]
+
+    def encode(self) -> bytes:
+        """The Jute encoding."""
+        parts: list[bytes] = []
+        for err, body in self.results:
+            if body is None:
+                parts.append(_HEADER.pack(Op.ERROR, False, err) + INT.pack(err))
+            else:
+                opcode = Op.GET_DATA if isinstance(body, GetDataResponse) else Op.GET_CHILDREN
+                parts.append(_HEADER.pack(opcode, False, 0) + body.encode())
+        parts.append(_DONE)
+        return b"".join(parts)
+
+    @staticmethod
+    def decode(buf: bytes, offset: int) -> tuple[MultiReadResponse, int]:
+        """Read one at ``offset``."""
+        results: list[tuple[int, ReadReply | None]] = []
+        op, done, _err = _HEADER.unpack_from(buf, offset)
+        offset += _HEADER.size
+        while not done:
+            body: ReadReply
+            if op == Op.ERROR:
+                (code,) = INT.unpack_from(buf, offset)
+                offset += INT.size
+                results.append((code, None))
+            elif op == Op.GET_DATA:
+                body, offset = GetDataResponse.decode(buf, offset)
+                results.append((0, body))
+            elif op == Op.GET_CHILDREN:
+                body, offset = GetChildrenResponse.decode(buf, offset)
+                results.append((0, body))
+            else:
+                raise ProtocolError(f"multiRead reply holds a result of opcode {op}")
+            op, done, _err = _HEADER.unpack_from(buf, offset)
+            offset += _HEADER.size
+        return MultiReadResponse(results), offset
+
+
+@dataclass(frozen=True, slots=True)
+class MultiReadRequest(Request[MultiReadResponse]):
+    """multiRead (3.6+): ``ops`` read in one request, answered together."""
+
+    opcode = Op.MULTI_READ
+    ops: Sequence[ReadOp]
+
+    def encode(self) -> bytes:
+        parts: list[bytes] = []
+        for op in self.ops:
+            parts.append(_HEADER.pack(op.opcode, False, -1))
+            parts.append(op.encode())
+        parts.append(_DONE)
+        return b"".join(parts)
+
+    @staticmethod
+    def decode(buf: bytes, offset: int) -> tuple[MultiReadRequest, int]:
+        """Read the request body at ``offset``."""
+        ops: list[ReadOp] = []
+        op, done, _err = _HEADER.unpack_from(buf, offset)
+        offset += _HEADER.size
+        while not done:
+            request: ReadOp
+            if op == Op.GET_DATA:
+                request, offset = GetDataRequest.decode(buf, offset)
+            elif op == Op.GET_CHILDREN:
+                request, offset = GetChildrenRequest.decode(buf, offset)
+            else:
+                raise ProtocolError(f"multiRead holds an op of opcode {op}")
+            ops.append(request)
+            op, done, _err = _HEADER.unpack_from(buf, offset)
+            offset += _HEADER.size
+        return MultiReadRequest(ops), offset
+
+    def decode_reply(self, buf: bytes, offset: int) -> MultiReadResponse:
+        return MultiReadResponse.decode(buf, offset)[0]

@@ -28,6 +28,7 @@ class Op(IntEnum):
     REMOVE_WATCHES = 18
     CREATE_CONTAINER = 19
     CREATE_TTL = 21
+    MULTI_READ = 22
     AUTH = 100
     SET_WATCHES = 101
     SASL = 102
@@ -98,6 +99,7 @@ OP_NAMES: dict[int, str] = {
     Op.REMOVE_WATCHES: "remove_watches",
     Op.CREATE_CONTAINER: "create",
     Op.CREATE_TTL: "create",
+    Op.MULTI_READ: "get_many",
     Op.AUTH: "add_auth",
     Op.SET_WATCHES: "set_watches",
     Op.SASL: "sasl",

@@ -19,6 +19,7 @@ from aiocoord._wire.opcodes import Op
 from aiocoord.errors import NodeExistsError, NoNodeError, NoServersError, NotEmptyError
 from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import CacheEventType, ChildrenCache, NodeCache, NodeEvent, TreeCache
+from aiocoord.recipes.cache._feeds import BATCH, WINDOW
 from aiocoord.testing import FaultProxy, expire_session
 
 Summary = dict[str, tuple[bytes, int, int]]
@@ -418,14 +419,16 @@ async def test_initial_load_of_10000_children_is_pipelined(zk_connect: Factory, 
     get_data_sent_at_first_child: list[int] = []
     registered = asyncio.Event()
 
+    def reads(sent: Counter[int]) -> int:
+        # getData requests, or multiRead requests of BATCH reads each (the persistent feed)
+        return sent[Op.GET_DATA] + BATCH * sent[Op.MULTI_READ]
+
     def observe(children: Any) -> bool:
-        # Called synchronously at every change: record how many getData requests had been
-        # written when the first reply was applied.
+        # Called synchronously at every change: record how many reads had been written when
+        # the first reply was applied.
         registered.set()
         if len(children) and not get_data_sent_at_first_child:
-            get_data_sent_at_first_child.append(
-                client.session.sent[Op.GET_DATA] - base[Op.GET_DATA]
-            )
+            get_data_sent_at_first_child.append(reads(client.session.sent - base))
         return False
 
     observer = asyncio.ensure_future(cache.wait_for(observe))
@@ -436,11 +439,78 @@ async def test_initial_load_of_10000_children_is_pipelined(zk_connect: Factory, 
 
     assert len(cache.children) == 10_000
     assert cache.children["n01234"].data == payload
-    # One listing, one read per child, and every read was on the wire before the first reply
-    # was applied: all 10,000 were in flight together, not one round trip after another.
+    # One listing, one read per child, and reads were on the wire together before the first
+    # reply was applied, not one round trip after another: all 10,000 with one-shot watches
+    # (a getData each), a full window of them with the persistent watch (which bounds what a
+    # load holds at once), BATCH in each multiRead.
     assert sent[Op.GET_CHILDREN] + sent[Op.GET_CHILDREN2] == 1
-    assert sent[Op.GET_DATA] == 10_000
-    assert get_data_sent_at_first_child == [10_000]
+    if mode == "one-shot":
+        assert sent[Op.GET_DATA] == 10_000
+        assert get_data_sent_at_first_child == [10_000]
+    else:
+        assert sent[Op.GET_DATA] == 0
+        assert sent[Op.MULTI_READ] == -(-10_000 // BATCH)
+        assert get_data_sent_at_first_child == [-(-WINDOW // BATCH) * BATCH]
+    await cache.close()
+
+
+async def make_tree(client: Client, root: str, parents: int, leaves: int) -> None:
+    await client.create(root)
+    for p in range(parents):
+        txn = client.transaction()
+        txn.create(f"{root}/p{p}", b"p")
+        for i in range(leaves):
+            txn.create(f"{root}/p{p}/c{i:04d}", b"%d" % i)
+        await txn.commit()
+
+
+async def test_tree_load_lists_only_nodes_that_have_children(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    await make_tree(client, "/lt", 3, 50)
+    base = client.session.sent.copy()
+    cache = TreeCache(client, "/lt")
+    await cache.start()
+    sent = client.session.sent - base
+    assert len(cache.nodes) == 1 + 3 + 150
+    # The root alone, then the parents, then their leaves in multiReads of up to BATCH (how
+    # the leaves group depends on how the listings' answers arrive together).
+    assert sent[Op.GET_DATA] == 1
+    assert -(-153 // BATCH) <= sent[Op.MULTI_READ] <= 1 + 3 * -(-50 // BATCH)
+    # The root and the parents: a leaf's read says it has no children, so it is not listed.
+    assert sent[Op.GET_CHILDREN] + sent[Op.GET_CHILDREN2] == 4
+    # A child of a leaf made after its read is still seen: the watch came before the reads.
+    await client.create("/lt/p1/c0007/late", b"late")
+    got = await cache.wait_for(lambda nodes: "/lt/p1/c0007/late" in nodes, timeout=10)
+    assert got["/lt/p1/c0007/late"].data == b"late"
+    await cache.close()
+
+
+async def test_a_tree_load_cut_midway_completes_equal_to_the_server(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    writer = await zk_connect()
+    await make_tree(writer, "/cutload", 4, 1_000)
+    client = await zk_connect(zk_fault_proxy.connect_string)
+    cache = TreeCache(client, "/cutload")
+    dropped = []
+    registered = asyncio.Event()
+
+    def cut_at_first(nodes: Any) -> bool:
+        # Called synchronously at every change: drop the connection once reads are landing,
+        # with most of the window still unanswered.
+        registered.set()
+        if len(nodes) > 10 and not dropped:
+            dropped.append(zk_fault_proxy.drop())
+        return False
+
+    observer = asyncio.ensure_future(cache.wait_for(cut_at_first))
+    await registered.wait()  # the observer is in place before the load begins
+    await asyncio.wait_for(cache.start(), 60)
+    observer.cancel()
+    assert dropped and dropped[0] >= 1  # the load really was cut
+    expected = await server_summary(writer, "/cutload", None)
+    assert len(expected) == 1 + 4 + 4_000
+    assert summary(cache.nodes.values()) == expected
     await cache.close()
 
 

@@ -125,6 +125,9 @@ REVIEWED: dict[str, str] = {
     "aiocoord.client": "the facade: every public method of Client declared once, with the "
     "docstring the API reference shows (overloads included); the work is in its parts "
     "(aiocoord._client), most methods here validate and delegate",
+    "aiocoord.recipes.cache._feeds": "one concern, how a cache learns of changes: the Feed "
+    "both kinds share (tasks, recover(), failing) and the two kinds, one persistent watch with "
+    "its windowed queue of reads, or one-shot watches per node",
 }
 
 

@@ -47,7 +47,13 @@ from aiocoord._wire.handshake import (
     PingRequest,
     decode_connect,
 )
-from aiocoord._wire.multi import MultiRequest, MultiResponse, MultiResult
+from aiocoord._wire.multi import (
+    MultiReadRequest,
+    MultiReadResponse,
+    MultiRequest,
+    MultiResponse,
+    MultiResult,
+)
 from aiocoord._wire.opcodes import OP_NAMES, Op, Xid
 from aiocoord._wire.reads import (
     ExistsRequest,
@@ -464,6 +470,20 @@ def test_multi_request_and_failed_reply_layout() -> None:
     )
     results = MultiResponse.decode(reply, 0)[0].results
     assert [(r.opcode, r.err, r.body) for r in results] == [(-1, 0, None), (-1, -101, None)]
+
+
+@given(st.binary(max_size=50), stats)
+def test_multi_read_round_trips_each_result_failing_alone(data: bytes, stat: Stat) -> None:
+    request = MultiReadRequest([GetDataRequest("/a", False), GetChildrenRequest("/b", False)])
+    raw = request.encode()
+    # Each read: a multi header (its opcode, not done, -1), then its own body; a done header.
+    assert struct.unpack_from("!i?i", raw) == (Op.GET_DATA, False, -1)
+    assert raw.endswith(struct.pack("!i?i", -1, True, -1))
+    ours = MultiReadResponse(
+        [(0, GetDataResponse(data, stat)), (-101, None), (0, GetChildrenResponse(["x", "y"]))]
+    )
+    decoded = decode_body(request, HEADER.pack(1, 2, 0) + ours.encode())
+    assert decoded == ours
 
 
 # --- garbage ------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from aiocoord._wire.auth import AuthRequest, SaslRequest, WhoAmIRequest
 from aiocoord._wire.data import ACL
 from aiocoord._wire.framing import Request
 from aiocoord._wire.handshake import CloseRequest, PingRequest
-from aiocoord._wire.multi import MultiRequest
+from aiocoord._wire.multi import MultiReadRequest, MultiRequest
 from aiocoord._wire.opcodes import AddWatchMode, CreateFlag, Op, WatcherType
 from aiocoord._wire.reads import (
     ExistsRequest,
@@ -62,6 +62,7 @@ SAMPLES: dict[int, Request[Any]] = {
             DeleteRequest("/m", -1),
         ]
     ),
+    Op.MULTI_READ: MultiReadRequest([GetDataRequest("/a", False), GetChildrenRequest("/b", False)]),
     Op.CREATE2: Create2Request("/a", b"x", OPEN, CreateFlag.PERSISTENT),
     Op.RECONFIG: ReconfigRequest("server.4=h:1:2;3", None, None, 7),
     Op.REMOVE_WATCHES: RemoveWatchesRequest("/a", WatcherType.ANY),

@@ -289,7 +289,8 @@ class _Cache(Generic[V]):
     def _emit(
         self, change: Change, path: str, data: ChildData | None, old: ChildData | None
     ) -> None:
-        self._stream.publish(NodeEvent(self._kinds[change], path, data, old))
+        if self._stream.subscribers:  # a load with nobody listening makes no events
+            self._stream.publish(NodeEvent(self._kinds[change], path, data, old))
         if self._waiters:
             self._check_waiters()
 
@@ -396,8 +397,8 @@ class ChildrenCache(_Cache[Mapping[str, ChildData]]):
     RECONNECTED, LOST and RESYNCED. The node itself may be missing: the cache is then empty
     and fills when it appears.
 
-    The initial load lists the children once and sends every child's read at once
-    (pipelined), not one round trip per child. With ``cache_data=False`` only stats are kept
+    The initial load lists the children once and pipelines the children's reads, not one
+    round trip per child (on servers >= 3.6 in multiReads, a bounded window at a time). With ``cache_data=False`` only stats are kept
     (``ChildData.data`` is ``b""``), read with ``exists``, which is cheaper.
 
     On servers >= 3.6 one recursive persistent watch on the node serves all children, as
