@@ -398,8 +398,9 @@ class ChildrenCache(_Cache[Mapping[str, ChildData]]):
     and fills when it appears.
 
     The initial load lists the children once and pipelines the children's reads, not one
-    round trip per child (on servers >= 3.6 in multiReads, a bounded window at a time). With ``cache_data=False`` only stats are kept
-    (``ChildData.data`` is ``b""``), read with ``exists``, which is cheaper.
+    round trip per child (on servers >= 3.6 in multiReads, a bounded window at a time). With
+    ``cache_data=False`` only stats are kept (``ChildData.data`` is ``b""``), read with
+    ``exists``, which is cheaper.
 
     On servers >= 3.6 one recursive persistent watch on the node serves all children, as
     Curator's CuratorCache does; events of deeper nodes reach the client and are ignored.
