@@ -315,6 +315,9 @@ CURATOR_TOOLS_JARS = (
     "slf4j-nop.jar",
 )
 
+#: What a peer using Curator's recipes needs (the Curator interop tests).
+CURATOR_RECIPES_JARS = (*CURATOR_TOOLS_JARS, "curator-recipes.jar")
+
 
 def ask_java_peer(command: list[str], requests: Sequence[str]) -> list[str]:
     """Run a line-per-request Java peer over ``requests``; its answer lines."""

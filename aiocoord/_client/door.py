@@ -3,12 +3,12 @@
 A lock's hot path cannot afford the public methods' chain of calls down to the socket (a task
 step per layer) and needs a request written *now*, from the caller's step, so that the next
 request it writes is ordered after it on the wire. :func:`send_now` does that; the reads
-(:func:`children_now`, :func:`watch_data_now`) add what a read needs, in one place (:func:`_now`:
-the chroot, the watch's registration and settling, the mapping of an error code to its
-exception), and fall back to the public, retrying method when not connected or when the answer
-was lost with the connection. Recipes also ask here what only the session
-knows: whether it may be trusted, whether it renews itself after an expiry, its negotiated
-timeout, its metrics recorder and the fields of its log records.
+(:func:`children_now`, :func:`watch_data_many_now`) add what a read needs, in one place
+(:func:`_write` and :func:`_answer`: the chroot, the watch's registration and settling, the
+mapping of an error code to its exception), and fall back to the public, retrying method
+when not connected or when the answer was lost with the connection. Recipes also ask here
+what only the session knows: whether it may be trusted, whether it renews itself after an
+expiry, its negotiated timeout, its metrics recorder and the fields of its log records.
 
 Nothing else in :mod:`aiocoord.recipes` touches ``client.session`` or the watch table (the
 layout test holds that rule).
@@ -58,7 +58,6 @@ __all__ = [
     "submit_get_many",
     "trusted",
     "watch_data_many_now",
-    "watch_data_now",
 ]
 
 R = TypeVar("R")
@@ -174,30 +173,13 @@ async def children_now(client: Client, path: str) -> list[str]:
     return body.children
 
 
-async def watch_data_now(
-    client: Client, pinned: Client, generation: int, path: str
-) -> Watch | None:
-    """A getData watch on ``path`` for a waiter of session ``generation`` (``pinned`` is the
-    client bound to it), from a request written now (by ``pinned.get(path, watch=True)``, with
-    its retries, when that cannot be); None if the node is gone."""
-    out = await _now(client, path, _data_watch, Op.GET_DATA, WatchKind.DATA, generation)
-    if out is _ASK_AGAIN:
-        try:
-            _, _, watch = await pinned.get(path, watch=True)
-        except NoNodeError:
-            return None
-        return watch
-    if out is None:
-        return None
-    _, armed = cast("tuple[Any, Watch]", out)
-    return armed
-
-
 async def watch_data_many_now(
     client: Client, pinned: Client, generation: int, paths: Sequence[str]
 ) -> list[Watch | None]:
-    """:func:`watch_data_now` on every path of ``paths``, their requests written now, in that
-    order, in one go: one round trip for all, and no task. Each None if its node is gone."""
+    """A getData watch on every path of ``paths`` for a waiter of session ``generation``
+    (``pinned`` is the client bound to it), their requests written now, in that order, in one
+    go: one round trip for all, and no task. One that cannot be written now is asked by
+    ``pinned.get(path, watch=True)``, with its retries. Each None if its node is gone."""
     written = [_write(client, path, _data_watch, WatchKind.DATA, generation) for path in paths]
     out: list[Watch | None] = []
     try:

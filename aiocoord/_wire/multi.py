@@ -10,8 +10,9 @@ its result, then that result's body, where a failed or rolled-back op is an erro
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from aiocoord._wire.framing import EmptyResponse, Request
 from aiocoord._wire.jute import INT
@@ -65,6 +66,8 @@ TxnReply = CreateResponse | Create2Response | SetDataResponse | EmptyResponse
 _HEADER = struct.Struct("!i?i")
 _DONE = _HEADER.pack(-1, True, -1)
 
+T = TypeVar("T")
+
 _OPS: dict[int, Callable[[bytes, int], tuple[TxnOp, int]]] = {
     Op.CREATE: CreateRequest.decode,
     Op.CREATE2: Create2Request.decode,
@@ -86,6 +89,46 @@ _REPLIES: dict[int, Callable[[bytes, int], tuple[TxnReply, int]]] = {
     Op.SET_DATA: SetDataResponse.decode,
     Op.CHECK: EmptyResponse.decode,
 }
+
+
+def _decode_parts(
+    buf: bytes,
+    offset: int,
+    decoders: Mapping[int, Callable[[bytes, int], tuple[T, int]]],
+    what: str,
+    *,
+    errors: bool,
+) -> tuple[list[tuple[int, int, T | None]], int]:
+    """The parts of a multi or multiRead body at ``offset``, up to its done header: one
+    ``(opcode, err, body)`` each; with ``errors`` (a reply) an error part is ``(Op.ERROR,
+    code, None)``. An opcode ``decoders`` lacks is a ProtocolError naming ``what``."""
+    parts: list[tuple[int, int, T | None]] = []
+    op, done, _err = _HEADER.unpack_from(buf, offset)
+    offset += _HEADER.size
+    while not done:
+        if errors and op == Op.ERROR:
+            (code,) = INT.unpack_from(buf, offset)
+            offset += INT.size
+            parts.append((op, code, None))
+        else:
+            decode = decoders.get(op)
+            if decode is None:
+                raise ProtocolError(f"{what} {op}")
+            body, offset = decode(buf, offset)
+            parts.append((op, 0, body))
+        op, done, _err = _HEADER.unpack_from(buf, offset)
+        offset += _HEADER.size
+    return parts, offset
+
+
+def _encode_ops(ops: Sequence[Request[Any]]) -> bytes:
+    """The body of a multi or multiRead: a header and the request per op, then done."""
+    parts: list[bytes] = []
+    for op in ops:
+        parts.append(_HEADER.pack(op.opcode, False, -1))
+        parts.append(op.encode())
+    parts.append(_DONE)
+    return b"".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,22 +162,10 @@ class MultiResponse:
     @staticmethod
     def decode(buf: bytes, offset: int) -> tuple[MultiResponse, int]:
         """Read one at ``offset``."""
-        results: list[MultiResult] = []
-        op, done, _err = _HEADER.unpack_from(buf, offset)
-        offset += _HEADER.size
-        while not done:
-            if op == Op.ERROR:
-                (code,) = INT.unpack_from(buf, offset)
-                offset += INT.size
-                results.append(MultiResult(op, code, None))
-            else:
-                decode = _REPLIES.get(op)
-                if decode is None:
-                    raise ProtocolError(f"transaction reply holds a result of opcode {op}")
-                body, offset = decode(buf, offset)
-                results.append(MultiResult(op, 0, body))
-            op, done, _err = _HEADER.unpack_from(buf, offset)
-            offset += _HEADER.size
+        parts, offset = _decode_parts(
+            buf, offset, _REPLIES, "transaction reply holds a result of opcode", errors=True
+        )
+        results = [MultiResult(op, err, body) for op, err, body in parts]
         return MultiResponse(results), offset
 
 
@@ -146,27 +177,15 @@ class MultiRequest(Request[MultiResponse]):
     ops: Sequence[TxnOp]
 
     def encode(self) -> bytes:
-        parts: list[bytes] = []
-        for op in self.ops:
-            parts.append(_HEADER.pack(op.opcode, False, -1))
-            parts.append(op.encode())
-        parts.append(_DONE)
-        return b"".join(parts)
+        return _encode_ops(self.ops)
 
     @staticmethod
     def decode(buf: bytes, offset: int) -> tuple[MultiRequest, int]:
         """Read the request body at ``offset``."""
-        ops: list[TxnOp] = []
-        op, done, _err = _HEADER.unpack_from(buf, offset)
-        offset += _HEADER.size
-        while not done:
-            decode = _OPS.get(op)
-            if decode is None:
-                raise ProtocolError(f"transaction holds an op of opcode {op}")
-            request, offset = decode(buf, offset)
-            ops.append(request)
-            op, done, _err = _HEADER.unpack_from(buf, offset)
-            offset += _HEADER.size
+        parts, offset = _decode_parts(
+            buf, offset, _OPS, "transaction holds an op of opcode", errors=False
+        )
+        ops = [body for _, _, body in parts if body is not None]
         return MultiRequest(ops), offset
 
     def decode_reply(self, buf: bytes, offset: int) -> MultiResponse:
@@ -177,6 +196,16 @@ class MultiRequest(Request[MultiResponse]):
 ReadOp = GetDataRequest | GetChildrenRequest
 #: The body of a read's result.
 ReadReply = GetDataResponse | GetChildrenResponse
+
+
+_READ_OPS: dict[int, Callable[[bytes, int], tuple[ReadOp, int]]] = {
+    Op.GET_DATA: GetDataRequest.decode,
+    Op.GET_CHILDREN: GetChildrenRequest.decode,
+}
+_READ_REPLIES: dict[int, Callable[[bytes, int], tuple[ReadReply, int]]] = {
+    Op.GET_DATA: GetDataResponse.decode,
+    Op.GET_CHILDREN: GetChildrenResponse.decode,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,25 +230,10 @@ class MultiReadResponse:
     @staticmethod
     def decode(buf: bytes, offset: int) -> tuple[MultiReadResponse, int]:
         """Read one at ``offset``."""
-        results: list[tuple[int, ReadReply | None]] = []
-        op, done, _err = _HEADER.unpack_from(buf, offset)
-        offset += _HEADER.size
-        while not done:
-            body: ReadReply
-            if op == Op.ERROR:
-                (code,) = INT.unpack_from(buf, offset)
-                offset += INT.size
-                results.append((code, None))
-            elif op == Op.GET_DATA:
-                body, offset = GetDataResponse.decode(buf, offset)
-                results.append((0, body))
-            elif op == Op.GET_CHILDREN:
-                body, offset = GetChildrenResponse.decode(buf, offset)
-                results.append((0, body))
-            else:
-                raise ProtocolError(f"multiRead reply holds a result of opcode {op}")
-            op, done, _err = _HEADER.unpack_from(buf, offset)
-            offset += _HEADER.size
+        parts, offset = _decode_parts(
+            buf, offset, _READ_REPLIES, "multiRead reply holds a result of opcode", errors=True
+        )
+        results = [(err, body) for _, err, body in parts]
         return MultiReadResponse(results), offset
 
 
@@ -231,30 +245,15 @@ class MultiReadRequest(Request[MultiReadResponse]):
     ops: Sequence[ReadOp]
 
     def encode(self) -> bytes:
-        parts: list[bytes] = []
-        for op in self.ops:
-            parts.append(_HEADER.pack(op.opcode, False, -1))
-            parts.append(op.encode())
-        parts.append(_DONE)
-        return b"".join(parts)
+        return _encode_ops(self.ops)
 
     @staticmethod
     def decode(buf: bytes, offset: int) -> tuple[MultiReadRequest, int]:
         """Read the request body at ``offset``."""
-        ops: list[ReadOp] = []
-        op, done, _err = _HEADER.unpack_from(buf, offset)
-        offset += _HEADER.size
-        while not done:
-            request: ReadOp
-            if op == Op.GET_DATA:
-                request, offset = GetDataRequest.decode(buf, offset)
-            elif op == Op.GET_CHILDREN:
-                request, offset = GetChildrenRequest.decode(buf, offset)
-            else:
-                raise ProtocolError(f"multiRead holds an op of opcode {op}")
-            ops.append(request)
-            op, done, _err = _HEADER.unpack_from(buf, offset)
-            offset += _HEADER.size
+        parts, offset = _decode_parts(
+            buf, offset, _READ_OPS, "multiRead holds an op of opcode", errors=False
+        )
+        ops = [body for _, _, body in parts if body is not None]
         return MultiReadRequest(ops), offset
 
     def decode_reply(self, buf: bytes, offset: int) -> MultiReadResponse:

@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from support import Factory, compile_java_peer, java_line, start_java_peer
+from support import CURATOR_RECIPES_JARS, Factory, compile_java_peer, java_line, start_java_peer
 
 from aiocoord import (
     AtomicCounter,
@@ -26,16 +26,7 @@ from aiocoord import (
 )
 from aiocoord.errors import TimeoutError as CoordTimeoutError
 
-JARS = (
-    "curator-client.jar",
-    "curator-framework.jar",
-    "curator-recipes.jar",
-    "zookeeper.jar",
-    "zookeeper-jute.jar",
-    "guava.jar",
-    "slf4j-api.jar",
-    "slf4j-nop.jar",
-)
+JARS = CURATOR_RECIPES_JARS
 #: Java's side of the contention (CuratorAtomicShardPeer's THREADS x INCREMENTS), and ours.
 JAVA_INCREMENTS = 2 * 40
 PY_CLIENTS, PY_INCREMENTS = 4, 40

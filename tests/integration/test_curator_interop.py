@@ -16,22 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import Factory
+from support import CURATOR_RECIPES_JARS, Factory
 
 from aiocoord import DelayQueue, IdQueue, PersistentTtlNode, SharedValue, SimpleQueue
 
 SOURCE = Path(__file__).resolve().parent / "java" / "CuratorQueuesPeer.java"
 JAVA_DIR = Path(os.environ.get("AIOCOORD_JAVA_LIBS", "/usr/share/java"))
-JARS = (
-    "curator-client.jar",
-    "curator-framework.jar",
-    "curator-recipes.jar",
-    "zookeeper.jar",
-    "zookeeper-jute.jar",
-    "guava.jar",
-    "slf4j-api.jar",
-    "slf4j-nop.jar",
-)
+JARS = CURATOR_RECIPES_JARS
 
 
 @pytest.fixture(scope="module")

@@ -15,22 +15,13 @@ import contextlib
 from typing import Any
 
 import pytest
-from support import Factory, compile_java_peer, java_line, start_java_peer
+from support import CURATOR_RECIPES_JARS, Factory, compile_java_peer, java_line, start_java_peer
 
 import aiocoord
 from aiocoord import Lock
 from aiocoord.errors import NodeExistsError, NoNodeError
 
-JARS = (
-    "curator-client.jar",
-    "curator-framework.jar",
-    "curator-recipes.jar",
-    "zookeeper.jar",
-    "zookeeper-jute.jar",
-    "guava.jar",
-    "slf4j-api.jar",
-    "slf4j-nop.jar",
-)
+JARS = CURATOR_RECIPES_JARS
 JAVA_THREADS, PY_CLIENTS, QUITTERS, ROUNDS = 4, 4, 2, 30
 
 
