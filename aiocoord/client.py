@@ -282,11 +282,18 @@ class Client:
 
     # --- background work -----------------------------------------------------------------
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+    def spawn(
+        self, coro: Coroutine[Any, Any, Any], name: str, *, daemon: bool = False
+    ) -> asyncio.Task[Any]:
         """Run ``coro`` as a task this client owns: ``close()`` cancels and awaits it, and
         :meth:`wait_background` waits for it. For clean-ups that must outlive their caller
-        (guaranteed deletes, a recipe's node removal after a cancelled acquire)."""
-        return self._work.spawn(coro, name)
+        (guaranteed deletes, a recipe's node removal after a cancelled acquire).
+
+        ``daemon=True``: a task that only follows the server (a watch to arm, the ensemble
+        tracker): ``close()`` still ends it, but it is no work owed, so
+        :meth:`pending_deletes` does not count it and :meth:`wait_background` does not wait
+        for it."""
+        return self._work.spawn(coro, name, daemon=daemon)
 
     def follow(self, future: asyncio.Future[T], then: Callable[[asyncio.Future[T]], None]) -> None:
         """Count ``future`` (the answer to a request written now, say) as this client's
@@ -296,11 +303,14 @@ class Client:
         self._work.follow(future, then)
 
     def pending_deletes(self) -> int:
-        """Background work still running: guaranteed deletes, and answers still followed."""
+        """Background work still owed: guaranteed deletes, a recipe's create or delete still
+        in flight, and answers still followed (daemons, which only follow the server, are
+        not counted)."""
         return self._work.pending()
 
     async def wait_background(self) -> None:
-        """Wait until background work (guaranteed deletes, a release's delete) has finished."""
+        """Wait until background work (guaranteed deletes, a release's delete) has finished;
+        daemons (see :meth:`spawn`) are not waited for."""
         await self._work.wait()
 
     def delete_for_sure(

@@ -4,6 +4,11 @@ have moved on (guaranteed deletes, a release's delete, a recipe's create in flig
 :class:`BackgroundWork` is the part of :class:`~aiocoord.Client` that keeps them: ``close()``
 cancels and awaits them, :meth:`~BackgroundWork.wait` waits for them. The API
 reference shows its methods on the client.
+
+Daemons are tasks the client owns that only follow the server (a holding's loss watch, the
+ensemble tracker): ``close()`` ends them too, but they are not work still owed, so
+:meth:`~BackgroundWork.pending` does not count them and :meth:`~BackgroundWork.wait` does not
+wait for them (the tracker runs as long as the client does).
 """
 
 from __future__ import annotations
@@ -23,14 +28,22 @@ class BackgroundWork:
 
     def __init__(self) -> None:
         self._background: set[asyncio.Future[Any]] = set()
+        self._daemons: set[asyncio.Task[Any]] = set()
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+    def spawn(
+        self, coro: Coroutine[Any, Any, Any], name: str, *, daemon: bool = False
+    ) -> asyncio.Task[Any]:
         """Run ``coro`` as a task this client owns: ``close()`` cancels and awaits it, and
         :meth:`wait` waits for it. For clean-ups that must outlive their caller
-        (guaranteed deletes, a recipe's node removal after a cancelled acquire)."""
+        (guaranteed deletes, a recipe's node removal after a cancelled acquire).
+
+        ``daemon=True``: a task that only follows the server (a watch to arm, a node to
+        follow): ``close()`` ends it, but :meth:`pending` does not count it and :meth:`wait`
+        does not wait for it."""
         task = asyncio.get_running_loop().create_task(coro, name=name)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        owner = self._daemons if daemon else self._background
+        owner.add(task)
+        task.add_done_callback(owner.discard)
         return task
 
     def follow(self, future: asyncio.Future[T], then: Callable[[asyncio.Future[T]], None]) -> None:
@@ -49,11 +62,13 @@ class BackgroundWork:
         future.add_done_callback(settled)
 
     def pending(self) -> int:
-        """Background work still running: guaranteed deletes, and answers still followed."""
+        """Background work still owed: guaranteed deletes, a recipe's create or delete in
+        flight, and answers still followed; not the daemons."""
         return len(self._background)
 
     async def wait(self) -> None:
-        """Wait until background work (guaranteed deletes, a release's delete) has finished."""
+        """Wait until background work (guaranteed deletes, a release's delete) has finished;
+        not for the daemons."""
         while self._background:
             pending = [task for task in self._background if not task.done()]
             if pending:
@@ -65,9 +80,11 @@ class BackgroundWork:
                 await asyncio.sleep(0)
 
     async def stop(self) -> None:
-        """Cancel the background work and wait until it has stopped (``close()``)."""
-        for task in list(self._background):
+        """Cancel the background work and the daemons, and wait until they have stopped
+        (``close()``)."""
+        owned = [*self._background, *self._daemons]
+        for task in owned:
             task.cancel()
-        for task in list(self._background):
+        for task in owned:
             with contextlib.suppress(BaseException):
                 await task

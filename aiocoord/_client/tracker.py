@@ -49,8 +49,10 @@ class TrackedClient(Protocol):
     async def get_config(self, *, watch: Literal[True]) -> tuple[EnsembleConfig, Watch]:
         """The ensemble's configuration, with a watch on its next change."""
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
-        """Run ``coro`` as a task the client owns."""
+    def spawn(
+        self, coro: Coroutine[Any, Any, Any], name: str, *, daemon: bool = False
+    ) -> asyncio.Task[Any]:
+        """Run ``coro`` as a task the client owns (a daemon: no work anyone waits for)."""
 
     async def wait_for(self, state: State, timeout: float | None = None) -> None:
         """Wait until the client's state is ``state``."""
@@ -77,7 +79,7 @@ class EnsembleTracker:
         """Read the configuration, apply it, and follow its changes in a task of the client."""
         config, watch = await self._client.get_config(watch=True)
         self._apply(config)
-        self._client.spawn(self._follow(watch), name="aiocoord-ensemble-tracker")
+        self._client.spawn(self._follow(watch), name="aiocoord-ensemble-tracker", daemon=True)
 
     @property
     def servers(self) -> list[str]:

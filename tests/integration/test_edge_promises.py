@@ -205,3 +205,32 @@ async def test_releasing_after_an_expiry_for_good_reports_the_loss_only(
     with pytest.raises(SessionExpiredError):
         await waiting
     assert client.pending_deletes() == 0
+
+
+# --- what "pending deletes" and "wait_background" count: work that changes the server ---------
+
+
+async def test_a_held_lock_whose_loss_watch_is_unanswered_owes_nothing(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    # The holding arms its loss watch in a task of the client from the next loop turn; cut the
+    # link now, so that watch's request is written and never answered while the lock is held.
+    client = await zk_connect(zk_fault_proxy.connect_string)
+    lock = Lock(client, "/owes")
+    await lock.acquire()
+    zk_fault_proxy.blackhole()
+    assert client.pending_deletes() == 0
+    await asyncio.wait_for(client.wait_background(), 5)  # nothing to wait for: returns at once
+    zk_fault_proxy.heal()
+    await lock.release()
+    await asyncio.wait_for(client.wait_background(), 10)
+    assert client.pending_deletes() == 0
+
+
+async def test_a_client_that_tracks_its_ensemble_owes_nothing_at_rest(zk_connect: Factory) -> None:
+    # The tracker follows the configuration node for the client's whole life: it is no
+    # background work anyone waits for, and close() ends it.
+    client = await zk_connect(track_ensemble=True)
+    assert client.pending_deletes() == 0
+    await asyncio.wait_for(client.wait_background(), 5)
+    await client.close()

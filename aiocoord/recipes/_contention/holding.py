@@ -135,7 +135,7 @@ class LossWatch:
 
     def _arm_if_held(self) -> None:
         if self._remove is not None:
-            self._client.spawn(self._arm(), f"aiocoord-hold:{self._node.path}")
+            self._client.spawn(self._arm(), f"aiocoord-hold:{self._node.path}", daemon=True)
 
     async def _arm(self) -> None:
         node = self._node
@@ -162,7 +162,7 @@ class LossWatch:
         if event.type is EventType.DELETED:
             self._deleted()
         else:  # a data change consumed the watch: arm it again
-            self._client.spawn(self._arm(), f"aiocoord-hold:{self._node.path}")
+            self._client.spawn(self._arm(), f"aiocoord-hold:{self._node.path}", daemon=True)
 
     def _deleted(self) -> None:
         if self._remove is None:
