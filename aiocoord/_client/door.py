@@ -50,6 +50,7 @@ __all__ = [
     "negotiated_timeout",
     "recorder",
     "renews_sessions",
+    "round_trip",
     "send_now",
     "server_path",
     "short_path",
@@ -256,6 +257,12 @@ def trusted(client: Client) -> bool:
 def renews_sessions(client: Client) -> bool:
     """Whether the client starts a new session after an expiry (``reconnect_after_expiry``)."""
     return client.session.reconnect_after_expiry
+
+
+def round_trip(client: Client) -> float | None:
+    """The round trip to the server the client is connected to, in seconds (the least a
+    recent read took); None when not known."""
+    return client.session.round_trip
 
 
 def negotiated_timeout(client: Client) -> float:

@@ -48,6 +48,10 @@ MAX_FRAME = 64 * 1024 * 1024
 _READ_SIZE = 16 * 1024
 _MIN_READ = 2048
 _KEEP_SIZE = 256 * 1024
+# The round-trip floor (Connection.round_trip): the least time a ping or a plain read took,
+# over a window of this many seconds. Reads only, since a write's answer waits for the log.
+_RTT_WINDOW = 10.0
+_PLAIN_READS = frozenset({Op.EXISTS, Op.GET_DATA, Op.GET_CHILDREN, Op.GET_CHILDREN2})
 
 R = TypeVar("R")
 
@@ -118,6 +122,9 @@ class Connection(asyncio.BufferedProtocol):
         self.proof = self.last_recv
         # write times of the pings not yet answered (the server answers them in order)
         self._pings: collections.deque[float] = collections.deque()
+        # the round-trip floor and when it was taken (see round_trip)
+        self._rtt = float("inf")
+        self._rtt_at = 0.0
         self.requests_sent = 0
         # frames written while corked, to leave together (see cork); None when not corked
         self._corked: list[bytes] | None = None
@@ -278,7 +285,9 @@ class Connection(asyncio.BufferedProtocol):
         if xid == Xid.PING:
             self._note(zxid)
             if self._pings:
-                self._prove(self._pings.popleft())
+                sent = self._pings.popleft()
+                self._prove(sent)
+                self._round_trip(self.last_recv - sent)
             return
         queue = self._special.get(xid)
         if queue is not None:
@@ -299,7 +308,11 @@ class Connection(asyncio.BufferedProtocol):
             raise ProtocolError(f"reply to xid {xid}, never sent, from {self.host}:{self.port}")
         self._note(zxid)
         self._prove(pending.sent)
-        self.recorder.reply(pending.request.opcode, err, self.last_recv - pending.sent)
+        opcode = pending.request.opcode
+        took = self.last_recv - pending.sent
+        self.recorder.reply(opcode, err, took)
+        if opcode in _PLAIN_READS:
+            self._round_trip(took)
         if self.recorder.telemetry is not None:
             self._report(xid, pending, err, self.last_recv)
         body = None
@@ -381,6 +394,21 @@ class Connection(asyncio.BufferedProtocol):
     def _prove(self, sent: float) -> None:
         if sent > self.proof:
             self.proof = sent
+
+    def _round_trip(self, took: float) -> None:
+        # A windowed minimum: the least sample, replaced by a newer one once it is older than
+        # the window (a later server, or a route that got slower, shows within the window).
+        if took <= self._rtt or self.last_recv - self._rtt_at > _RTT_WINDOW:
+            self._rtt = took
+            self._rtt_at = self.last_recv
+
+    @property
+    def round_trip(self) -> float | None:
+        """The round trip to the server, in seconds, as this connection has seen it: the
+        least time a ping or a plain read (exists, getData, getChildren) took over the last
+        ten seconds or so; None before the first. Reads queued behind a write wait for the
+        write's log flush, which the least of them leaves out."""
+        return None if self._rtt == float("inf") else self._rtt
 
     @property
     def pending_count(self) -> int:

@@ -368,6 +368,13 @@ class Session:
                 assert conn is not None
                 conn.uncork()
 
+    @property
+    def round_trip(self) -> float | None:
+        """The current connection's round trip to its server (:attr:`Connection.round_trip`);
+        None when not connected or before its first read."""
+        conn = self._conn
+        return None if conn is None else conn.round_trip
+
     def send_now(self, request: Request[R]) -> asyncio.Future[Reply[R]] | None:
         """Write ``request`` at once on the current connection; None if not connected."""
         conn = self._conn

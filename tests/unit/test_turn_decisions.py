@@ -341,11 +341,26 @@ def test_no_look_ahead_where_it_buys_nothing(
     assert isinstance(step, Probe) and step.peek is None
 
 
+def test_no_look_ahead_where_the_round_trip_is_cheaper_than_its_requests() -> None:
+    # The same queue that looks ahead (see above) with the look-ahead off: the waiter watches
+    # the node it waits for only, and lists after its wake.
+    listing = queue(*["lock-"] * 4)
+    state = QueueState()
+    turn = Turn.start(MUTEX, listing[3], 4, listing, state, look_ahead=False)
+    step = turn.decide(state, blocking=True, own_armed=False)
+    assert step == Probe(relist=False, watch=listing[2], arm_own=False, peek=None)
+    assert turn.probed(state, step, None, set())
+    turn.woke(state, listing[2])
+    step = turn.decide(state, blocking=True, own_armed=False)
+    assert step == Probe(relist=True, watch=None, arm_own=False, peek=None)
+
+
+@pytest.mark.parametrize("look_ahead", [True, False], ids=["look-ahead", "no-look-ahead"])
 @pytest.mark.parametrize(
     "driver", [MUTEX, LeaseDriver(3), _ReaderDriver(), _WriterDriver()], ids=repr
 )
 def test_no_grant_the_live_queue_does_not_allow_whatever_goes_in_whatever_order(
-    driver: Driver,
+    driver: Driver, look_ahead: bool
 ) -> None:
     # A model server: the live nodes, deleted one at a time in random order (a holder
     # releasing, a waiter giving up, a session expiring: anything ahead may go), with newcomers
@@ -364,7 +379,7 @@ def test_no_grant_the_live_queue_does_not_allow_whatever_goes_in_whatever_order(
         if isinstance(driver, _ReaderDriver):
             ours = live[-1] = f"_c_{uuid.uuid4()}-{READ_NAME}{len(live):010d}"
         state = QueueState()
-        turn = Turn.start(driver, ours, len(live), list(live), state)
+        turn = Turn.start(driver, ours, len(live), list(live), state, look_ahead=look_ahead)
         armed: set[str] = set()
         for _round in range(200):
             step = turn.decide(state, blocking=True, own_armed=True)

@@ -46,6 +46,11 @@ It is never trusted for more than it shows: Q's going proves nothing about the n
 it, so whatever the listing does not show first is waited for as before. No herd: each node is
 watched by at most the two waiters behind it. The price is a watch more per contended
 acquisition (and its event), paid to take a round trip off every hand-over between clients.
+So it is used only where a round trip costs more than those requests: when the connection's
+round trip to its server (the least a recent read took) is at least
+:data:`LOOK_AHEAD_MIN_RTT`, or not known yet. Next to the server (loopback, one host) the
+requests cost the client more CPU than the round trip they save, and the waiter lists after
+its wake instead.
 
 **O(1) per waiter, whatever the queue length.** A waiter keeps only the nearest nodes ahead
 in view, from a listing sorted once per client (see :mod:`aiocoord.recipes._contention.listing`).
@@ -54,10 +59,11 @@ in view, from a listing sorted once per client (see :mod:`aiocoord.recipes._cont
 session's requests in order, so a listing written after the create sees it): an uncontended
 acquire costs one round trip and a release none (its delete is written, not waited for: the
 same session's next create is answered after it); a contended one behind another client's
-node 7 requests (create, listing; the watches on the node ahead, on the one ahead of that and
-on its own node, in one round trip; a listing after the look-ahead's wake unless nothing else
-was ahead; delete). Curator's costs 5 (create, listing, watch, a listing after the wake,
-delete), and a round trip more on every hand-over.
+node 7 requests across a network (create, listing; the watches on the node ahead, on the one
+ahead of that and on its own node, in one round trip; a listing after the look-ahead's wake
+unless nothing else was ahead; delete), and 5 next to the server (no look-ahead: create,
+listing, watch, a listing after the wake, delete). Curator's costs 5, and across a network a
+round trip more on every hand-over.
 
 Listings of one path by one client are shared when sent after the caller's create was (a
 burst of contenders shares one); a listing without the caller's node is never trusted. A
@@ -83,7 +89,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from aiocoord._client.door import renews_sessions, watch_data_many_now
+from aiocoord._client.door import renews_sessions, round_trip, watch_data_many_now
 from aiocoord._deadline import Deadline, Expired, bounded, time_left
 from aiocoord._paths import SEQUENCE_DIGITS, join
 from aiocoord._wire.data import ACL
@@ -107,7 +113,12 @@ from aiocoord.recipes._contention.listing import (
 )
 from aiocoord.recipes._contention.turn import GiveUp, Grant, Turn
 
-__all__ = ["SequentialQueue"]
+__all__ = ["LOOK_AHEAD_MIN_RTT", "SequentialQueue"]
+
+#: The least round trip to the server (seconds) at which a waiter uses the look-ahead (see
+#: the module docstring): about the client CPU its two extra requests cost on a loaded
+#: 2-core host, where a loopback hand-over was measured faster without it (issue 29).
+LOOK_AHEAD_MIN_RTT = 0.0002
 
 
 class SequentialQueue:
@@ -235,7 +246,15 @@ class SequentialQueue:
         node = await entry.result(deadline)
         if names is None or node.name not in names:
             names = await self._listing(node, state, deadline)
-        turn = Turn.start(self.driver, node.name, node.sequence, names, state)
+        rtt = round_trip(client)
+        turn = Turn.start(
+            self.driver,
+            node.name,
+            node.sequence,
+            names,
+            state,
+            look_ahead=rtt is None or rtt >= LOOK_AHEAD_MIN_RTT,
+        )
         # Requests made for the node run only in its session: a read retried on a new session
         # would keep waiting in a queue that the node, gone with the old session, has left.
         # (Made on first use: a node through on the first listing makes none.)

@@ -85,13 +85,24 @@ class Turn:
     #: whether a fresh listing is owed before the wake (the look-ahead fired, and nodes ahead
     #: of the one we wait for may have gone unseen); the watch on that node is kept meanwhile
     recheck: bool = False
+    #: whether the look-ahead may be used (see :meth:`_peek`; the kernel decides by the round
+    #: trip: :data:`~aiocoord.recipes._contention.kernel.LOOK_AHEAD_MIN_RTT`)
+    look_ahead: bool = True
 
     @classmethod
     def start(
-        cls, driver: Driver, name: str, sequence: int, listing: list[str], state: QueueState
+        cls,
+        driver: Driver,
+        name: str,
+        sequence: int,
+        listing: list[str],
+        state: QueueState,
+        *,
+        look_ahead: bool = True,
     ) -> Turn:
-        """The view of a waiter whose node ``name`` is in ``listing``."""
-        turn = cls(driver, name, sequence, listing)
+        """The view of a waiter whose node ``name`` is in ``listing``; ``look_ahead``: whether
+        the look-ahead may be used."""
+        turn = cls(driver, name, sequence, listing, look_ahead=look_ahead)
         turn._view(state, listing)
         return turn
 
@@ -154,11 +165,17 @@ class Turn:
         alone, and the hand-over costs the delete and its notification, not a listing round
         trip more. No herd: every node is watched by at most the two waiters behind it.
 
-        None where the look-ahead buys nothing: the node we wait for is this client's (its
-        release wakes us locally and tells us what was cleared), the driver lists after that
-        node goes anyway (a writer behind a writer), or nothing is ahead of it in view.
+        None where the look-ahead buys nothing: the round trip is too cheap to be worth its
+        requests (``look_ahead`` false), the node we wait for is this client's (its release
+        wakes us locally and tells us what was cleared), the driver lists after that node goes
+        anyway (a writer behind a writer), or nothing is ahead of it in view.
         """
-        if watch is None or watch in state.mine or self.driver.needs_listing_after(watch):
+        if (
+            not self.look_ahead
+            or watch is None
+            or watch in state.mine
+            or self.driver.needs_listing_after(watch)
+        ):
             return None
         ahead = self.ahead
         i = ahead.index(watch) if watch in ahead else 0
