@@ -575,3 +575,14 @@ def test_every_peer_has_a_plot_colour() -> None:
     from benchmarks.plots import COLORS
 
     assert set(PEERS) <= set(COLORS)
+
+
+def test_the_event_loop_floor_prints_a_row_per_loop_and_cycle_shape() -> None:
+    # benchmarks.floor measures asyncio (and uvloop) alone against an echo server: the least
+    # CPU any asyncio client pays per W1 cycle here. Only its shape is checked, not its figures.
+    proc = run_module("benchmarks.floor", "--seconds", "0.2", "--rounds", "1")
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| asyncio")]
+    assert [row.split("|")[2].strip() for row in rows] == ["one step, 3 answers", "3 round trips"]
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert float(cells[2]) > 0 and float(cells[4]) >= float(cells[2])
