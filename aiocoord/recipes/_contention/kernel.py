@@ -543,6 +543,13 @@ async def wait_gone(
             await asyncio.wait((wake,), timeout=time_left(deadline))
             if not wake.done():
                 raise Expired()
+        if peek is not None and peek.done() and (watch.done() or local.done()):
+            # Both went (their events in one read, say): the look-ahead's deletion is taken
+            # first, whichever came first. The blocker's, next, then finds the node ahead of
+            # it known gone and needs no listing; the other order would list for it.
+            fired = peek.fired()
+            if fired is not None and fired.type is EventType.DELETED:
+                return _Woke.PEEK_GONE
         if watch.done():
             event = await watch  # done: the event, or the watch's failure raised
             return _Woke.GONE if event.type is EventType.DELETED else _Woke.CHANGED
