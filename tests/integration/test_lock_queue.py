@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from support import Factory, answered, child_names, eventually
+from support import Factory, child_names, eventually
 
 import aiocoord
 from aiocoord import Client
@@ -197,7 +197,9 @@ async def _woken_last_asks(
     if stall is not None:
         stall.heal()
     assert await asyncio.wait_for(tasks[-1], 10)
-    await eventually(lambda: answered(last))
+    # The holding watches its node: the watch kept from the wait, or one it arms from the next
+    # loop turn (an exists); wait until it is armed and every request answered.
+    await eventually(lambda: _watching(last, 1))
     sent = {op: n - before.get(op, 0) for op, n in last.session.sent.items()}
     assert {op: n for op, n in sent.items() if n} == asks
     await locks[-1].release()
