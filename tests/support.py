@@ -189,7 +189,7 @@ async def stale_grant_scenario(
     )
     await eventually(lambda: _children_are(b, path, 2))
     # The waiter has armed its watches (no request of ``a`` in flight): it is waiting.
-    await eventually(lambda: answered(a))
+    await eventually(lambda: _idle(a))
     cut()
     b_task = asyncio.ensure_future(hold(Lock(b, path), "b", log, end_b))
     await release(log)
@@ -206,8 +206,7 @@ async def stale_grant_scenario(
     return log
 
 
-async def answered(client: Client) -> bool:
-    """Whether every request the client wrote has been answered."""
+async def _idle(client: Client) -> bool:
     return client.session.pending_count == 0
 
 

@@ -14,7 +14,6 @@ from support import Factory, child_names, eventually
 import aiocoord
 from aiocoord import Client
 from aiocoord.recipes._contention import kernel
-from aiocoord.recipes._contention.kernel import LOOK_AHEAD_MIN_RTT
 from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.testing import FaultProxy
 
@@ -139,7 +138,7 @@ async def test_woken_waiter_in_another_session_asks_at_most_once(
     stall = zk_fault_proxy if in_one_read else None
     await _woken_last_asks(clients, 3, {8: listings} if listings else {}, stall)
     rtt = clients[-1].session.round_trip
-    assert rtt is not None and rtt >= LOOK_AHEAD_MIN_RTT
+    assert rtt is not None and rtt >= kernel.LOOK_AHEAD_MIN_RTT
 
 
 @pytest.mark.parametrize("ahead", [2, 6])
