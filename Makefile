@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab floor profile soak ci-local zookeeper kerberos venv clean
+.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab floor barelock profile soak ci-local zookeeper kerberos venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -91,6 +91,10 @@ ab: venv zookeeper
 # The event loop's own CPU per W1 cycle with no ZooKeeper and no aiocoord (echo server): `make floor`.
 floor: venv
 	$(PY) -m benchmarks.floor
+
+# The least a bare Python lock client spends per W1 cycle against a local ZooKeeper: `make barelock`.
+barelock: venv zookeeper
+	$(PY) -m benchmarks.barelock
 
 # Where aiocoord's time goes on one workload (py-spy samples, top functions): `make profile WORKLOAD=W1`.
 profile: venv zookeeper

@@ -586,3 +586,24 @@ def test_the_event_loop_floor_prints_a_row_per_loop_and_cycle_shape() -> None:
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert float(cells[2]) > 0 and float(cells[4]) >= float(cells[2])
+
+
+def test_the_bare_lock_runs_w1_cycles_against_the_server(zookeeper: ServerHandle) -> None:
+    # benchmarks.barelock is the least a Python lock client spends per W1 cycle: it must
+    # really take and release the lock on the server (it checks its node is first and that
+    # every delete was applied), and print a row per event loop. Its figures are not checked.
+    proc = run_module(
+        "benchmarks.barelock",
+        "--connect",
+        zookeeper.connect_string,
+        "--seconds",
+        "0.2",
+        "--rounds",
+        "1",
+    )
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| asyncio")]
+    assert len(rows) == 1
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    user, system, total = float(cells[1]), float(cells[2]), float(cells[3])
+    assert user > 0 and total == pytest.approx(user + system, abs=1)
+    assert float(cells[4].replace(",", "")) > 0
