@@ -223,7 +223,9 @@ class Recorder:
 
     def reply(self, opcode: int, err: int, seconds: float) -> None:
         """An answer came ``seconds`` after its request was written."""
-        op = self._op(opcode)
+        op = self._ops.get(opcode)  # _op's lookup, inlined: every answer passes here
+        if op is None:
+            op = self._ops[opcode] = _Op()
         op.count += 1
         if err:
             op.errors[error_name(err)] += 1

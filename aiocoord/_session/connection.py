@@ -16,6 +16,7 @@ import asyncio
 import collections
 import contextlib
 import ssl as _ssl
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,11 +26,11 @@ from aiocoord._observe.metrics import Recorder, error_name
 from aiocoord._validation import MAX_REQUEST
 from aiocoord._wire.framing import (
     EMPTY,
+    REPLY_HEADER,
     REPLY_HEADER_SIZE,
     EmptyResponse,
     Request,
     decode_body,
-    decode_reply_header,
 )
 from aiocoord._wire.handshake import ConnectRequest, ConnectResponse, PingRequest, decode_connect
 from aiocoord._wire.opcodes import Op, Xid
@@ -273,11 +274,52 @@ class Connection(asyncio.BufferedProtocol):
         if not self._handshake.done():
             self._handshake.set_result(decode_connect(frame))
             return
-        xid, zxid, err = decode_reply_header(frame)
+        try:
+            xid, zxid, err = REPLY_HEADER.unpack_from(frame, 0)
+        except struct.error:
+            raise ProtocolError(
+                f"reply frame of {len(frame)} bytes is shorter than its header"
+            ) from None
         # The zxid of a frame counts only once the frame is known to answer something of
         # ours: the session offers it on reconnect as the newest state it has seen, and one
         # taken from a stray frame (a connect reply read as a reply header gives the session
         # timeout as epoch) makes every server refuse the client for good.
+        pending = self._pending.pop(xid, None) if xid > 0 else None
+        if pending is None:
+            self._other_frame(frame, xid, zxid, err)
+            return
+        # The common frame, an answer to a request (the steps of _note and _prove inlined:
+        # every reply passes here).
+        if zxid > 0:
+            self._on_zxid(zxid)
+        sent = pending.sent
+        if sent > self.proof:
+            self.proof = sent
+        request = pending.request
+        opcode = request.opcode
+        took = self.last_recv - sent
+        recorder = self.recorder
+        recorder.reply(opcode, err, took)
+        if opcode in _PLAIN_READS:
+            self._round_trip(took)
+        if recorder.telemetry is not None:
+            self._report(xid, pending, err, self.last_recv)
+        body = None
+        # A failed transaction still lists each op's result, the failing op's error among them.
+        if err == 0 or (opcode == Op.MULTI and len(frame) > REPLY_HEADER_SIZE):
+            try:
+                body = decode_body(request, frame)
+            except ProtocolError as exc:
+                if not pending.future.done():
+                    pending.future.set_exception(exc)
+                raise
+        future = pending.future
+        if not future.done():
+            future.set_result(Reply(zxid, err, body))
+
+    def _other_frame(self, frame: bytes, xid: int, zxid: int, err: int) -> None:
+        """A frame that answers no pending request: a watch event, a ping's answer, an auth
+        or SetWatches answer, or the late answer to a request whose caller gave up."""
         if xid == Xid.WATCH:
             self._note(zxid)
             self._on_watch(decode_watch(frame, REPLY_HEADER_SIZE))
@@ -298,34 +340,12 @@ class Connection(asyncio.BufferedProtocol):
             if not fut.done():
                 fut.set_result(Reply(zxid, err, None if err else EMPTY))
             return
-        pending = self._pending.pop(xid, None)
-        if pending is None:
-            if xid in self._forgotten:
-                # The caller was cancelled and forgot this xid; the reply means nothing now.
-                self._forgotten.discard(xid)
-                self._note(zxid)
-                return
-            raise ProtocolError(f"reply to xid {xid}, never sent, from {self.host}:{self.port}")
-        self._note(zxid)
-        self._prove(pending.sent)
-        opcode = pending.request.opcode
-        took = self.last_recv - pending.sent
-        self.recorder.reply(opcode, err, took)
-        if opcode in _PLAIN_READS:
-            self._round_trip(took)
-        if self.recorder.telemetry is not None:
-            self._report(xid, pending, err, self.last_recv)
-        body = None
-        # A failed transaction still lists each op's result, the failing op's error among them.
-        if err == 0 or (pending.request.opcode == Op.MULTI and len(frame) > REPLY_HEADER_SIZE):
-            try:
-                body = decode_body(pending.request, frame)
-            except ProtocolError as exc:
-                if not pending.future.done():
-                    pending.future.set_exception(exc)
-                raise
-        if not pending.future.done():
-            pending.future.set_result(Reply(zxid, err, body))
+        if xid in self._forgotten:
+            # The caller was cancelled and forgot this xid; the reply means nothing now.
+            self._forgotten.discard(xid)
+            self._note(zxid)
+            return
+        raise ProtocolError(f"reply to xid {xid}, never sent, from {self.host}:{self.port}")
 
     def _report(self, xid: int, pending: _Pending[Any], err: int, received: float) -> None:
         assert self.recorder.telemetry is not None
@@ -352,22 +372,31 @@ class Connection(asyncio.BufferedProtocol):
         so the caller may safely wait for the next connection) and DataTooLargeError when the
         request is larger than a server reads.
         """
-        if self.closed.done() or self._transport is None:
+        transport = self._transport
+        if transport is None or self.closed.done():
             raise NotSentError(f"connection to {self.host}:{self.port} is closed")
         frame = request.frame(xid)
         if len(frame) - 4 > MAX_REQUEST:
             raise DataTooLargeError(len(frame) - 4, MAX_REQUEST, getattr(request, "path", None))
-        if self._transport.is_closing():
+        if transport.is_closing():
             # Closed on our side but not yet reported lost: writing would only make asyncio
             # log a failed send, and the request would never leave.
             raise NotSentError(f"connection to {self.host}:{self.port} is closing")
         fut = self._loop.create_future() if future is None else future
-        # Registered before the bytes leave, so even an instant reply finds its future.
-        pending = self._pending[xid] = _Pending(request, fut, 0.0)
-        self._write(frame)
-        pending.sent = self.last_send
-        if self.recorder.telemetry is not None:
-            pending.trace = self.recorder.telemetry.capture()
+        # Timed before the bytes leave: the server hears the request after ``sent``, which is
+        # what an answer proves (see proof). Registered before they leave, so that even an
+        # instant reply finds its future.
+        sent = self.last_send = time.monotonic()
+        pending = self._pending[xid] = _Pending(request, fut, sent)
+        if self._corked is not None:
+            self._corked.append(frame)
+        else:
+            transport.write(frame)
+        recorder = self.recorder
+        recorder.bytes_out += len(frame)
+        self.requests_sent += 1
+        if recorder.telemetry is not None:
+            pending.trace = recorder.telemetry.capture()
         return fut
 
     def send_special(

@@ -42,7 +42,7 @@ from aiocoord._session.liveness import EXPIRY_MARGIN_MAX as EXPIRY_MARGIN_MAX
 from aiocoord._session.liveness import LIVENESS_WINDOW as LIVENESS_WINDOW
 from aiocoord._session.prelude import SaslCredentials, authenticate, prime
 from aiocoord._session.servers import Server
-from aiocoord._session.states import State, StateBroadcast, StateChange
+from aiocoord._session.states import CONNECTED_STATES, State, StateBroadcast, StateChange
 from aiocoord._session.watch import Watch
 from aiocoord._session.watch_table import WatchTable
 from aiocoord._wire.framing import Request
@@ -233,7 +233,7 @@ class Session:
         conn = self._conn
         if conn is None or conn.closed.done() or self._closing:
             return None
-        return conn if self.state is not None and self.state.is_connected else None
+        return conn if self.state in CONNECTED_STATES else None
 
     async def _ready_connection(self, generation: int | None) -> Connection:
         while True:
@@ -378,7 +378,7 @@ class Session:
     def send_now(self, request: Request[R]) -> asyncio.Future[Reply[R]] | None:
         """Write ``request`` at once on the current connection; None if not connected."""
         conn = self._conn
-        if conn is None or self.state is None or not self.state.is_connected or self._closing:
+        if conn is None or self.state not in CONNECTED_STATES or self._closing:
             return None
         try:
             fut = conn.send(self._next_xid(), request)

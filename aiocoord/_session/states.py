@@ -14,7 +14,7 @@ from aiocoord._deadline import within
 from aiocoord._observe.logs import session_extra
 from aiocoord.errors import ClientClosedError
 
-__all__ = ["State", "StateBroadcast", "StateChange"]
+__all__ = ["CONNECTED_STATES", "State", "StateBroadcast", "StateChange"]
 
 log = logging.getLogger("aiocoord.session")
 
@@ -32,7 +32,11 @@ class State(enum.Enum):
     @property
     def is_connected(self) -> bool:
         """True for the states in which requests are sent."""
-        return self in (State.CONNECTED, State.RECONNECTED, State.READ_ONLY)
+        return self in CONNECTED_STATES
+
+
+#: The states in which requests are sent (:attr:`State.is_connected`).
+CONNECTED_STATES = frozenset({State.CONNECTED, State.RECONNECTED, State.READ_ONLY})
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -483,3 +484,23 @@ class _Sink:
 
     def abort(self) -> None:
         pass
+
+
+async def test_an_answer_proves_the_session_alive_from_before_its_request_left() -> None:
+    """An answer proves the server heard the session at or after the moment its request was
+    timed (``Connection.proof``, from which the session's expiry is reckoned): that moment
+    must not be later than the bytes leaving, or the proof claims more than the server can
+    have seen. On loopback the server may read the request before ``write`` returns."""
+    conn = Connection("127.0.0.1", 1, lambda _: None, lambda _: None)
+    conn._handshake.set_result(None)  # type: ignore[arg-type]
+    written: list[float] = []
+
+    class _Clock(_Sink):
+        def write(self, data: bytes) -> None:
+            written.append(time.monotonic())
+
+    conn._transport = _Clock()  # type: ignore[assignment]
+    fut = conn.send(7, GetDataRequest(path="/a", watch=False))
+    conn.data_received(reply(7, zxid=42, body=get_data_body(b"x")))
+    assert fut.done() and fut.result().err == 0
+    assert conn.proof <= written[0]
