@@ -13,6 +13,7 @@ from support import Factory, child_names, eventually
 
 import aiocoord
 from aiocoord import Client
+from aiocoord._wire.opcodes import Op
 from aiocoord.recipes._contention import kernel
 from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.testing import FaultProxy
@@ -285,3 +286,17 @@ async def test_contenders_entering_together_share_one_listing(zk_connect: Factor
     await asyncio.wait_for(asyncio.gather(*tasks), 20)
     assert sorted(done) == list(range(50))
     assert client.session.sent[8] - before == 2  # and no listing on any hand-over
+
+
+async def test_a_first_acquire_on_a_missing_path_makes_the_parents_without_asking_again(
+    zk_client: Client,
+) -> None:
+    # The first create, written with the listing, is refused (NoNode: no parent). The node is
+    # then created once its parents are made; the refused create is not sent again first,
+    # which cost every lock on a fresh path (one per resource, say) a round trip more.
+    creates_before = zk_client.session.sent[Op.CREATE2]
+    lock = Lock(zk_client, "/fresh/resource-1/lock")
+    await lock.acquire()
+    assert zk_client.session.sent[Op.CREATE2] - creates_before == 2
+    assert len(await zk_client.children("/fresh/resource-1/lock")) == 1
+    await lock.release()

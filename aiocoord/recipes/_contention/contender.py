@@ -218,7 +218,11 @@ class ProtectedNode:
         if exc is None:
             answer = sent.result()
             if answer.err == NoNodeError.code:
-                self.client.spawn(self._create(reply), f"aiocoord-create:{self._path}")
+                # The parents are missing: the task makes them first, instead of asking the
+                # server again for a create it has just refused.
+                self.client.spawn(
+                    self._create(reply, parents_missing=True), f"aiocoord-create:{self._path}"
+                )
                 return
             if answer.err:
                 exc = error_for_code(answer.err, path=self._path, op="create")
@@ -237,9 +241,13 @@ class ProtectedNode:
         elif not reply.done():
             reply.set_result((path, answer.body.stat))
 
-    async def _create(self, reply: asyncio.Future[tuple[str, Stat]]) -> None:
+    async def _create(
+        self, reply: asyncio.Future[tuple[str, Stat]], *, parents_missing: bool = False
+    ) -> None:
         self.sent_stamp = next_stamp()
         try:
+            if parents_missing:
+                await self.client.ensure_path(self.parent, container=True, acl=self.acl)
             result = await self._create_once()
         except asyncio.CancelledError:
             # Only the client cancels the tasks it owns, and only when it is closed.
