@@ -9,9 +9,11 @@ reported. Nodes of a run are deleted by the parent after the run, whatever becam
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -188,17 +190,12 @@ class Runner:
             err_path = Path(tmp) / "stderr.txt"
             began = time.monotonic()
             with open(err_path, "w") as err:
-                proc = subprocess.Popen(
+                verdict, returncode = run_capped(
                     [sys.executable, "-m", "benchmarks.worker", json.dumps(spec), str(out)],
-                    stdout=subprocess.DEVNULL,
-                    stderr=err,
+                    began + timeout,
+                    cap_mb,
+                    err,
                 )
-                try:
-                    verdict = _watch(proc, began + timeout, cap_mb)
-                finally:
-                    if proc.poll() is None:
-                        proc.kill()
-                        proc.wait()
             took = time.monotonic() - began
             if verdict == "timeout":
                 return {"status": "timeout", "timeout_s": timeout, "metrics": {}}
@@ -212,7 +209,7 @@ class Runner:
                 tail = " | ".join(err_path.read_text().strip().splitlines()[-5:])
                 return {
                     "status": "error",
-                    "reason": f"worker exited with status {proc.returncode}: {tail}",
+                    "reason": f"worker exited with status {returncode}: {tail}",
                     "metrics": {},
                 }
             result: dict[str, Any] = json.loads(out.read_text())
@@ -416,6 +413,43 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
+def group_pids(pgid: int) -> list[int]:
+    """The processes of process group ``pgid`` (from /proc): a worker and what it started."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after it
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:
+            pids.append(int(entry))
+    return pids
+
+
+def run_capped(
+    argv: list[str], deadline: float, cap_mb: float, stderr: Any = None
+) -> tuple[str, int | None]:
+    """Run ``argv`` in a process group of its own: ``("done", returncode)``, or
+    ``("timeout", None)`` / ``("memory", None)`` once it had to be killed, after its deadline
+    or with more than ``cap_mb`` resident in the group. Killing takes the whole group: a peer
+    that runs its workload in a child process (Curator's JVM) must not go on loading the
+    server through the runs after it."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+    try:
+        verdict = _watch(proc, deadline, cap_mb)
+    finally:
+        # The worker's children too, whether it ended or not: what it started must not
+        # outlive it (start_new_session made its pid the group's id).
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return verdict, proc.returncode if verdict == "done" else None
+
+
 def _watch(proc: subprocess.Popen[bytes], deadline: float, cap_mb: float) -> str:
     """Wait for ``proc``: "done", or "timeout" / "memory" when it must be killed."""
     while True:
@@ -426,7 +460,7 @@ def _watch(proc: subprocess.Popen[bytes], deadline: float, cap_mb: float) -> str
             pass
         if time.monotonic() >= deadline:
             return "timeout"
-        if _rss_mb(proc.pid) > cap_mb:
+        if sum(_rss_mb(pid) for pid in group_pids(proc.pid)) > cap_mb:
             return "memory"
 
 
