@@ -19,13 +19,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
 import socket
 import statistics
 import struct
 import subprocess
 import sys
 from typing import Any, cast
+
+from benchmarks.floor import loops, run_on, time_cycles
 
 _INT = struct.Struct(">i")
 _HEADER = struct.Struct(">iqi")  # reply: xid, zxid, err
@@ -125,41 +126,20 @@ async def _measure(host: str, port: int, seconds: float) -> dict[str, Any]:
             assert all(f.done() and f.result()[0] == 0 for f in released[:32])
             del released[:32]
 
-    for _ in range(500):
-        await cycle()
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    start = loop.time()
-    n = 0
-    while loop.time() - start < seconds:
-        await cycle()
-        n += 1
-    after = resource.getrusage(resource.RUSAGE_SELF)
-    elapsed = loop.time() - start
+    result = await time_cycles(cycle, seconds)
     await asyncio.gather(*released)
-    return {
-        "user_us": (after.ru_utime - before.ru_utime) / n * 1e6,
-        "sys_us": (after.ru_stime - before.ru_stime) / n * 1e6,
-        "cycles_per_s": n / elapsed,
-    }
+    return result
 
 
 def _child(args: list[str]) -> None:
     host, port, seconds, loop_name = args[1], int(args[2]), float(args[3]), args[4]
-    coro = _measure(host, port, seconds)
-    if loop_name == "uvloop":
-        import uvloop
-
-        result = uvloop.run(coro)
-    else:
-        result = asyncio.run(coro)
-    print(json.dumps(result))
+    print(json.dumps(run_on(loop_name, _measure(host, port, seconds))))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and print the bare lock's CPU per W1 cycle (medians over rounds, each in a
     fresh process)."""
     from benchmarks.cli import standalone_server
-    from benchmarks.floor import loops
 
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--measure":

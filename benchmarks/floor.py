@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, cast
 
 #: Payload per frame: about a create's or a listing's request.
@@ -91,7 +91,13 @@ async def _measure(port: int, seconds: float, shape: str) -> dict[str, Any]:
         await client.send()
         await client.send()
 
-    cycle = pipelined if shape == "pipelined" else sequential
+    return await time_cycles(pipelined if shape == "pipelined" else sequential, seconds)
+
+
+async def time_cycles(cycle: Callable[[], Awaitable[None]], seconds: float) -> dict[str, Any]:
+    """Run ``cycle`` 500 times to warm up, then for ``seconds``: the process's user and
+    system CPU per cycle (µs) and the cycles per second."""
+    loop = asyncio.get_running_loop()
     for _ in range(500):
         await cycle()
     before = resource.getrusage(resource.RUSAGE_SELF)
@@ -108,20 +114,23 @@ async def _measure(port: int, seconds: float, shape: str) -> dict[str, Any]:
     }
 
 
+def run_on(loop_name: str, coro: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+    """``coro``'s result, run on asyncio's default loop or on uvloop (``"uvloop"``)."""
+    if loop_name == "uvloop":
+        import uvloop
+
+        result: dict[str, Any] = uvloop.run(coro)
+        return result
+    return asyncio.run(coro)
+
+
 def _child(args: list[str]) -> None:
     """``--serve``: run the echo server and print its port; ``--measure``: one measurement."""
     if args[0] == "--serve":
         asyncio.run(_serve(lambda port: print(port, flush=True)))
         return
     port, seconds, shape, loop_name = int(args[1]), float(args[2]), args[3], args[4]
-    coro = _measure(port, seconds, shape)
-    if loop_name == "uvloop":
-        import uvloop
-
-        result = uvloop.run(coro)
-    else:
-        result = asyncio.run(coro)
-    print(json.dumps(result))
+    print(json.dumps(run_on(loop_name, _measure(port, seconds, shape))))
 
 
 def loops() -> list[str]:

@@ -383,20 +383,11 @@ class Connection(asyncio.BufferedProtocol):
             # log a failed send, and the request would never leave.
             raise NotSentError(f"connection to {self.host}:{self.port} is closing")
         fut = self._loop.create_future() if future is None else future
-        # Timed before the bytes leave: the server hears the request after ``sent``, which is
-        # what an answer proves (see proof). Registered before they leave, so that even an
-        # instant reply finds its future.
-        sent = self.last_send = time.monotonic()
-        pending = self._pending[xid] = _Pending(request, fut, sent)
-        if self._corked is not None:
-            self._corked.append(frame)
-        else:
-            transport.write(frame)
-        recorder = self.recorder
-        recorder.bytes_out += len(frame)
-        self.requests_sent += 1
-        if recorder.telemetry is not None:
-            pending.trace = recorder.telemetry.capture()
+        # Registered before the bytes leave, so that even an instant reply finds its future.
+        pending = self._pending[xid] = _Pending(request, fut, 0.0)
+        pending.sent = self._write(frame)
+        if self.recorder.telemetry is not None:
+            pending.trace = self.recorder.telemetry.capture()
         return fut
 
     def send_special(
@@ -462,15 +453,19 @@ class Connection(asyncio.BufferedProtocol):
             # A closing transport drops them; connection_lost then fails their futures.
             self._transport.write(b"".join(frames))
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes) -> float:
+        """Write (or cork) one frame; the time it was written at. Taken before the bytes
+        leave: the server hears the request after it, which is what an answer proves (see
+        :attr:`proof`; on loopback the server may read it before ``write`` returns)."""
         assert self._transport is not None
+        now = self.last_send = time.monotonic()
         if self._corked is not None:
             self._corked.append(data)
         else:
             self._transport.write(data)
         self.recorder.bytes_out += len(data)
         self.requests_sent += 1
-        self.last_send = time.monotonic()
+        return now
 
     # --- liveness -----------------------------------------------------------------------
 
