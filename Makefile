@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab floor barelock profile soak ci-local zookeeper kerberos venv clean
+.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab abi floor barelock profile soak ci-local zookeeper kerberos venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -87,6 +87,11 @@ RTT ?= 0
 ab: venv zookeeper
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) -m benchmarks.ab $(REF) --workload $(WORKLOAD) --rtt $(RTT)
+
+# The same in one process, both trees taking turns in short blocks on one server (the noise of
+# the machine's drift left out): `make abi REF=HEAD WORKLOAD=W1`.
+abi: venv zookeeper
+	$(PY) -m benchmarks.abi $(REF) --workload $(WORKLOAD)
 
 # The event loop's own CPU per W1 cycle with no ZooKeeper and no aiocoord (echo server): `make floor`.
 floor: venv

@@ -573,6 +573,73 @@ def test_ab_compares_a_commit_with_the_working_tree(zookeeper: ServerHandle) -> 
     assert "aiocoord-ab-" not in worktrees.stdout
 
 
+def test_abi_exports_a_commit_as_a_package_of_its_own(tmp_path: Path) -> None:
+    """``benchmarks.abi`` loads the commit's tree beside the working tree's: every module of the
+    commit is there under ``aiocoord_ref``, and importing it loads nothing of ``aiocoord``."""
+    from benchmarks.abi import export_ref, resolve
+
+    commit = resolve("HEAD")
+    root = export_ref(commit, tmp_path)
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-tree", "-r", "--name-only", commit, "aiocoord"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    copied = sorted(
+        "aiocoord/" + str(f.relative_to(root / "aiocoord_ref"))
+        for f in (root / "aiocoord_ref").rglob("*")
+        if f.is_file()
+    )
+    assert copied == sorted(listed)
+    code = (
+        "import sys, aiocoord_ref\n"
+        "from aiocoord_ref.recipes.lock import Lock\n"
+        "assert Lock.__module__ == 'aiocoord_ref.recipes.lock', Lock.__module__\n"
+        "assert aiocoord_ref.Lock is Lock\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'aiocoord'))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "[]"
+
+
+def test_abi_interleaves_both_trees_on_one_server(zookeeper: ServerHandle) -> None:
+    """``python -m benchmarks.abi HEAD`` runs both trees in one process on the given server,
+    a block each per round, the order reversed every round, then prints the medians and the
+    rounds each side won."""
+    proc = run_module(
+        "benchmarks.abi",
+        "HEAD",
+        "--workload",
+        "W1",
+        "--rounds",
+        "2",
+        "--cycles",
+        "20",
+        "--verbose",
+        "--connect",
+        zookeeper.connect_string,
+    )
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("W1: ref ") and "(HEAD) against the working tree" in lines[0]
+    blocks = [
+        line.split()[0] for line in lines if "cpu_us_per_op=" in line and "median" not in line
+    ]
+    assert blocks == ["ref", "working", "working", "ref"]
+    for line in lines[1:5]:
+        cpu = float(line.split("cpu_us_per_op=")[1].split()[0])
+        assert cpu > 0
+    assert lines[-1].startswith("working tree used less CPU in ") and " of 2 rounds " in lines[-1]
+
+
 def test_every_peer_has_a_plot_colour() -> None:
     # A peer without one broke the plots only where matplotlib is installed (`make bench`).
     from benchmarks.plots import COLORS
