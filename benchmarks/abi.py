@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib
 import re
 import statistics
@@ -129,6 +130,7 @@ async def compare(
             order = list(sides) if round_no % 2 == 0 else list(reversed(sides))
             for name in order:
                 block = sides[name][0]
+                gc.collect()  # each block pays for its own garbage, not the other side's
                 c0, t0 = time.process_time(), time.perf_counter()
                 n = await block(cycles)
                 c1, t1 = time.process_time(), time.perf_counter()

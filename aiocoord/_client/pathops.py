@@ -310,7 +310,14 @@ class PathOps:
             if done.cancelled():  # only close() cancels what the client follows
                 return
             exc = done.exception()
-            if isinstance(exc, ConnectionLossError) and not self._requests.session.closed:
+            if exc is None:
+                err = done.result().err
+                if not err or err == NoNodeError.code:
+                    if on_deleted is not None:
+                        on_deleted()
+                else:
+                    self._delete_failed(path, error_for_code(err, path=path, op="delete"))
+            elif isinstance(exc, ConnectionLossError) and not self._requests.session.closed:
                 # It may or may not have been applied: once more, held for the reconnect.
                 try:
                     again = self._submit_delete(path, version)
@@ -328,16 +335,8 @@ class PathOps:
                     )
             elif isinstance(exc, ClientClosedError | ConnectionLossError):
                 pass  # the session ended with the client: its ephemeral nodes with it
-            elif exc is not None:
-                self._delete_failed(path, exc)
             else:
-                err = done.result().err
-                if not err or err == NoNodeError.code:
-                    if on_deleted is not None:
-                        on_deleted()
-                else:
-                    exc = error_for_code(err, path=path, op="delete")
-                    self._delete_failed(path, exc)
+                self._delete_failed(path, exc)
 
         self._work.follow(reply, settle)
 

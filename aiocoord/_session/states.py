@@ -29,6 +29,10 @@ class State(enum.Enum):
     READ_ONLY = "read_only"  #: connected to a server in read-only mode
     CLOSED = "closed"  #: the client was closed
 
+    # Members are singletons: the identity hash (in C) serves, where Enum's own hashes the
+    # name in Python, and the session looks its state up in CONNECTED_STATES on every request.
+    __hash__ = object.__hash__
+
     @property
     def is_connected(self) -> bool:
         """True for the states in which requests are sent."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from functools import lru_cache
 from typing import Any
 
 from aiocoord._validation import encode_utf8
@@ -15,15 +14,18 @@ from aiocoord.errors import InvalidTypeError
 __all__ = ["check_client", "check_identifier", "current_task", "default_identifier"]
 
 
-@lru_cache(maxsize=1)
-def _host() -> str:
-    return socket.gethostname()
+#: ``host:pid:`` of this process, made on first use (each acquire would otherwise ask the
+#: kernel for the pid); a forked child makes its own.
+_process: list[str] = []
+os.register_at_fork(after_in_child=_process.clear)
 
 
 def default_identifier(task: asyncio.Task[Any] | None) -> str:
     """``host:pid:task-name``, what a contender stores when given no identifier."""
     name = task.get_name() if task is not None else "main"
-    return f"{_host()}:{os.getpid()}:{name}"
+    if not _process:
+        _process.append(f"{socket.gethostname()}:{os.getpid()}:")
+    return _process[0] + name
 
 
 def current_task() -> asyncio.Task[Any]:
