@@ -102,7 +102,28 @@ async def _w2(package: ModuleType, connect: str, path: str) -> tuple[Block, Any]
     return block, clients
 
 
-_WORKLOADS = {"W1": _w1, "W2": _w2}
+async def _w8(package: ModuleType, connect: str, path: str) -> tuple[Block, Any]:
+    client = await package.open_client(connect, session_timeout=10.0)
+    blocks = 0
+
+    async def block(n: int) -> int:
+        # W8's shape: locks on fresh paths (their parents missing), acquired one after
+        # another and held, then released; done once the server applied every release.
+        nonlocal blocks
+        blocks += 1
+        locks = [package.Lock(client, f"{path}/b{blocks}/l{i:05d}") for i in range(n)]
+        for lock in locks:
+            await lock.acquire()
+        for lock in locks:
+            await lock.release()
+        await client.wait_background()
+        await client.sync(path)
+        return n
+
+    return block, [client]
+
+
+_WORKLOADS = {"W1": _w1, "W2": _w2, "W8": _w8}
 
 
 async def compare(

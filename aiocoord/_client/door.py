@@ -26,9 +26,10 @@ from aiocoord._observe.logs import session_extra
 from aiocoord._observe.metrics import Recorder
 from aiocoord._session.connection import Reply
 from aiocoord._session.watch import Watch, WatchKind
+from aiocoord._wire.data import ACL
 from aiocoord._wire.framing import Request
 from aiocoord._wire.multi import MultiReadRequest, MultiReadResponse
-from aiocoord._wire.opcodes import OP_NAMES, Op
+from aiocoord._wire.opcodes import OP_NAMES, CreateFlag, Op
 from aiocoord._wire.reads import (
     ExistsRequest,
     ExistsResponse,
@@ -37,6 +38,8 @@ from aiocoord._wire.reads import (
     GetDataRequest,
     GetDataResponse,
 )
+from aiocoord._wire.writes import CreateContainerRequest
+from aiocoord.acl import wire_acl
 from aiocoord.errors import ConnectionLossError, NoNodeError, error_for_code
 
 if TYPE_CHECKING:
@@ -47,6 +50,7 @@ __all__ = [
     "children_now",
     "corked",
     "log_extra",
+    "make_parent_now",
     "negotiated_timeout",
     "recorder",
     "renews_sessions",
@@ -234,6 +238,44 @@ def submit_get_many(
     add = session.paths.add
     ops = [GetDataRequest(path=add(path), watch=False) for path in paths]
     return session.submit(MultiReadRequest(ops))
+
+
+class _ParentsInFlight:
+    """The key of :func:`make_parent_now`'s per-client state: the creates in flight, by the
+    parent's path as the server knows it."""
+
+
+def make_parent_now(client: Client, path: str, acl: Sequence[ACL] | None) -> bool:
+    """Write now the create of ``path`` as a container (its ACL ``acl``, else the client's
+    provider's, else open), unless this client's create of it is in flight already (a burst
+    of contenders on a missing lock path makes it once). A request written after it on the
+    same connection is ordered after it: a child's create written next finds the parent made
+    (by this create, or by someone else's, which is as good), with no round trip in between.
+    The answer is followed, not reported: the child's create tells whether the parent is
+    there (NoNode if a level above it was missing too). False if not connected (nothing was
+    written)."""
+    session = client.session
+    full = session.paths.add(path)
+    in_flight: dict[str, asyncio.Future[Any]] = client.extension_state(_ParentsInFlight, dict)
+    if full in in_flight:
+        return True
+    if acl is None and client.acl_provider is not None:
+        acl = client.acl_provider(path)
+    sent = session.send_now(
+        CreateContainerRequest(path=full, data=b"", acl=wire_acl(acl), flags=CreateFlag.CONTAINER)
+    )
+    if sent is None:
+        return False
+    in_flight[full] = sent
+
+    def settled(done: asyncio.Future[Any]) -> None:
+        if in_flight.get(full) is done:
+            del in_flight[full]
+        if not done.cancelled():
+            done.exception()  # a lost connection: the child's create fails with it too
+
+    client.follow(sent, settled)
+    return True
 
 
 def corked(client: Client) -> contextlib.AbstractContextManager[None]:

@@ -292,15 +292,54 @@ async def test_contenders_entering_together_share_one_listing(zk_connect: Factor
     assert client.session.sent[8] - before == 2  # and no listing on any hand-over
 
 
-async def test_a_first_acquire_on_a_missing_path_makes_the_parents_without_asking_again(
+def _record_writes(client: Client) -> list[tuple[int, set[int]]]:
+    """From now on, each request the client's connection writes: its opcode and the xids
+    still unanswered at that moment (the connection is only observed)."""
+    conn = client.session._conn
+    assert conn is not None
+    writes: list[tuple[int, set[int]]] = []
+    send = conn.send
+
+    def recording(xid: int, request: Any, future: Any = None) -> Any:
+        writes.append((request.opcode, set(conn._pending)))
+        return send(xid, request, future)
+
+    conn.send = recording  # type: ignore[method-assign]  # an observer, on this test's client
+    return writes
+
+
+async def test_a_first_acquire_on_a_missing_path_makes_its_parent_in_the_same_round_trip(
     zk_client: Client,
 ) -> None:
-    # The first create, written with the listing, is refused (NoNode: no parent). The node is
-    # then created once its parents are made; the refused create is not sent again first,
-    # which cost every lock on a fresh path (one per resource, say) a round trip more.
+    # A lock per resource (/locks/order-1, /locks existing): the first create, written with
+    # the listing, is refused (NoNode: no parent). The parent's create and ours again then
+    # go out back to back, the listing behind them: no waiting for the parent's answer
+    # before our create, nor for our create's before the listing.
+    await zk_client.create("/locks")
+    writes = _record_writes(zk_client)
+    lock = Lock(zk_client, "/locks/order-1")
+    await lock.acquire()
+    ops = [op for op, _ in writes]
+    assert Counter(ops) == Counter({Op.CREATE2: 2, Op.GET_CHILDREN: 2, Op.CREATE_CONTAINER: 1}), ops
+    parent_at = ops.index(Op.CREATE_CONTAINER)
+    assert ops[parent_at + 1] == Op.CREATE2  # ours again, right behind the parent's
+    # ... written while the parent's create was still unanswered: no round trip between.
+    assert len(writes[parent_at + 1][1]) > len(writes[parent_at][1])
+    assert len(await zk_client.children("/locks/order-1")) == 1
+    assert (await zk_client.exists("/locks/order-1")) is not None
+    await lock.release()
+
+
+async def test_a_first_acquire_on_a_deeper_missing_path_makes_every_level(
+    zk_client: Client,
+) -> None:
+    # More than the parent missing: the parent's create is refused too, and the node is made
+    # once the walk made every level (one create more than a known-missing walk would send).
     creates_before = zk_client.session.sent[Op.CREATE2]
     lock = Lock(zk_client, "/fresh/resource-1/lock")
     await lock.acquire()
-    assert zk_client.session.sent[Op.CREATE2] - creates_before == 2
+    assert zk_client.session.sent[Op.CREATE2] - creates_before == 3
     assert len(await zk_client.children("/fresh/resource-1/lock")) == 1
     await lock.release()
+    await zk_client.wait_background()
+    assert await zk_client.children("/fresh/resource-1/lock") == []

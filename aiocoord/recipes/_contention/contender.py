@@ -4,11 +4,11 @@ and deleting them for sure.
 
 **Cancellation and timeouts leave no node.** The create is written from the caller's step and
 its answer is followed by the client (a task of the client's when it must wait for a
-connection or make the parents). A contender that gives up deletes its node (a guaranteed
-delete, which finishes in the background if the connection is down); if it gives up while the
-create is still in flight, the node is deleted when the answer comes; and if the answer was
-lost to a connection loss, the node is found by its protected prefix after a ``sync`` and
-deleted. :meth:`Client.wait_background` waits for those background deletions.
+connection or make more than the node's parent). A contender that gives up deletes its node
+(a guaranteed delete, which finishes in the background if the connection is down); if it
+gives up while the create is still in flight, the node is deleted when the answer comes;
+and if the answer was lost to a connection loss, the node is found by its protected prefix
+after a ``sync`` and deleted. :meth:`Client.wait_background` waits for those background deletions.
 
 **Release.** A release writes the node's delete from the caller's task (or holds it for the
 next connection, ahead of anything accepted later) and returns without waiting for the answer,
@@ -140,9 +140,10 @@ class ProtectedNode:
     """One protected ephemeral node being created: ``<parent>/_c_<uuid>-<name>[<seq>]``.
 
     The create is written at once, from the caller's step, so that it pipelines with whatever
-    the caller sends next; the client follows its answer (:meth:`Client.follow`), and a task
-    of the client's takes over when the create must wait for a connection or make the
-    parents. :meth:`result` waits for it; after a connection loss it finds the node by its
+    the caller sends next; the client follows its answer (:meth:`Client.follow`). A missing
+    parent is created right before it is sent again (:meth:`_write_parent`); a task of the
+    client's takes over when the create must wait for a connection or make more levels.
+    :meth:`result` waits for it; after a connection loss it finds the node by its
     prefix (after a ``sync``, so a create still on its way is ordered first) or creates it
     again. :meth:`discard` makes sure the node does not outlive its caller, whatever state
     the create is in.
@@ -173,6 +174,8 @@ class ProtectedNode:
         self._maybe_exists = True
         #: the first create, when written from the caller's step (see _write_create)
         self._sent: asyncio.Future[Reply[Create2Response]] | None = None
+        #: the parent's create was written, and ours again behind it (see _write_parent)
+        self.parent_written = False
         #: loop time the node was asked for (see QueueNode.entered)
         self.entered = asyncio.get_running_loop().time()
         self._reply: asyncio.Future[tuple[str, Stat]]
@@ -206,6 +209,22 @@ class ProtectedNode:
         )
         return door.send_now(client, request)
 
+    def _write_parent(self) -> bool:
+        """The parent is missing (a lock on a fresh path): write its create and ours again
+        behind it, now, without waiting between the two (the server applies them in order,
+        and logs both in one flush); the answer comes back to :meth:`_created`. False if
+        not connected."""
+        if not door.make_parent_now(self.client, self.parent, self.acl):
+            return False
+        sent = self._write_create()
+        if sent is None:
+            return False
+        self.parent_written = True
+        self._sent = sent
+        self.sent_stamp = next_stamp()
+        self.client.follow(sent, self._created)
+        return True
+
     def _created(self, sent: asyncio.Future[Reply[Create2Response]]) -> None:
         """The answer to a create written by :meth:`_write_create`, settled as the task of
         :meth:`_create` would: a missing parent goes the long way (the task makes it)."""
@@ -218,8 +237,11 @@ class ProtectedNode:
         if exc is None:
             answer = sent.result()
             if answer.err == NoNodeError.code:
-                # The parents are missing: the task makes them first, instead of asking the
-                # server again for a create it has just refused.
+                if not self.parent_written and not self._abandoned and self._write_parent():
+                    return
+                # More than the parent is missing (or not connected): the task makes the
+                # parents first, instead of asking the server again for a create it has just
+                # refused.
                 self.client.spawn(
                     self._create(reply, parents_missing=True), f"aiocoord-create:{self._path}"
                 )

@@ -84,6 +84,7 @@ node is watched by a :class:`~aiocoord.recipes._contention.holding.LossWatch`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 from collections.abc import Sequence
 from dataclasses import replace
@@ -243,6 +244,15 @@ class SequentialQueue:
             )
         except NoNodeError:
             names = None  # the parents were missing; the create makes them
+        if names is None and entry.parent_written:
+            # The create went again behind its parent's (see ProtectedNode._write_parent):
+            # a listing written now is ordered after both, one round trip for all three.
+            with contextlib.suppress(NoNodeError):  # more than the parent was missing
+                again = entry.sent_stamp
+                assert again is not None  # set when the create was written again
+                names = await bounded(
+                    state.children(client, self.path, again, gather=state.users > 1), deadline
+                )
         node = await entry.result(deadline)
         if names is None or node.name not in names:
             names = await self._listing(node, state, deadline)
