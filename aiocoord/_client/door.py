@@ -51,6 +51,8 @@ __all__ = [
     "corked",
     "log_extra",
     "make_parent_now",
+    "note_parent",
+    "parent_known",
     "negotiated_timeout",
     "recorder",
     "renews_sessions",
@@ -238,6 +240,33 @@ def submit_get_many(
     add = session.paths.add
     ops = [GetDataRequest(path=add(path), watch=False) for path in paths]
     return session.submit(MultiReadRequest(ops))
+
+
+class _KnownParents:
+    """The key of :func:`parent_known`'s per-client state: paths this client made a node
+    under, oldest first."""
+
+
+#: How many such paths a client remembers (the oldest is forgotten first, which only costs
+#: the next first node under it a refused create).
+_KNOWN_PARENTS = 4096
+
+
+def parent_known(client: Client, path: str) -> bool:
+    """Whether this client made a node under ``path`` lately (:func:`note_parent`): then it
+    most likely exists still (but for a container the server removed once it was empty),
+    and a child's create needs no :func:`make_parent_now` first."""
+    known: dict[str, None] = client.extension_state(_KnownParents, dict)
+    return path in known
+
+
+def note_parent(client: Client, path: str) -> None:
+    """Remember that this client made a node under ``path`` (see :func:`parent_known`)."""
+    known: dict[str, None] = client.extension_state(_KnownParents, dict)
+    if path not in known:
+        known[path] = None
+        if len(known) > _KNOWN_PARENTS:
+            del known[next(iter(known))]
 
 
 class _ParentsInFlight:

@@ -308,25 +308,75 @@ def _record_writes(client: Client) -> list[tuple[int, set[int]]]:
     return writes
 
 
-async def test_a_first_acquire_on_a_missing_path_makes_its_parent_in_the_same_round_trip(
+def _one_step(writes: list[tuple[int, set[int]]]) -> bool:
+    """Whether the requests recorded went out in one step: none was answered before the
+    last was written (each found all the earlier ones still unanswered)."""
+    return all(len(after) == len(writes[0][1]) + i for i, (_, after) in enumerate(writes))
+
+
+async def test_a_first_acquire_on_a_fresh_path_makes_its_parent_in_the_same_round_trip(
     zk_client: Client,
 ) -> None:
-    # A lock per resource (/locks/order-1, /locks existing): the first create, written with
-    # the listing, is refused (NoNode: no parent). The parent's create and ours again then
-    # go out back to back, the listing behind them: no waiting for the parent's answer
-    # before our create, nor for our create's before the listing.
+    # A lock per resource (/locks/order-1 under an existing /locks): the parent's create,
+    # the node's and the listing go out together, one round trip for all (and one log flush
+    # at the server), where waiting for each answer took three or four.
     await zk_client.create("/locks")
     writes = _record_writes(zk_client)
     lock = Lock(zk_client, "/locks/order-1")
     await lock.acquire()
-    ops = [op for op, _ in writes]
-    assert Counter(ops) == Counter({Op.CREATE2: 2, Op.GET_CHILDREN: 2, Op.CREATE_CONTAINER: 1}), ops
-    parent_at = ops.index(Op.CREATE_CONTAINER)
-    assert ops[parent_at + 1] == Op.CREATE2  # ours again, right behind the parent's
-    # ... written while the parent's create was still unanswered: no round trip between.
-    assert len(writes[parent_at + 1][1]) > len(writes[parent_at][1])
+    assert [op for op, _ in writes] == [Op.CREATE_CONTAINER, Op.CREATE2, Op.GET_CHILDREN]
+    assert _one_step(writes)
     assert len(await zk_client.children("/locks/order-1")) == 1
-    assert (await zk_client.exists("/locks/order-1")) is not None
+    await lock.release()
+    # The client made a node under it: the next acquire (a new Lock object too) sends no
+    # create of the parent.
+    writes.clear()
+    async with Lock(zk_client, "/locks/order-1"):
+        assert [op for op, _ in writes][:2] == [Op.CREATE2, Op.GET_CHILDREN]
+    assert Op.CREATE_CONTAINER not in [op for op, _ in writes]
+
+
+async def test_a_first_acquire_on_an_existing_path_is_one_round_trip_too(
+    zk_client: Client, zk_connect: Factory
+) -> None:
+    # A path this client never used, made by another: the parent's create is refused
+    # (NodeExists) in the same step as the node's create and the listing.
+    other = await zk_connect()
+    await other.create("/locks/shared", make_parents=True)
+    await other.create("/locks/shared/keep")  # not empty: the server keeps it anyway
+    writes = _record_writes(zk_client)
+    lock = Lock(zk_client, "/locks/shared")
+    await lock.acquire()
+    assert [op for op, _ in writes] == [Op.CREATE_CONTAINER, Op.CREATE2, Op.GET_CHILDREN]
+    assert _one_step(writes)
+    assert lock.is_held
+    await lock.release()
+
+
+async def test_a_parent_removed_since_the_client_used_it_is_made_again(
+    zk_client: Client, zk_connect: Factory
+) -> None:
+    # The client made a node under /locks/job, so it sends no create of the parent; the
+    # parent was removed meanwhile (an empty container the server reaped, or an operator):
+    # the refused create goes again right behind the parent's, the listing behind both.
+    async with Lock(zk_client, "/locks/job"):
+        pass
+    await zk_client.wait_background()
+    other = await zk_connect()
+    await other.delete("/locks/job")
+    writes = _record_writes(zk_client)
+    lock = Lock(zk_client, "/locks/job")
+    await lock.acquire()
+    ops = [op for op, _ in writes]
+    assert ops == [
+        Op.CREATE2,
+        Op.GET_CHILDREN,
+        Op.CREATE_CONTAINER,
+        Op.CREATE2,
+        Op.GET_CHILDREN,
+    ], ops
+    assert _one_step(writes[2:4])  # the create right behind the parent's, nothing between
+    assert lock.is_held and len(await zk_client.children("/locks/job")) == 1
     await lock.release()
 
 
@@ -334,11 +384,11 @@ async def test_a_first_acquire_on_a_deeper_missing_path_makes_every_level(
     zk_client: Client,
 ) -> None:
     # More than the parent missing: the parent's create is refused too, and the node is made
-    # once the walk made every level (one create more than a known-missing walk would send).
+    # once the walk made every level; the refused create is not sent again first.
     creates_before = zk_client.session.sent[Op.CREATE2]
     lock = Lock(zk_client, "/fresh/resource-1/lock")
     await lock.acquire()
-    assert zk_client.session.sent[Op.CREATE2] - creates_before == 3
+    assert zk_client.session.sent[Op.CREATE2] - creates_before == 2
     assert len(await zk_client.children("/fresh/resource-1/lock")) == 1
     await lock.release()
     await zk_client.wait_background()

@@ -174,8 +174,10 @@ class ProtectedNode:
         self._maybe_exists = True
         #: the first create, when written from the caller's step (see _write_create)
         self._sent: asyncio.Future[Reply[Create2Response]] | None = None
-        #: the parent's create was written, and ours again behind it (see _write_parent)
+        #: the parent's create was written before ours (see _start and _write_parent)
         self.parent_written = False
+        #: ours was written again behind the parent's, the first refused (see _write_parent)
+        self.resent = False
         #: loop time the node was asked for (see QueueNode.entered)
         self.entered = asyncio.get_running_loop().time()
         self._reply: asyncio.Future[tuple[str, Stat]]
@@ -184,7 +186,13 @@ class ProtectedNode:
     def _start(self) -> None:
         # Failed only through fail(): its exception is marked seen for a caller that left.
         self._reply = asyncio.get_running_loop().create_future()
-        sent = self._write_create() if self._sent is None else None
+        sent = None
+        if self._sent is None:
+            # A path this client has not made a node under may be fresh (a lock per
+            # resource): its create goes first, in the same round trip (refused if it exists).
+            with_parent = not door.parent_known(self.client, self.parent)
+            sent = self._write_create(parent=with_parent)
+            self.parent_written = with_parent and sent is not None
         if sent is None:
             # Not connected, or a second attempt: the create (with its parents) as a task.
             self.client.spawn(self._create(self._reply), f"aiocoord-create:{self._path}")
@@ -194,10 +202,14 @@ class ProtectedNode:
         # The client follows the answer, so that close() and wait_background() see it.
         self.client.follow(sent, self._created)
 
-    def _write_create(self) -> asyncio.Future[Reply[Create2Response]] | None:
+    def _write_create(self, *, parent: bool) -> asyncio.Future[Reply[Create2Response]] | None:
         """Write the create now, from the caller's step (no task to start, and a request the
-        caller writes next is ordered after it); None if not connected."""
+        caller writes next is ordered after it), behind the parent's create if ``parent``
+        (see :func:`door.make_parent_now <aiocoord._client.door.make_parent_now>`); None if not
+        connected."""
         client = self.client
+        if parent and not door.make_parent_now(client, self.parent, self.acl):
+            return None
         acl = self.acl
         if acl is None and client.acl_provider is not None:
             acl = client.acl_provider(self._path)
@@ -210,16 +222,14 @@ class ProtectedNode:
         return door.send_now(client, request)
 
     def _write_parent(self) -> bool:
-        """The parent is missing (a lock on a fresh path): write its create and ours again
-        behind it, now, without waiting between the two (the server applies them in order,
-        and logs both in one flush); the answer comes back to :meth:`_created`. False if
-        not connected."""
-        if not door.make_parent_now(self.client, self.parent, self.acl):
-            return False
-        sent = self._write_create()
+        """The parent is missing (a container the server removed, say): write its create and
+        ours again behind it, now, without waiting between the two (the server applies them
+        in order, and logs both in one flush); the answer comes back to :meth:`_created`.
+        False if not connected."""
+        sent = self._write_create(parent=True)
         if sent is None:
             return False
-        self.parent_written = True
+        self.parent_written = self.resent = True
         self._sent = sent
         self.sent_stamp = next_stamp()
         self.client.follow(sent, self._created)
@@ -339,6 +349,7 @@ class ProtectedNode:
                 client.generation,
                 entered=self.entered,
             )
+            door.note_parent(client, self.parent)
         return self.node
 
     async def _find(self, deadline: Deadline) -> tuple[str, Stat] | None:

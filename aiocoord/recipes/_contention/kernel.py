@@ -244,7 +244,7 @@ class SequentialQueue:
             )
         except NoNodeError:
             names = None  # the parents were missing; the create makes them
-        if names is None and entry.parent_written:
+        if names is None and entry.resent:
             # The create went again behind its parent's (see ProtectedNode._write_parent):
             # a listing written now is ordered after both, one round trip for all three.
             with contextlib.suppress(NoNodeError):  # more than the parent was missing
