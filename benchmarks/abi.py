@@ -1,17 +1,17 @@
 """A/B in one process: aiocoord at a git commit against the working tree, interleaved.
 
-``python -m benchmarks.abi REF [--workload W1|W2] [--rounds 30] [--cycles 400]``
+``python -m benchmarks.abi REF [--workload W1|W2|W8] [--rounds 30] [--cycles 400]``
 
 :mod:`benchmarks.ab` alternates whole processes, a few seconds each; on a shared 2-core
 machine the server's and the machine's drift between two runs is often larger than a change
 worth keeping (5% of the client's CPU). This tool loads both trees into one process instead:
 ``REF``'s ``aiocoord`` package is copied out of git and renamed (``aiocoord_ref``), and the two
-clients take turns on one server in short blocks (``--cycles`` lock cycles, or acquisitions for
-W2), reversing the order every round. Each block's CPU is the process's CPU time
-(``time.process_time``, exact, not sampled), so both sides see the same machine within a
-fraction of a second. Prints the medians and in how many rounds each side used less CPU per
-operation; a change that helps wins most rounds. ``REF`` against ``HEAD`` with a clean tree
-(an A/A run) shows the noise floor.
+clients take turns on one server in short blocks (``--cycles`` lock cycles; acquisitions for
+W2; for W8, locks on fresh paths held, then released), reversing the order every round.
+Each block's CPU is the process's CPU time (``time.process_time``, exact, not sampled), so
+both sides see the same machine within a fraction of a second. Prints the medians and in
+how many rounds each side used less CPU per operation; a change that helps wins most rounds.
+``REF`` against ``HEAD`` with a clean tree (an A/A run) shows the noise floor.
 """
 
 from __future__ import annotations
@@ -36,8 +36,6 @@ from benchmarks.cli import standalone_server
 _REF_NAME = "aiocoord_ref"
 # `aiocoord` as a module name (not in a task name such as "aiocoord-create:...").
 _MODULE = re.compile(r"\baiocoord\b(?![-])")
-
-
 _REPO = Path(__file__).resolve().parent.parent
 
 

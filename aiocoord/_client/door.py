@@ -49,11 +49,12 @@ __all__ = [
     "Reply",
     "children_now",
     "corked",
+    "create_acl",
     "log_extra",
     "make_parent_now",
+    "negotiated_timeout",
     "note_parent",
     "parent_known",
-    "negotiated_timeout",
     "recorder",
     "renews_sessions",
     "round_trip",
@@ -242,6 +243,14 @@ def submit_get_many(
     return session.submit(MultiReadRequest(ops))
 
 
+def create_acl(client: Client, path: str, acl: Sequence[ACL] | None) -> Sequence[ACL]:
+    """The ACL a create of ``path`` sends: ``acl``, else the client's provider's
+    (:attr:`Client.acl_provider <aiocoord.Client.acl_provider>`), else open."""
+    if acl is None and client.acl_provider is not None:
+        acl = client.acl_provider(path)
+    return wire_acl(acl)
+
+
 class _KnownParents:
     """The key of :func:`parent_known`'s per-client state: paths this client made a node
     under, oldest first."""
@@ -288,10 +297,10 @@ def make_parent_now(client: Client, path: str, acl: Sequence[ACL] | None) -> boo
     in_flight: dict[str, asyncio.Future[Any]] = client.extension_state(_ParentsInFlight, dict)
     if full in in_flight:
         return True
-    if acl is None and client.acl_provider is not None:
-        acl = client.acl_provider(path)
     sent = session.send_now(
-        CreateContainerRequest(path=full, data=b"", acl=wire_acl(acl), flags=CreateFlag.CONTAINER)
+        CreateContainerRequest(
+            path=full, data=b"", acl=create_acl(client, path, acl), flags=CreateFlag.CONTAINER
+        )
     )
     if sent is None:
         return False
@@ -300,8 +309,7 @@ def make_parent_now(client: Client, path: str, acl: Sequence[ACL] | None) -> boo
     def settled(done: asyncio.Future[Any]) -> None:
         if in_flight.get(full) is done:
             del in_flight[full]
-        if not done.cancelled():
-            done.exception()  # a lost connection: the child's create fails with it too
+        retrieve(done)  # a lost connection: the child's create fails with it too
 
     client.follow(sent, settled)
     return True

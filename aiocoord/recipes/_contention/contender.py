@@ -39,7 +39,6 @@ from aiocoord._paths import join, protected_prefix, sequence_of
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.opcodes import CreateFlag
 from aiocoord._wire.writes import Create2Request, Create2Response
-from aiocoord.acl import wire_acl
 from aiocoord.client import Client, Watch
 from aiocoord.errors import (
     ClientClosedError,
@@ -186,54 +185,45 @@ class ProtectedNode:
     def _start(self) -> None:
         # Failed only through fail(): its exception is marked seen for a caller that left.
         self._reply = asyncio.get_running_loop().create_future()
-        sent = None
-        if self._sent is None:
-            # A path this client has not made a node under may be fresh (a lock per
-            # resource): its create goes first, in the same round trip (refused if it exists).
-            with_parent = not door.parent_known(self.client, self.parent)
-            sent = self._write_create(parent=with_parent)
-            self.parent_written = with_parent and sent is not None
-        if sent is None:
-            # Not connected, or a second attempt: the create (with its parents) as a task.
-            self.client.spawn(self._create(self._reply), f"aiocoord-create:{self._path}")
+        # A path this client has not made a node under may be fresh (a lock per resource):
+        # its create goes first, in the same round trip (refused if it exists).
+        if self._sent is None and self._write_create(
+            parent=not door.parent_known(self.client, self.parent)
+        ):
             return
-        self._sent = sent
-        self.sent_stamp = next_stamp()
-        # The client follows the answer, so that close() and wait_background() see it.
-        self.client.follow(sent, self._created)
+        # Not connected, or a second attempt: the create (with its parents) as a task.
+        self.client.spawn(self._create(self._reply), f"aiocoord-create:{self._path}")
 
-    def _write_create(self, *, parent: bool) -> asyncio.Future[Reply[Create2Response]] | None:
+    def _write_create(self, *, parent: bool) -> bool:
         """Write the create now, from the caller's step (no task to start, and a request the
         caller writes next is ordered after it), behind the parent's create if ``parent``
-        (see :func:`door.make_parent_now <aiocoord._client.door.make_parent_now>`); None if not
-        connected."""
+        (see :func:`door.make_parent_now <aiocoord._client.door.make_parent_now>`), and follow
+        its answer (:meth:`_created`); False if not connected."""
         client = self.client
         if parent and not door.make_parent_now(client, self.parent, self.acl):
-            return None
-        acl = self.acl
-        if acl is None and client.acl_provider is not None:
-            acl = client.acl_provider(self._path)
+            return False
         request = Create2Request(
             path=door.server_path(client, self._path),
             data=self._data,
-            acl=wire_acl(acl),
+            acl=door.create_acl(client, self._path, self.acl),
             flags=CreateFlag.EPHEMERAL_SEQUENTIAL if self._sequential else CreateFlag.EPHEMERAL,
         )
-        return door.send_now(client, request)
+        sent = door.send_now(client, request)
+        if sent is None:
+            return False
+        self._sent = sent
+        self.parent_written = self.parent_written or parent
+        self.sent_stamp = next_stamp()
+        # The client follows the answer, so that close() and wait_background() see it.
+        client.follow(sent, self._created)
+        return True
 
     def _write_parent(self) -> bool:
         """The parent is missing (a container the server removed, say): write its create and
         ours again behind it, now, without waiting between the two (the server applies them
-        in order, and logs both in one flush); the answer comes back to :meth:`_created`.
-        False if not connected."""
-        sent = self._write_create(parent=True)
-        if sent is None:
-            return False
-        self.parent_written = self.resent = True
-        self._sent = sent
-        self.sent_stamp = next_stamp()
-        self.client.follow(sent, self._created)
-        return True
+        in order); the answer comes back to :meth:`_created`. False if not connected."""
+        self.resent = self._write_create(parent=True)
+        return self.resent
 
     def _created(self, sent: asyncio.Future[Reply[Create2Response]]) -> None:
         """The answer to a create written by :meth:`_write_create`, settled as the task of

@@ -247,9 +247,9 @@ class SequentialQueue:
         if names is None and entry.resent:
             # The create went again behind its parent's (see ProtectedNode._write_parent):
             # a listing written now is ordered after both, one round trip for all three.
+            again = entry.sent_stamp
+            assert again is not None  # set when the create was written again
             with contextlib.suppress(NoNodeError):  # more than the parent was missing
-                again = entry.sent_stamp
-                assert again is not None  # set when the create was written again
                 names = await bounded(
                     state.children(client, self.path, again, gather=state.users > 1), deadline
                 )
