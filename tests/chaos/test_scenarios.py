@@ -1006,8 +1006,11 @@ async def test_latch_parent_vanishes(cluster: Cluster, chaos: Chaos) -> None:
         return len(await first.participants()) == 3
 
     await eventually(all_queued, what="all latches queued")
+    # Read before the deletion: the old leader may be told, join again and lead again (with
+    # a new token) before the deletion's answer reaches this task.
+    first_token = first.fencing_token or 0
     await delete_as_third_party(chaos, observer, "/leader")
-    await leaders.wait_leader(after_token=first.fencing_token or 0, timeout=15)
+    await leaders.wait_leader(after_token=first_token, timeout=15)
     # The old leader hears of the deletion through the watch on its own node. A contender
     # whose node was next may be told first (its watch fired at the same zxid), so the new
     # term may begin before the old leader knows: the referee counts that overlap as a
