@@ -113,6 +113,8 @@ class Client:
         self._extensions: dict[object, Any] = {}
         #: the :class:`~aiocoord.EnsembleTracker` of ``connect(..., track_ensemble=True)``
         self.ensemble_tracker: EnsembleTracker | None = None
+        # The last view bound() made (see there).
+        self._bound_view: Client | None = None
 
     @property
     def retry(self) -> RetryPolicy:
@@ -155,13 +157,29 @@ class Client:
         session is lost, every call on the view raises SessionExpiredError without sending
         anything, even a call made while SUSPENDED that would otherwise wait for a new
         session. Recipes use it for writes that act for a holder of the old session.
+        Views hold no state of their own: a later call for the same session may return the
+        same view.
         """
+        if generation is None:
+            generation = self._session.generation
+        requests = self._requests
+        cached = self._bound_view
+        # A view holds nothing of its own: the last one made serves again (a contended lock
+        # asks for one per acquisition) while it is for the same session and policies.
+        if cached is not None:
+            pinned = cached._requests
+            if (
+                pinned.generation == generation
+                and pinned.retry is requests.retry
+                and pinned.acl_provider is requests.acl_provider
+            ):
+                return cached
         view = copy.copy(self)
-        view._requests = self._requests.bound(
-            self._session.generation if generation is None else generation
-        )
+        view._bound_view = None
+        view._requests = requests.bound(generation)
         view._paths = self._paths.bound(view._requests, view)
         view._admin = AdminOps(view._requests)
+        self._bound_view = view
         return view
 
     async def _request(

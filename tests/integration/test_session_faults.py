@@ -200,3 +200,36 @@ async def test_killing_the_connected_member_keeps_the_session(zookeeper_ensemble
         finally:
             await client.delete(path)
             await asyncio.to_thread(zookeeper_ensemble.restart, index)
+
+
+async def test_a_bound_view_serves_again_for_its_session_and_policies(
+    zookeeper,
+    zk_connect: Factory,  # type: ignore[no-untyped-def]
+) -> None:
+    """bound() hands out the view it made last while that view is for the same session and
+    the client's retry policy and ACL provider are still the ones it was made with; a view
+    of a session that has ended refuses every call, and the next bound() is a fresh view of
+    the new session."""
+    client = await zk_connect(session_timeout=4)
+    view = client.bound()
+    assert client.bound() is view
+    assert client.bound(client.session.generation) is view
+    await view.create("/bound", b"")
+
+    client.retry = aiocoord.RetryNTimes(2, 0.01)
+    with_retry = client.bound()
+    assert with_retry is not view
+    assert with_retry.retry is client.retry
+    client.acl_provider = lambda path: aiocoord.OPEN_ACL_UNSAFE
+    with_acl = client.bound()
+    assert with_acl is not with_retry
+    assert with_acl.acl_provider is client.acl_provider
+
+    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await client.wait_for(State.LOST, timeout=10)
+    await client.wait_for(State.CONNECTED, timeout=10)
+    with pytest.raises(SessionExpiredError):
+        await with_acl.exists("/bound")
+    fresh = client.bound()
+    assert fresh is not with_acl
+    assert await fresh.exists("/bound") is not None

@@ -87,6 +87,22 @@ class QueueNode:
         """False once the session that owns the node has ended."""
         return client.generation == self.generation and client.session_id == self.session_id
 
+    def granted(self, own: Watch | None, waited: bool) -> QueueNode:
+        """This node as its grant hands it to the holding: with the watch on it that the
+        waiter armed (``own``), and whether it waited (``dataclasses.replace``, made
+        directly: a contended grant makes one)."""
+        return QueueNode(
+            self.path,
+            self.name,
+            self.sequence,
+            self.czxid,
+            self.session_id,
+            self.generation,
+            own,
+            self.entered,
+            waited,
+        )
+
 
 class Restart(Exception):
     """Our node is gone (session expired, or deleted by someone): enter the queue again."""

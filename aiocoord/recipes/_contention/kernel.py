@@ -87,7 +87,6 @@ import asyncio
 import contextlib
 import enum
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from aiocoord._client.door import renews_sessions, round_trip, watch_data_many_now
@@ -292,7 +291,7 @@ class SequentialQueue:
                     await confirm_alive(client, node, deadline)
                     live = own if own is not None and not own.done() else None
                     if live or turn.waited:
-                        return replace(node, own=live, waited=turn.waited)
+                        return node.granted(live, turn.waited)
                     return node
                 if isinstance(step, GiveUp):
                     return None
