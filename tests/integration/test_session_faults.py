@@ -225,9 +225,14 @@ async def test_a_bound_view_serves_again_for_its_session_and_policies(
     assert with_acl is not with_retry
     assert with_acl.acl_provider is client.acl_provider
 
+    old = client.session_id
+    _, _, watch = await client.get("/bound", watch=True)
     await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
-    await client.wait_for(State.LOST, timeout=10)
+    # The watch tells of the expiry (the client may be on its new session already by then).
+    with pytest.raises(SessionExpiredError):
+        await asyncio.wait_for(watch, 10)
     await client.wait_for(State.CONNECTED, timeout=10)
+    assert client.session_id != old
     with pytest.raises(SessionExpiredError):
         await with_acl.exists("/bound")
     fresh = client.bound()
