@@ -125,6 +125,7 @@ class Client:
     @retry.setter
     def retry(self, policy: RetryPolicy) -> None:
         self._requests.retry = policy
+        self._bound_view = None  # it has the old policy
 
     @property
     def acl_provider(self) -> ACLProvider | None:
@@ -135,6 +136,7 @@ class Client:
     @acl_provider.setter
     def acl_provider(self, provider: ACLProvider | None) -> None:
         self._requests.acl_provider = provider
+        self._bound_view = None  # it has the old provider
 
     def extension_state(self, key: object, factory: Callable[[], T]) -> T:
         """State an extension keeps per client: the object ``factory()`` made on the first
@@ -162,21 +164,15 @@ class Client:
         """
         if generation is None:
             generation = self._session.generation
-        requests = self._requests
         cached = self._bound_view
         # A view holds nothing of its own: the last one made serves again (a contended lock
-        # asks for one per acquisition) while it is for the same session and policies.
-        if cached is not None:
-            pinned = cached._requests
-            if (
-                pinned.generation == generation
-                and pinned.retry is requests.retry
-                and pinned.acl_provider is requests.acl_provider
-            ):
-                return cached
+        # asks for one per acquisition) while it is for the same session (the setters of the
+        # policies it copies drop it).
+        if cached is not None and cached._requests.generation == generation:
+            return cached
         view = copy.copy(self)
         view._bound_view = None
-        view._requests = requests.bound(generation)
+        view._requests = self._requests.bound(generation)
         view._paths = self._paths.bound(view._requests, view)
         view._admin = AdminOps(view._requests)
         self._bound_view = view

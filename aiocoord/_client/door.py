@@ -21,6 +21,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from aiocoord._client.requests import acl_for_create
 from aiocoord._futures import retrieve
 from aiocoord._observe.logs import session_extra
 from aiocoord._observe.metrics import Recorder
@@ -39,7 +40,6 @@ from aiocoord._wire.reads import (
     GetDataResponse,
 )
 from aiocoord._wire.writes import CreateContainerRequest
-from aiocoord.acl import wire_acl
 from aiocoord.errors import ConnectionLossError, NoNodeError, error_for_code
 
 if TYPE_CHECKING:
@@ -246,9 +246,7 @@ def submit_get_many(
 def create_acl(client: Client, path: str, acl: Sequence[ACL] | None) -> Sequence[ACL]:
     """The ACL a create of ``path`` sends: ``acl``, else the client's provider's
     (:attr:`Client.acl_provider <aiocoord.Client.acl_provider>`), else open."""
-    if acl is None and client.acl_provider is not None:
-        acl = client.acl_provider(path)
-    return wire_acl(acl)
+    return acl_for_create(client.acl_provider, path, acl)
 
 
 class _KnownParents:

@@ -117,7 +117,14 @@ class Requests:
                 ) from exc
 
     def acls_for(self, path: str, acl: Sequence[ACL] | None) -> Sequence[ACL]:
-        """The ACL a create of ``path`` sends: ``acl``, else the provider's, else open."""
-        if acl is None and self.acl_provider is not None:
-            acl = self.acl_provider(path)
-        return wire_acl(acl)
+        """The ACL a create of ``path`` sends (:func:`acl_for_create`)."""
+        return acl_for_create(self.acl_provider, path, acl)
+
+
+def acl_for_create(
+    provider: ACLProvider | None, path: str, acl: Sequence[ACL] | None
+) -> Sequence[ACL]:
+    """The ACL a create of ``path`` sends: ``acl``, else ``provider``'s, else open."""
+    if acl is None and provider is not None:
+        acl = provider(path)
+    return wire_acl(acl)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from support import Factory
@@ -106,20 +107,27 @@ async def test_blackhole_past_the_session_timeout_loses_the_session(
     assert await client.exists("/mine") is None
 
 
+async def expire_and_wait_new_session(client: Client, zookeeper: Any, path: str) -> None:
+    """Expire the client's session on the server and return once the client is on a new
+    one. A watch on ``path`` (a node that exists) tells of the expiry: the client may be on
+    its new session before a wait for State.LOST would begin."""
+    old = client.session_id
+    _, _, watch = await client.get(path, watch=True)
+    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    with pytest.raises(SessionExpiredError):
+        await asyncio.wait_for(watch, 10)
+    await client.wait_for(State.CONNECTED, timeout=10)
+    assert client.session_id != old
+
+
 async def test_server_side_expiry_is_reported_and_a_new_session_announced(
     zookeeper,
     zk_connect: Factory,  # type: ignore[no-untyped-def]
 ) -> None:
     client = await zk_connect(session_timeout=4)
     changes = record_states(client)
-    old = client.session_id
     await client.create("/eph", ephemeral=True)
-    _, _, watch = await client.get("/eph", watch=True)
-    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
-    with pytest.raises(SessionExpiredError):
-        await asyncio.wait_for(watch, 10)
-    await client.wait_for(State.CONNECTED, timeout=10)
-    assert client.session_id != old
+    await expire_and_wait_new_session(client, zookeeper, "/eph")
     # The expiring connection may briefly take the session from the client first (then the
     # client reconnects to it once more), but LOST always comes, then a new session.
     states = [c.state for c in changes]
@@ -225,14 +233,7 @@ async def test_a_bound_view_serves_again_for_its_session_and_policies(
     assert with_acl is not with_retry
     assert with_acl.acl_provider is client.acl_provider
 
-    old = client.session_id
-    _, _, watch = await client.get("/bound", watch=True)
-    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
-    # The watch tells of the expiry (the client may be on its new session already by then).
-    with pytest.raises(SessionExpiredError):
-        await asyncio.wait_for(watch, 10)
-    await client.wait_for(State.CONNECTED, timeout=10)
-    assert client.session_id != old
+    await expire_and_wait_new_session(client, zookeeper, "/bound")
     with pytest.raises(SessionExpiredError):
         await with_acl.exists("/bound")
     fresh = client.bound()
