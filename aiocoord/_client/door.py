@@ -27,6 +27,7 @@ from aiocoord._observe.logs import session_extra
 from aiocoord._observe.metrics import Recorder
 from aiocoord._session.connection import Reply
 from aiocoord._session.watch import Watch, WatchKind
+from aiocoord._session.watch_table import WatchTable
 from aiocoord._wire.data import ACL
 from aiocoord._wire.framing import Request
 from aiocoord._wire.multi import MultiReadRequest, MultiReadResponse
@@ -40,7 +41,7 @@ from aiocoord._wire.reads import (
     GetDataResponse,
 )
 from aiocoord._wire.writes import CreateContainerRequest
-from aiocoord.errors import ConnectionLossError, NoNodeError, error_for_code
+from aiocoord.errors import ConnectionLossError, CoordinationError, NoNodeError, error_for_code
 
 if TYPE_CHECKING:
     from aiocoord.client import Client
@@ -66,6 +67,7 @@ __all__ = [
     "submit_get_many",
     "trusted",
     "watch_data_many_now",
+    "watch_data_then",
 ]
 
 R = TypeVar("R")
@@ -150,6 +152,14 @@ async def _answer(
         if armed is not None:
             armed.cancel()  # the request went out: its server watch must not linger
         raise
+    return _answered(watches, path, op, reply, armed)
+
+
+def _answered(
+    watches: WatchTable, path: str, op: Op, reply: Reply[R], armed: Watch | None
+) -> tuple[R, Watch | None] | None:
+    """A read's answer: its watch settled, its body and watch; None if the node does not
+    exist. Any other error code raises its exception."""
     if armed is not None:
         watches.settle(armed, op, reply.err)
     if reply.err == NoNodeError.code:
@@ -214,6 +224,49 @@ async def watch_data_many_now(
                     left[1].cancel()  # written, never to be answered here: no lingering watch
         raise
     return out
+
+
+def watch_data_then(
+    client: Client,
+    path: str,
+    generation: int,
+    then: Callable[[Watch | BaseException | None], None],
+) -> bool:
+    """Write a getData watch on ``path`` now, in session ``generation``, and call ``then``
+    with its answer, from a callback (no task): the armed :class:`Watch`, None if the node is
+    gone (no watch is set then), or the error. A :class:`ConnectionLossError` means the answer
+    was lost with the connection and nothing is left armed: ask again once connected. False,
+    with nothing written, when it cannot be written now (not connected, or ``generation`` is
+    no longer the session's)."""
+    written = _write(client, path, _data_watch, WatchKind.DATA, generation)
+    if written is None:
+        return False
+    sent, armed = written
+    assert armed is not None  # a watch was asked for
+    watches = client.session.watches
+
+    def answered(done: asyncio.Future[Reply[GetDataResponse]]) -> None:
+        if done.cancelled():  # the client closed
+            armed.cancel()
+            then(asyncio.CancelledError())
+            return
+        exc = done.exception()
+        if exc is not None:
+            if isinstance(exc, ConnectionLossError):
+                watches.unregister(armed)  # the server dropped it with the connection
+            else:
+                armed.cancel()  # the session or the client ended: it failed with them
+            then(exc)
+            return
+        try:
+            found = _answered(watches, path, Op.GET_DATA, done.result(), armed)
+        except CoordinationError as error:
+            then(error)
+        else:
+            then(None if found is None else armed)
+
+    sent.add_done_callback(answered)
+    return True
 
 
 def submit_get(

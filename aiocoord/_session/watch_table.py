@@ -462,6 +462,20 @@ class WatchTable:
         plain = sum(1 for (rec, _), held in self._persistent.items() if not rec and held)
         return WatchStats(data, exist, child, plain, recursive)
 
+    def listing(self) -> list[str]:
+        """Every watch held here, one line each (``"DATA /a/b: 1 waiter(s)"``), for
+        diagnostics: what a count of :meth:`counts` stands for."""
+        out = [
+            f"{kind.name} {path}: {len(entry.waiters)} waiter(s)"
+            + (" armed" if entry.armed else "")
+            for (kind, path), entry in self._one_shot.items()
+        ]
+        out += [
+            f"{'RECURSIVE' if rec else 'PERSISTENT'} {path}: {len(subs)} subscriber(s)"
+            for (rec, path), subs in self._persistent.items()
+        ]
+        return out
+
     def counts(self) -> dict[str, int]:
         """Number of server watches and of waiters, for tests and diagnostics."""
         return {

@@ -252,7 +252,7 @@ class Cluster:
             self.chaos.check(
                 not any(counts.values()),
                 "no leftover watches (client)",
-                f"session 0x{client.session_id:x}: {counts}",
+                f"session 0x{client.session_id:x}: {counts} {client.session.watches.listing()}",
             )
 
     async def tree(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from support import Factory, child_names, eventually
 
-from aiocoord import Client, State
+from aiocoord import Client, RetryNTimes, State
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import LockLostError
 from aiocoord.recipes.lock import Lock, Mutex
@@ -362,3 +362,52 @@ async def test_a_waiter_cancelled_while_cut_off_leaves_no_node_once_reconnected(
     assert holder.node_path is not None
     assert await child_names(holder_client, "/cancel-cut") == [holder.node_path.rsplit("/", 1)[1]]
     await holder.release()
+
+
+def _loss_watch_read(_xid: int, opcode: int) -> bool:
+    # The read that arms a holder's watch on its own node: the first read an uncontended
+    # acquire leaves behind it (its create and listing are neither).
+    return opcode == Op.GET_DATA
+
+
+async def test_a_holder_whose_node_watch_lost_its_answer_is_still_told_of_a_deletion(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    """The holder's watch on its own node is armed after the grant; when that answer is lost
+    with the connection, it is armed again once reconnected, and a deletion by someone else
+    is still reported."""
+    other = await zk_connect()
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    lock = Lock(client, "/arm-again")
+    dropped = zk_fault_proxy.drop_after_request(_loss_watch_read)
+    await lock.acquire()
+    await dropped.wait(10)
+    await client.wait_for(State.RECONNECTED, timeout=10)
+    assert lock.is_held
+    assert lock.node_path is not None
+    await other.delete(lock.node_path)
+    assert await lock.lost.wait(10) is State.LOST
+    assert lock.lost.reason == "deleted"
+    with pytest.raises(LockLostError):
+        await lock.release()
+
+
+async def test_a_release_leaves_nothing_of_a_node_watch_that_lost_its_answer(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    """Released while the answer that arms the holder's node watch is lost with the
+    connection: once the release's delete is answered, nothing of the holding is left to ask
+    again later (a read of the node, gone by then, and the watch it would set)."""
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    # A retry of the lost read would still be waiting out its pause when the checks run.
+    client.retry = RetryNTimes(5, 2.0)
+    lock = Lock(client, "/arm-lost")
+    dropped = zk_fault_proxy.drop_after_request(_loss_watch_read)
+    await lock.acquire()
+    await dropped.wait(10)
+    await lock.release()
+    await client.wait_for(State.RECONNECTED, timeout=10)
+    await asyncio.wait_for(client.wait_background(), 10)
+    left = [t.get_name() for t in asyncio.all_tasks() if "/arm-lost" in t.get_name()]
+    assert left == []
+    assert client.session.watches.listing() == []

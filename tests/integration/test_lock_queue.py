@@ -151,10 +151,10 @@ async def test_woken_waiter_next_to_its_server_lists_once_instead_of_looking_ahe
     # test server's JIT is too slow for loopback to be that quick, so the threshold is
     # raised here) the look-ahead's requests cost more than the round trip they save: the
     # last waiter watches only the node it waits for, and lists once after its wake; once
-    # granted, it arms the watch its holding keeps on its node (an exists).
+    # granted, it arms the watch its holding keeps on its node (a getData).
     monkeypatch.setattr(kernel, "LOOK_AHEAD_MIN_RTT", 10.0)
     clients = [await zk_connect() for _ in range(ahead + 1)]
-    await _woken_last_asks(clients, 1, {8: 1, 3: 1})
+    await _woken_last_asks(clients, 1, {8: 1, 4: 1})
 
 
 async def test_the_round_trip_a_connection_measured_is_at_least_the_networks(
@@ -201,7 +201,7 @@ async def _woken_last_asks(
         stall.heal()
     assert await asyncio.wait_for(tasks[-1], 10)
     # The holding watches its node: the watch kept from the wait, or one it arms from the next
-    # loop turn (an exists); wait until it is armed and every request answered.
+    # loop turn (a getData); wait until it is armed and every request answered.
     await eventually(lambda: _watching(last, 1))
     sent = {op: n - before.get(op, 0) for op, n in last.session.sent.items()}
     assert {op: n for op, n in sent.items() if n} == asks

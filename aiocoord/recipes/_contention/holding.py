@@ -29,6 +29,8 @@ from aiocoord.recipes._contention.contender import QueueNode, delete_node
 
 __all__ = ["Holding", "LossEvent", "LossWatch", "is_loss"]
 
+_log = logging.getLogger("aiocoord.recipes.contention")  # docs/operations.md names it
+
 
 class LossEvent:
     """Fires once when a held lock (or lease) is lost: ``await lock.lost``.
@@ -93,13 +95,17 @@ class LossWatch:
     Start it in the same step as the grant (no ``await`` in between), so that no state change
     falls between the two. :meth:`close` stops it (on release).
 
-    The node is watched with an exists watch armed in the background: the grant does not
-    wait for it, and a deletion that comes before the watch is armed shows as "no node" in
-    its answer, so none is missed. The watch is left for the holder's own delete to consume
-    (nothing is sent to remove it).
+    The node is watched with a getData watch (``node.own`` when the waiter armed one). Else it
+    is written from a callback of the loop's next turn, while still held, and its answer is
+    handled by a callback: no task, nothing to outlive the holding. A deletion that comes
+    before the watch is armed shows as "no node" in its answer, so none is missed. An answer
+    lost with the connection is asked again on the next connection of the same session, if
+    still held then: nothing is sent for a holding released meanwhile (its read would find the
+    node gone). The watch is left for the holder's own delete to consume (nothing is sent to
+    remove it).
     """
 
-    __slots__ = ("_callback", "_client", "_node", "_remove", "_suspended_is_loss")
+    __slots__ = ("_callback", "_client", "_node", "_remove", "_suspended_is_loss", "_unarmed")
 
     def __init__(
         self,
@@ -114,6 +120,8 @@ class LossWatch:
         self._node = node
         self._suspended_is_loss = suspended_is_loss
         self._callback = callback
+        #: the node's watch could not be written, nor answered: it is, on the next connection
+        self._unarmed = False
         self._remove: Callable[[], None] | None = client.add_state_listener(self._on_change)
         if not watch_node:
             return
@@ -121,8 +129,8 @@ class LossWatch:
             node.own.add_done_callback(self._on_node_event)
         else:
             # Armed from the next turn of the loop: a holding released in this turn (a
-            # holder with nothing to await) needs no watch, and costs neither task nor request.
-            asyncio.get_running_loop().call_soon(self._arm_if_held)
+            # holder with nothing to await) needs no watch, and costs no request.
+            asyncio.get_running_loop().call_soon(self._arm)
 
     def _on_change(self, change: StateChange) -> None:
         if self._remove is None:
@@ -132,28 +140,37 @@ class LossWatch:
             self.close()
             state = State.LOST if change.new_session else change.state
             callback(state, state.value)
+        elif self._unarmed and change.state.is_connected:
+            self._arm()
 
-    def _arm_if_held(self) -> None:
+    def _arm(self) -> None:
+        """Write the node's watch now, if still held; else on the next connection."""
         if self._remove is not None:
-            self._client.spawn(self._arm(), f"aiocoord-hold:{self._node.path}", daemon=True)
+            node = self._node
+            written = door.watch_data_then(self._client, node.path, node.generation, self._armed)
+            self._unarmed = not written
 
-    async def _arm(self) -> None:
-        node = self._node
-        pinned = self._client.bound(node.generation)
-        while self._remove is not None:
-            try:
-                stat, watch = await pinned.exists(node.path, watch=True)
-            except ConnectionLossError:
-                continue  # lost in flight; the next try waits for the reconnect
-            except (SessionExpiredError, ClientClosedError):
-                return  # the state listener reports the session's end
-            if stat is None:
-                watch.cancel()  # an exists watch on a missing node waits for its creation
-                self._deleted()
-            else:
-                watch.keep()
-                watch.add_done_callback(self._on_node_event)
-            return
+    def _armed(self, answer: Watch | BaseException | None) -> None:
+        if isinstance(answer, Watch):
+            # Kept even if released meanwhile: the holder's delete, written after it,
+            # consumes it.
+            answer.keep()
+            answer.add_done_callback(self._on_node_event)
+        elif answer is None:
+            self._deleted()  # gone before the watch was set (nothing if released meanwhile)
+        elif isinstance(answer, ConnectionLossError):
+            self._arm()  # lost with the connection: written again once connected, if held
+        elif isinstance(answer, CoordinationError) and not isinstance(
+            answer, (SessionExpiredError, ClientClosedError)
+        ):
+            # Not for the session's end (the state listener reports it): the server refused
+            # the read (say, an ACL without READ on the node).
+            _log.warning(
+                "cannot watch %s for its deletion by others: %s",
+                self._node.path,
+                answer,
+                extra=door.log_extra(self._client),
+            )
 
     def _on_node_event(self, watch: Watch) -> None:
         event = watch.fired()
@@ -162,7 +179,7 @@ class LossWatch:
         if event.type is EventType.DELETED:
             self._deleted()
         else:  # a data change consumed the watch: arm it again
-            self._client.spawn(self._arm(), f"aiocoord-hold:{self._node.path}", daemon=True)
+            self._arm()
 
     def _deleted(self) -> None:
         if self._remove is None:
