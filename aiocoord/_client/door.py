@@ -134,6 +134,8 @@ def _write(
         if armed is not None:
             session.watches.unregister(armed)
         return None
+    if armed is not None:
+        session.watches.written(armed, sent)
     return sent, armed
 
 
@@ -150,7 +152,7 @@ async def _answer(
         return _ASK_AGAIN
     except BaseException:
         if armed is not None:
-            armed.cancel()  # the request went out: its server watch must not linger
+            watches.abandon(armed)  # the request went out: its server watch must not linger
         raise
     return _answered(watches, path, op, reply, armed)
 
@@ -221,7 +223,8 @@ async def watch_data_many_now(
             if left is not None:
                 left[0].add_done_callback(retrieve)  # its answer (or failure) is read by nobody
                 if left[1] is not None:
-                    left[1].cancel()  # written, never to be answered here: no lingering watch
+                    # Written, never to be answered here: no lingering watch.
+                    client.session.watches.abandon(left[1])
         raise
     return out
 
@@ -247,7 +250,7 @@ def watch_data_then(
 
     def answered(done: asyncio.Future[Reply[GetDataResponse]]) -> None:
         if done.cancelled():  # the client closed
-            armed.cancel()
+            watches.abandon(armed)
             then(asyncio.CancelledError())
             return
         exc = done.exception()
@@ -255,7 +258,7 @@ def watch_data_then(
             if isinstance(exc, ConnectionLossError):
                 watches.unregister(armed)  # the server dropped it with the connection
             else:
-                armed.cancel()  # the session or the client ended: it failed with them
+                watches.abandon(armed)  # the session or the client ended: it failed with them
             then(exc)
             return
         try:

@@ -288,6 +288,8 @@ class Session:
             if watch is not None:
                 self._watches.unregister(watch)
             raise
+        if watch is not None:
+            self._watches.written(watch, fut)
         try:
             reply = await fut
         except asyncio.CancelledError:
@@ -299,7 +301,7 @@ class Session:
                 if sent is not None:
                     # The request went out, so the server may set the watch: remove it there
                     # too (when nobody else shares it), or it would outlive its waiter.
-                    watch.cancel()
+                    self._watches.abandon(watch)
                 else:
                     self._watches.unregister(watch)
             raise

@@ -10,6 +10,12 @@ reconnect it lists what to re-arm (SetWatches / SetWatches2). It reaches the ser
 through a :class:`WatchWire`, which the session provides; the session hands it the outcome of
 every request that set a watch (:meth:`WatchTable.settle`) and every event
 (:meth:`WatchTable.dispatch`).
+
+A request's caller settles its answer a loop turn or more after the answer was read, and an
+event read meanwhile may already have fired its waiter. Whether that event came before the
+answer (an earlier watch's: the request then set a new one, which nobody waits on) or after
+it (it consumed the watch the request set) is read from the wire order: the table knows each
+unsettled waiter's answer future (:meth:`WatchTable.written`), resolved as its frame is read.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from aiocoord._observe.metrics import WatchStats
 from aiocoord._session.connection import Reply
@@ -49,6 +55,9 @@ log = logging.getLogger("aiocoord.session")
 
 #: The code of an exists on a missing node, which sets an exist watch all the same.
 NO_NODE = -101
+
+#: What an unsettled waiter's answer becomes once an event fired it after the answer was read.
+_CONSUMED = object()
 
 
 class WatchWire(Protocol):
@@ -97,6 +106,10 @@ class WatchTable:
         # Paths whose server watches must all go once nothing of ours is left on them (a
         # persistent watch that could not be removed alone; see _release_persistent).
         self._held_over: set[str] = set()
+        # Waiters whose request (the one that sets their server watch) is written and not yet
+        # settled: the future of its answer, or _CONSUMED once an event fired the waiter
+        # *after* that answer had arrived (see settle).
+        self._unsettled: dict[asyncio.Future[WatchEvent], object] = {}
 
     # --- one-shot -----------------------------------------------------------------------
 
@@ -112,6 +125,17 @@ class WatchTable:
         entry.waiters.add(fut)
         fut.add_done_callback(lambda f: self._discard(key, f))
         return Watch(fut, kind, user_path, server_path)
+
+    def written(self, watch: Watch, answer: asyncio.Future[Any]) -> None:
+        """The request that sets ``watch``'s server watch is written (or held); ``answer`` is
+        the future of its reply, resolved as the reply is read, in wire order with events."""
+        self._unsettled[watch._future] = answer
+
+    def abandon(self, watch: Watch) -> None:
+        """The waiter's request was written but its answer will not be settled (its caller
+        left): withdraw the waiter, and the server watch with it when nobody shares it."""
+        self._unsettled.pop(watch._future, None)
+        watch.cancel()
 
     def has_waiters(self, kind: WatchKind, server_path: str) -> bool:
         """Whether anyone waits on the one-shot watch of this kind on this path."""
@@ -140,6 +164,8 @@ class WatchTable:
     def unregister(self, watch: Watch) -> None:
         """Withdraw a waiter whose request did not set a server watch (e.g. get on NoNode)."""
         fut = watch._future
+        if self._unsettled:
+            self._unsettled.pop(fut, None)
         if not fut.done():
             key = (watch.kind, watch._server_path)
             entry = self._one_shot.get(key)
@@ -154,6 +180,8 @@ class WatchTable:
             fut.cancel()
 
     def _discard(self, key: tuple[WatchKind, str], fut: asyncio.Future[WatchEvent]) -> None:
+        if fut.cancelled() and self._unsettled:
+            self._unsettled.pop(fut, None)
         entry = self._one_shot.get(key)
         if entry is None or fut not in entry.waiters:
             return
@@ -176,9 +204,15 @@ class WatchTable:
 
     def settle(self, watch: Watch, opcode: int, err: int) -> None:
         """The request of ``watch`` was answered with ``err`` (0: it set the server watch)."""
+        answered = self._unsettled.pop(watch._future, None) if self._unsettled else None
         if err and not (opcode == Op.EXISTS and err == NO_NODE):
             self.unregister(watch)  # no server watch was set (an exists on NoNode sets one)
         elif watch.done():
+            if answered is _CONSUMED:
+                # The event that fired the waiter came after this answer on the wire, so the
+                # server had set the watch by then and that event consumed it (its caller
+                # only ran after both were read): nothing is left to remove.
+                return
             # The waiter was fired by the event of an *earlier* server watch on the same path
             # (the table shares one entry per path), yet this request set a new one on the
             # server that nobody waits on now: remove it, unless a newer waiter shares it.
@@ -334,12 +368,17 @@ class WatchTable:
             event = WatchEvent(EventType(etype), user_path)
         except ValueError:
             return
+        unsettled = self._unsettled
         for kind in TRIGGERS.get(etype, ()):
             entry = self._one_shot.pop((kind, server_path), None)
             if entry is None:
                 continue
             for fut in entry.waiters:
                 if not fut.done():
+                    if unsettled:
+                        answer = unsettled.get(fut)
+                        if isinstance(answer, asyncio.Future) and answer.done():
+                            unsettled[fut] = _CONSUMED  # its answer was read before this event
                     fut.set_result(event)
             self._path_changed(server_path)
         if not self._persistent:
@@ -375,6 +414,7 @@ class WatchTable:
     def fail_all(self, exc: BaseException) -> None:
         """Fail every waiter and subscription (session expired or client closed)."""
         entries, self._one_shot = self._one_shot, {}
+        self._unsettled.clear()
         for entry in entries.values():
             for fut in entry.waiters:
                 if not fut.done():

@@ -7,8 +7,10 @@ server's ``wchc``), no object kept alive; and nothing reported to the loop's exc
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import gc
 import os
+import termios
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,6 +30,7 @@ from aiocoord import (
     DelayQueue,
     DoubleBarrier,
     Election,
+    EventType,
     GroupMember,
     IdQueue,
     LeaderLatch,
@@ -46,6 +49,7 @@ from aiocoord import (
     TreeCache,
     open_client,
 )
+from aiocoord._wire.opcodes import Op
 from aiocoord.errors import ClientClosedError, NoNodeError, NoServersError
 from aiocoord.testing import FaultProxy, expire_session
 
@@ -473,6 +477,79 @@ async def test_a_shared_watch_is_removed_when_its_setter_leaves_before_the_other
         await assert_no_watches(client, zookeeper)
     finally:
         await client.close()
+
+
+async def test_a_watch_consumed_by_an_event_read_with_its_answer_is_not_removed(
+    baseline: Baseline, zookeeper: Any, zk_namespace: str
+) -> None:
+    """A get sets a watch; the delete written right after it fires the watch. When the get's
+    answer and the deletion's event are read from the socket together, the get's caller
+    runs only after the event fired its watch: the event came after the answer, so it
+    consumed the watch the get set, and nothing is left to remove (no removeWatches; before,
+    the table took the event for an earlier watch's and sent one)."""
+    client = await connect(zookeeper, zk_namespace)
+    try:
+        await client.create("/consumed", b"")
+        removes = client.session.sent[Op.REMOVE_WATCHES]
+        get = asyncio.ensure_future(client.get("/consumed", watch=True))
+        delete = asyncio.ensure_future(client.delete("/consumed"))
+        while client.session.pending_count < 2:  # noqa: ASYNC110 - until both are written
+            await asyncio.sleep(0)
+        # The loop is held (a busy client) until the three frames wait in the socket: the
+        # get's answer (92 bytes, an empty node), the event and the delete's answer.
+        event_frame = 32 + len((zk_namespace + "/consumed").encode())
+        _wait_unread(client, 92 + event_frame + 20)
+        _, _, watch = await get
+        await delete
+        assert (await watch).type is EventType.DELETED
+        assert client.session.sent[Op.REMOVE_WATCHES] == removes
+        await assert_no_watches(client, zookeeper)
+    finally:
+        await client.close()
+
+
+async def test_a_watch_set_after_the_event_that_fired_its_waiter_is_removed(
+    baseline: Baseline, zookeeper: Any, zk_namespace: str, zk_fault_proxy: FaultProxy
+) -> None:
+    """The other side of the test above. A second get joins the waiter of a watch (they share
+    the server's one watch on the path) and is written; a change fires that watch before the
+    server reads the second get, which then sets a new watch that nobody waits on any more:
+    it is removed."""
+    client = await connect(zookeeper, zk_namespace, hosts=zk_fault_proxy.connect_string)
+    other = await connect(zookeeper, zk_namespace)
+    try:
+        await client.create("/earlier", b"")
+        _, _, first = await client.get("/earlier", watch=True)
+        zk_fault_proxy.blackhole()  # held: the change's event, then the second get's answer
+        await other.set("/earlier", b"changed")
+        second = asyncio.ensure_future(client.get("/earlier", watch=True))
+        while client.session.pending_count == 0:  # noqa: ASYNC110 - until it is written
+            await asyncio.sleep(0)
+        removes = client.session.sent[Op.REMOVE_WATCHES]
+        zk_fault_proxy.heal()
+        data, _, watch = await second
+        assert data == b"changed"
+        assert (await first).type is EventType.DATA_CHANGED
+        assert watch.done()  # fired by the change, which came before its answer
+        assert client.session.sent[Op.REMOVE_WATCHES] == removes + 1
+        await assert_no_watches(client, zookeeper)
+    finally:
+        await client.close()
+        await other.close()
+
+
+def _wait_unread(client: Client, nbytes: int, timeout: float = 5.0) -> None:
+    """Block the loop until ``nbytes`` wait unread in the client's socket."""
+    conn = client.session._conn
+    assert conn is not None and conn._transport is not None
+    sock = conn._transport.get_extra_info("socket")
+    deadline = time.monotonic() + timeout
+    while True:
+        unread = int.from_bytes(fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"), "little")
+        if unread >= nbytes:
+            return
+        assert time.monotonic() < deadline, f"{unread} of {nbytes} bytes arrived"
+        time.sleep(0.001)
 
 
 async def test_persistent_watch_sharing_a_path_is_removed_eventually(
