@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab abi floor barelock profile soak ci-local zookeeper kerberos venv clean
+.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab abi floor barelock profile soak repeat ci-local zookeeper kerberos venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -110,6 +110,20 @@ profile: venv zookeeper
 MINUTES ?= 30
 soak: venv zookeeper
 	$(PY) -m tests.chaos.soak --minutes $(MINUTES)
+
+# One test (a pytest node id) N times, each in a fresh process, to catch a rare failure:
+# `make repeat TEST='tests/chaos/test_scenarios.py::test_x[lock]' N=40`. Failed runs keep
+# their output in /tmp/aiocoord-repeat/; it fails if any run did.
+N ?= 20
+repeat: venv zookeeper
+	@test -n "$(TEST)" || { echo "usage: make repeat TEST=<pytest node id> [N=20]"; exit 2; }
+	@rm -rf /tmp/aiocoord-repeat && mkdir -p /tmp/aiocoord-repeat; failed=0; \
+	for i in $$(seq 1 $(N)); do \
+	  log=/tmp/aiocoord-repeat/run-$$i.log; \
+	  if $(PY) -m pytest -q -p no:cacheprovider "$(TEST)" > $$log 2>&1; then \
+	    echo "run $$i: passed"; rm -f $$log; \
+	  else echo "run $$i: FAILED ($$log)"; failed=$$((failed + 1)); fi; \
+	done; echo "$$failed of $(N) runs failed"; test $$failed -eq 0
 
 # What CI does, on a fresh clone of the committed tree (uncommitted changes are left out).
 ci-local:
