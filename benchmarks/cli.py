@@ -79,7 +79,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--out",
         default=None,
-        help="output directory (default: benchmarks/results, or benchmarks/results/quick)",
+        help="output directory (default: benchmarks/results for a full run, "
+        "benchmarks/results/quick for --quick, benchmarks/results/partial for a run of some "
+        "workloads or against --connect)",
     )
     parser.add_argument("--repeats", type=int, default=None, help="override the repeat count")
     parser.add_argument(
@@ -818,10 +820,23 @@ def _run_ensemble(
         ensemble.close()
 
 
+def output_dir(args: argparse.Namespace) -> Path:
+    """Where a run writes its results: ``--out``, else ``results/quick`` for a smoke run,
+    ``results/partial`` for a run of some workloads only or against another server (so that
+    a look at one workload never overwrites the committed full run), else ``results``."""
+    if args.out:
+        return Path(args.out)
+    if args.quick:
+        return RESULTS_DIR / "quick"
+    if args.connect or set(args.only) != set(WORKLOADS):
+        return RESULTS_DIR / "partial"
+    return RESULTS_DIR
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmarks and write ``latest.json``, ``latest.md`` and the plots."""
     args = parse_args(argv)
-    out = Path(args.out) if args.out else RESULTS_DIR / ("quick" if args.quick else "")
+    out = output_dir(args)
     out.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
     doc = run_all(args)

@@ -543,6 +543,16 @@ def test_command_line_rejects_unknown_workloads_and_peers() -> None:
     assert args.peers == ["aiocoord", "aiozk"]
 
 
+def test_only_a_full_run_writes_over_the_committed_results() -> None:
+    results = cli.RESULTS_DIR
+    assert cli.output_dir(cli.parse_args([])) == results
+    assert cli.output_dir(cli.parse_args(["--peers", "aiocoord,curator"])) == results
+    assert cli.output_dir(cli.parse_args(["--quick"])) == results / "quick"
+    assert cli.output_dir(cli.parse_args(["--only", "W2"])) == results / "partial"
+    assert cli.output_dir(cli.parse_args(["--connect", "h:1"])) == results / "partial"
+    assert cli.output_dir(cli.parse_args(["--only", "W2", "--out", "x"])) == Path("x")
+
+
 def test_ab_compares_a_commit_with_the_working_tree(zookeeper: ServerHandle) -> None:
     """``python -m benchmarks.ab HEAD`` runs both trees on the given server, prints a line per
     counted run, the medians and the pair count, and leaves no git worktree behind."""
