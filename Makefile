@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab abi floor barelock profile soak repeat ci-local zookeeper kerberos venv clean
+.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab abi floor barelock handover-floor profile soak repeat ci-local zookeeper kerberos venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -100,6 +100,11 @@ floor: venv
 # The least a bare Python lock client spends per W1 cycle against a local ZooKeeper: `make barelock`.
 barelock: venv zookeeper
 	$(PY) -m benchmarks.barelock
+
+# The least a lock hand-over between two clients takes, with and without a listing, per RTT:
+# `make handover-floor`.
+handover-floor: venv zookeeper
+	$(PY) -m benchmarks.handover_floor
 
 # Where aiocoord's time goes on one workload (py-spy samples, top functions): `make profile WORKLOAD=W1`.
 profile: venv zookeeper

@@ -689,6 +689,31 @@ def test_the_bare_lock_runs_w1_cycles_against_the_server(zookeeper: ServerHandle
     assert float(cells[4].replace(",", "")) > 0
 
 
+def test_the_handover_floor_prints_both_shapes_per_rtt(zookeeper: ServerHandle) -> None:
+    # benchmarks.handover_floor times a watched node's deletion as a second client sees it,
+    # alone and followed by a listing, straight and through the latency proxy. Only the
+    # table's shape and the order of its figures are checked, not the figures themselves.
+    proc = run_module(
+        "benchmarks.handover_floor",
+        "--connect",
+        zookeeper.connect_string,
+        "--rtt",
+        "0,1",
+        "--count",
+        "20",
+    )
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| loopback |")]
+    rows += [line for line in proc.stdout.splitlines() if line.startswith("| +1 ms |")]
+    assert len(rows) == 2
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        alone, listed = float(cells[1]), float(cells[2])
+        assert 0 < alone < listed
+        assert cells[3] == f"{alone / listed:.2f}x"
+    # The proxy's millisecond is in both shapes of the second row.
+    assert float(rows[1].split("|")[2]) > 1.0
+
+
 def _ends(pid: int) -> bool:
     """Whether process ``pid`` ends within 10 s of now (a pidfd turns readable when it does;
     SIGKILL is delivered, not waited for, so it may still run for a moment)."""
