@@ -29,6 +29,7 @@ from collections.abc import Iterator
 
 import aiocoord
 from benchmarks.latency import LatencyProxy
+from benchmarks.settings import RTTS_MS
 
 _PARENT = "/bench-handover-floor"
 
@@ -86,7 +87,11 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m benchmarks.handover_floor", description=__doc__
     )
     parser.add_argument("--connect", default=None, help="HOST:PORT of a running server")
-    parser.add_argument("--rtt", default="0,0.5,2", help="milliseconds added, comma-separated")
+    parser.add_argument(
+        "--rtt",
+        default=",".join(f"{r:g}" for r in RTTS_MS),
+        help="milliseconds added, comma-separated (default: the bench's RTTs)",
+    )
     parser.add_argument("--count", type=int, default=300, help="hand-overs per RTT")
     args = parser.parse_args(argv)
     rtts = [float(r) for r in args.rtt.split(",") if r.strip()]
