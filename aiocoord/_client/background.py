@@ -27,7 +27,10 @@ class BackgroundWork:
     """Tasks and futures a :class:`~aiocoord.Client` keeps past their callers (see above)."""
 
     def __init__(self) -> None:
-        self._background: set[asyncio.Future[Any]] = set()
+        #: spawned tasks: owed until they finish (their done-callback drops them later)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        #: followed answers: owed until their ``then`` has run (in their done-callback)
+        self._followed: set[asyncio.Future[Any]] = set()
         self._daemons: set[asyncio.Task[Any]] = set()
 
     def spawn(
@@ -41,7 +44,7 @@ class BackgroundWork:
         follow): ``close()`` ends it, but :meth:`pending` does not count it and :meth:`wait`
         does not wait for it."""
         task = asyncio.get_running_loop().create_task(coro, name=name)
-        owner = self._daemons if daemon else self._background
+        owner = self._daemons if daemon else self._tasks
         owner.add(task)
         task.add_done_callback(owner.discard)
         return task
@@ -51,26 +54,31 @@ class BackgroundWork:
         background work until it is done, then call ``then`` with it: :meth:`wait`
         waits for it and ``close()`` cancels it. For answers a recipe settles after its
         caller has moved on (a release's delete) without a task to start."""
-        background = self._background
-        background.add(future)
+        followed = self._followed
+        followed.add(future)
 
         def settled(done: asyncio.Future[T]) -> None:
             # One done-callback, not two: each is a loop callback of its own.
-            background.discard(done)
+            followed.discard(done)
             then(done)
 
         future.add_done_callback(settled)
 
     def pending(self) -> int:
         """Background work still owed: guaranteed deletes, a recipe's create or delete in
-        flight, and answers still followed; not the daemons."""
-        return len(self._background)
+        flight, and answers still followed; not the daemons.
+
+        A task that has finished owes nothing, though the callback that drops it from the
+        set may not have run yet (a caller woken in the same loop turn looks first); an
+        answer that has come is still owed until what follows it has run, since that may
+        start more work (a delete written again after a connection loss)."""
+        return len(self._followed) + sum(1 for task in self._tasks if not task.done())
 
     async def wait(self) -> None:
         """Wait until background work (guaranteed deletes, a release's delete) has finished;
         not for the daemons."""
-        while self._background:
-            pending = [task for task in self._background if not task.done()]
+        while self._tasks or self._followed:
+            pending = [f for f in (*self._tasks, *self._followed) if not f.done()]
             if pending:
                 await asyncio.wait(pending)
             else:
@@ -82,7 +90,7 @@ class BackgroundWork:
     async def stop(self) -> None:
         """Cancel the background work and the daemons, and wait until they have stopped
         (``close()``)."""
-        owned = [*self._background, *self._daemons]
+        owned = [*self._tasks, *self._followed, *self._daemons]
         for task in owned:
             task.cancel()
         for task in owned:

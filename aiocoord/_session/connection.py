@@ -40,6 +40,8 @@ from aiocoord.errors import (
     DataTooLargeError,
     NotSentError,
     ProtocolError,
+    SessionExpiredError,
+    UnknownSessionError,
 )
 
 # A frame larger than this is garbage, not a reply: drop the connection instead of allocating.
@@ -53,6 +55,8 @@ _KEEP_SIZE = 256 * 1024
 # over a window of this many seconds. Reads only, since a write's answer waits for the log.
 _RTT_WINDOW = 10.0
 _PLAIN_READS = frozenset({Op.EXISTS, Op.GET_DATA, Op.GET_CHILDREN, Op.GET_CHILDREN2})
+# Answers that say the server no longer has this connection's session (see Connection._gone).
+_SESSION_GONE = frozenset({SessionExpiredError.code, UnknownSessionError.code})
 
 R = TypeVar("R")
 
@@ -243,7 +247,7 @@ class Connection(asyncio.BufferedProtocol):
                 pos += 4 + size
                 self._rstart = pos
                 self._frame(frame)
-        except ProtocolError as exc:
+        except (ProtocolError, ConnectionLossError) as exc:
             self._die(exc)
             return
         if pos == end:
@@ -288,6 +292,9 @@ class Connection(asyncio.BufferedProtocol):
         if pending is None:
             self._other_frame(frame, xid, zxid, err)
             return
+        if err in _SESSION_GONE:
+            self._pending[xid] = pending  # failed with the rest, as a connection loss
+            self._gone(err)
         # The common frame, an answer to a request (the steps of _note and _prove inlined:
         # every reply passes here).
         if zxid > 0:
@@ -317,6 +324,18 @@ class Connection(asyncio.BufferedProtocol):
         if not future.done():
             future.set_result(Reply(zxid, err, body))
 
+    def _gone(self, err: int) -> None:
+        """The server answered that it no longer has this connection's session (closed from
+        another connection that attached to it, say) while the connection still stands.
+        Nothing sent on it can succeed, and the server may leave it open with its pings
+        unanswered until the ping timeout; so it is dropped now, and every request on it
+        fails as a connection loss. The reconnect's handshake then tells the session, which
+        hears that it expired (and every waiter with it) within a round trip."""
+        name = "session expired" if err == SessionExpiredError.code else "unknown session"
+        raise ConnectionLossError(
+            f"{self.host}:{self.port} answered {name}: the session is gone on the server"
+        )
+
     def _other_frame(self, frame: bytes, xid: int, zxid: int, err: int) -> None:
         """A frame that answers no pending request: a watch event, a ping's answer, an auth
         or SetWatches answer, or the late answer to a request whose caller gave up."""
@@ -325,6 +344,8 @@ class Connection(asyncio.BufferedProtocol):
             self._on_watch(decode_watch(frame, REPLY_HEADER_SIZE))
             return
         if xid == Xid.PING:
+            if err in _SESSION_GONE:
+                self._gone(err)
             self._note(zxid)
             if self._pings:
                 sent = self._pings.popleft()

@@ -189,21 +189,54 @@ async def _count(client: Client, path: str, n: int) -> bool:
 
 
 async def test_releasing_after_an_expiry_for_good_reports_the_loss_only(
-    zk_connect: Factory, zookeeper: Any
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, zookeeper: Any
 ) -> None:
     # With no new session to come, nothing can be sent: the release reports the loss, and the
-    # delete it would have sent is not owed (the node went with the session).
-    client = await zk_connect(reconnect_after_expiry=False)
+    # delete it would have sent is not owed (the node went with the session). The link is
+    # cut before the expiry, so the client hears of it only from the handshake on heal (a
+    # live link hears the deletions first: see the next test).
+    client = await zk_connect(zk_fault_proxy.connect_string, reconnect_after_expiry=False)
     lock, waiter = Lock(client, "/for-good"), Mutex(client, "/for-good")
     await lock.acquire()
     waiting = asyncio.create_task(waiter.acquire(timeout=30))
     await eventually(lambda: _count(client, "/for-good", 2), what="the waiter queued")
-    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await _cut_off_and_expired(zk_fault_proxy, client, zookeeper.connect_string)
+    zk_fault_proxy.heal()
     await client.wait_for(State.LOST, timeout=10)
     with pytest.raises(LockLostError):
         await lock.release()
     with pytest.raises(SessionExpiredError):
         await waiting
+    assert client.pending_deletes() == 0
+
+
+async def test_an_expiry_forced_on_a_live_link_is_heard_and_owes_nothing(
+    zk_connect: Factory, zookeeper: Any
+) -> None:
+    # Expired by force while the link is up: the client may take its session back between
+    # the attach and the close (see aiocoord.testing.expire_session), and then hear the
+    # deletions of its nodes before the expiry. Both were deleted in one transaction, the
+    # holder's first or the waiter's first: the waiter either hears the expiry, or is
+    # granted on the holder's deletion and hears its own node's deletion as the loss (as if
+    # the two had gone one after the other, which no other session can tell apart). Either
+    # way no raw server error escapes, and nothing is owed once the session is lost.
+    client = await zk_connect(reconnect_after_expiry=False)
+    lock, waiter = Lock(client, "/live-expiry"), Mutex(client, "/live-expiry")
+    await lock.acquire()
+    waiting = asyncio.create_task(waiter.acquire(timeout=30))
+    await eventually(lambda: _count(client, "/live-expiry", 2), what="the waiter queued")
+    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await client.wait_for(State.LOST, timeout=10)
+    with pytest.raises(LockLostError):
+        await lock.release()
+    try:
+        granted = await waiting
+    except SessionExpiredError:
+        pass
+    else:
+        assert granted
+        with pytest.raises(LockLostError):
+            await waiter.release()
     assert client.pending_deletes() == 0
 
 

@@ -48,6 +48,20 @@ def no_node(xid: int, opcode: int, body: bytes) -> bytes:
     return reply(xid, -101)
 
 
+class Sink:
+    """A transport that takes the bytes and goes nowhere: a ``Connection`` past its handshake
+    is given one to send into, and a test feeds it answers with ``data_received``."""
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return False
+
+    def abort(self) -> None:
+        pass
+
+
 @dataclass
 class Peer:
     """One accepted connection."""

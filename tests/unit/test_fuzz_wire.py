@@ -19,6 +19,7 @@ from fake_zookeeper import (
     HEADER,
     LEN,
     FakeZooKeeper,
+    Sink,
     frame,
     get_data_body,
     reply,
@@ -464,26 +465,13 @@ async def test_a_reply_for_a_forgotten_xid_still_counts() -> None:
     seen: list[int] = []
     conn = Connection("127.0.0.1", 1, lambda _: None, seen.append)
     conn._handshake.set_result(None)  # type: ignore[arg-type]
-    conn._transport = _Sink()  # type: ignore[assignment]
+    conn._transport = Sink()  # type: ignore[assignment]
     fut = conn.send(7, GetDataRequest(path="/a", watch=False))
     conn.forget(7)
     conn.data_received(reply(7, zxid=42, body=get_data_body(b"late")))
     assert seen == [42]
     assert not conn.closed.done()
     assert not fut.done()
-
-
-class _Sink:
-    """A transport that takes the bytes and goes nowhere."""
-
-    def write(self, data: bytes) -> None:
-        pass
-
-    def is_closing(self) -> bool:
-        return False
-
-    def abort(self) -> None:
-        pass
 
 
 async def test_an_answer_proves_the_session_alive_from_before_its_request_left() -> None:
@@ -495,7 +483,7 @@ async def test_an_answer_proves_the_session_alive_from_before_its_request_left()
     conn._handshake.set_result(None)  # type: ignore[arg-type]
     written: list[float] = []
 
-    class _Clock(_Sink):
+    class _Clock(Sink):
         def write(self, data: bytes) -> None:
             written.append(time.monotonic())
 
