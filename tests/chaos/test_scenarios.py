@@ -30,7 +30,7 @@ from chaoslib import (
     tree_writer,
     watched_paths,
 )
-from support import GrantLog, eventually, stale_grant_scenario
+from support import GrantLog, child_names, eventually, stale_grant_scenario
 
 from aiocoord import (
     AtomicCounter,
@@ -1049,7 +1049,8 @@ async def test_lock_parent_vanishes(cluster: Cluster, chaos: Chaos) -> None:
     tasks = [asyncio.ensure_future(take(i, w)) for i, w in enumerate(waiters)]
 
     async def queued() -> bool:
-        return len(await observer.children("/lock")) == 3
+        # The observer may read from a member that has not applied the path's create yet.
+        return len(await child_names(observer, "/lock")) == 3
 
     await eventually(queued, what="the waiters queued")
     await delete_as_third_party(chaos, observer, "/lock")
