@@ -20,7 +20,7 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, NoReturn, TypeVar, cast
 
 from aiocoord._observe.metrics import Recorder, error_name
 from aiocoord._validation import MAX_REQUEST
@@ -292,7 +292,7 @@ class Connection(asyncio.BufferedProtocol):
         if pending is None:
             self._other_frame(frame, xid, zxid, err)
             return
-        if err in _SESSION_GONE:
+        if err and err in _SESSION_GONE:  # `err and`: no set lookup for the common answer
             self._pending[xid] = pending  # failed with the rest, as a connection loss
             self._gone(err)
         # The common frame, an answer to a request (the steps of _note and _prove inlined:
@@ -324,7 +324,7 @@ class Connection(asyncio.BufferedProtocol):
         if not future.done():
             future.set_result(Reply(zxid, err, body))
 
-    def _gone(self, err: int) -> None:
+    def _gone(self, err: int) -> NoReturn:
         """The server answered that it no longer has this connection's session (closed from
         another connection that attached to it, say) while the connection still stands.
         Nothing sent on it can succeed, and the server may leave it open with its pings
