@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab abi floor barelock handover-floor profile soak repeat ci-local zookeeper kerberos venv clean
+.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab abi floor barelock instant handover-floor profile soak repeat ci-local zookeeper kerberos venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -100,6 +100,11 @@ floor: venv
 # The least a bare Python lock client spends per W1 cycle against a local ZooKeeper: `make barelock`.
 barelock: venv zookeeper
 	$(PY) -m benchmarks.barelock
+
+# What a W1 cycle costs a client with nothing to wait for (a peer that answers at once) beside
+# the same client against ZooKeeper: `make instant`.
+instant: venv zookeeper
+	$(PY) -m benchmarks.instant
 
 # The least a lock hand-over between two clients takes, with and without a listing, per RTT:
 # `make handover-floor`.

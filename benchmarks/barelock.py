@@ -20,13 +20,11 @@ import argparse
 import asyncio
 import json
 import socket
-import statistics
 import struct
-import subprocess
 import sys
 from typing import Any, cast
 
-from benchmarks.floor import loops, run_on, time_cycles
+from benchmarks.floor import child_result, loops, medians, run_on, time_cycles
 
 _INT = struct.Struct(">i")
 _HEADER = struct.Struct(">iqi")  # reply: xid, zxid, err
@@ -98,7 +96,9 @@ def _children(body: bytes) -> list[str]:
     return names
 
 
-async def _measure(host: str, port: int, seconds: float) -> dict[str, Any]:
+async def measure(host: str, port: int, seconds: float) -> dict[str, Any]:
+    """W1's cycle for ``seconds`` against the server at ``host:port``: the CPU per cycle and
+    the cycles per second (:func:`benchmarks.floor.time_cycles`)."""
     loop = asyncio.get_running_loop()
     _, client = await loop.create_connection(_BareClient, host, port)
     await client.handshake
@@ -133,7 +133,7 @@ async def _measure(host: str, port: int, seconds: float) -> dict[str, Any]:
 
 def _child(args: list[str]) -> None:
     host, port, seconds, loop_name = args[1], int(args[2]), float(args[3]), args[4]
-    print(json.dumps(run_on(loop_name, _measure(host, port, seconds))))
+    print(json.dumps(run_on(loop_name, measure(host, port, seconds))))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,28 +155,13 @@ def main(argv: list[str] | None = None) -> int:
         host, _, port = connect.split(",")[0].rpartition(":")
         for _ in range(args.rounds):
             for loop_name in loops():
-                out = subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "benchmarks.barelock",
-                        "--measure",
-                        host,
-                        port,
-                        str(args.seconds),
-                        loop_name,
-                    ],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                rows.setdefault(loop_name, []).append(json.loads(out.stdout))
+                me = [sys.executable, "-m", "benchmarks.barelock"]
+                command = [*me, "--measure", host, port, str(args.seconds), loop_name]
+                rows.setdefault(loop_name, []).append(child_result(command))
     print("| loop | user µs/cycle | system µs/cycle | total | cycles/s |")
     print("|---|---:|---:|---:|---:|")
     for loop_name, results in rows.items():
-        user = statistics.median(r["user_us"] for r in results)
-        system = statistics.median(r["sys_us"] for r in results)
-        rate = statistics.median(r["cycles_per_s"] for r in results)
+        user, system, rate = medians(results)
         print(f"| {loop_name} | {user:.0f} | {system:.0f} | {user + system:.0f} | {rate:,.0f} |")
     return 0
 

@@ -114,6 +114,23 @@ async def time_cycles(cycle: Callable[[], Awaitable[None]], seconds: float) -> d
     }
 
 
+def child_result(command: list[str]) -> dict[str, float]:
+    """Run one measurement in a fresh process (``command``) and read the JSON it prints."""
+    out = subprocess.run(command, capture_output=True, text=True, check=True)
+    result: dict[str, float] = json.loads(out.stdout)
+    return result
+
+
+def medians(results: list[dict[str, float]]) -> tuple[float, float, float]:
+    """The medians of :func:`time_cycles` results over rounds: user and system CPU per cycle
+    (µs), and cycles per second."""
+    return (
+        statistics.median(r["user_us"] for r in results),
+        statistics.median(r["sys_us"] for r in results),
+        statistics.median(r["cycles_per_s"] for r in results),
+    )
+
+
 def run_on(loop_name: str, coro: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
     """``coro``'s result, run on asyncio's default loop or on uvloop (``"uvloop"``)."""
     if loop_name == "uvloop":
@@ -161,22 +178,15 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.rounds):
             for loop_name in loops():
                 for shape in ("pipelined", "sequential"):
-                    out = subprocess.run(
-                        [*me, "--measure", port, str(args.seconds), shape, loop_name],
-                        capture_output=True,
-                        text=True,
-                        check=True,
-                    )
-                    rows.setdefault((loop_name, shape), []).append(json.loads(out.stdout))
+                    command = [*me, "--measure", port, str(args.seconds), shape, loop_name]
+                    rows.setdefault((loop_name, shape), []).append(child_result(command))
     finally:
         server.kill()
         server.wait()
     print("| loop | cycle (3 frames) | user µs/cycle | system µs/cycle | total | cycles/s |")
     print("|---|---|---:|---:|---:|---:|")
     for (loop_name, shape), results in rows.items():
-        user = statistics.median(r["user_us"] for r in results)
-        system = statistics.median(r["sys_us"] for r in results)
-        rate = statistics.median(r["cycles_per_s"] for r in results)
+        user, system, rate = medians(results)
         label = "one step, 3 answers" if shape == "pipelined" else "3 round trips"
         print(
             f"| {loop_name} | {label} | {user:.0f} | {system:.0f} | {user + system:.0f} "

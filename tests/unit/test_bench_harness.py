@@ -689,6 +689,36 @@ def test_the_bare_lock_runs_w1_cycles_against_the_server(zookeeper: ServerHandle
     assert float(cells[4].replace(",", "")) > 0
 
 
+def test_the_instant_peer_runs_both_clients_against_both_servers(
+    zookeeper: ServerHandle,
+) -> None:
+    # benchmarks.instant runs the bare lock and aiocoord's Lock against a peer that answers
+    # at once and against the server: each must really take and release its lock on both (the
+    # bare lock checks its node is first, aiocoord's Lock grants only its listing's first), and
+    # a row per client and server is printed. Its figures are not checked.
+    proc = run_module(
+        "benchmarks.instant",
+        "--connect",
+        zookeeper.connect_string,
+        "--seconds",
+        "0.2",
+        "--rounds",
+        "1",
+    )
+    rows = [line for line in proc.stdout.splitlines() if line.startswith(("| bare", "| aio"))]
+    assert [tuple(c.strip() for c in row.strip("|").split("|")[:2]) for row in rows] == [
+        ("bare lock", "instant peer"),
+        ("bare lock", "ZooKeeper"),
+        ("aiocoord `Lock`", "instant peer"),
+        ("aiocoord `Lock`", "ZooKeeper"),
+    ]
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        user, system, total = float(cells[2]), float(cells[3]), float(cells[4])
+        assert user > 0 and total == pytest.approx(user + system, abs=1)
+        assert float(cells[5].replace(",", "")) > 0
+
+
 def test_the_handover_floor_prints_both_shapes_per_rtt(zookeeper: ServerHandle) -> None:
     # benchmarks.handover_floor times a watched node's deletion as a second client sees it,
     # alone and followed by a listing, straight and through the latency proxy. Only the
