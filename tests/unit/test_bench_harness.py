@@ -739,7 +739,9 @@ def test_the_handover_floor_prints_both_shapes_per_rtt(zookeeper: ServerHandle) 
         cells = [c.strip() for c in row.strip("|").split("|")]
         alone, listed = float(cells[1]), float(cells[2])
         assert 0 < alone < listed
-        assert cells[3] == f"{alone / listed:.2f}x"
+        # The tool divides the unrounded medians: from the printed ones the ratio may round
+        # the other way (seen once in a unit run).
+        assert float(cells[3].removesuffix("x")) == pytest.approx(alone / listed, abs=0.011)
     # The proxy's millisecond is in both shapes of the second row.
     assert float(rows[1].split("|")[2]) > 1.0
 
