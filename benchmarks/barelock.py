@@ -35,7 +35,8 @@ _PARENT = "/barelock"
 _OPEN_ACL = _INT.pack(1) + _INT.pack(31) + _INT.pack(5) + b"world" + _INT.pack(6) + b"anyone"
 
 
-def _string(text: str) -> bytes:
+def ustring(text: str) -> bytes:
+    """``text`` as the protocol writes a string: its UTF-8 length, then its bytes."""
     raw = text.encode()
     return _INT.pack(len(raw)) + raw
 
@@ -102,11 +103,11 @@ async def measure(host: str, port: int, seconds: float) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     _, client = await loop.create_connection(_BareClient, host, port)
     await client.handshake
-    err, _ = await client.send(1, _string(_PARENT) + _INT.pack(0) + _OPEN_ACL + _INT.pack(0))
+    err, _ = await client.send(1, ustring(_PARENT) + _INT.pack(0) + _OPEN_ACL + _INT.pack(0))
     assert err in (0, -110), err  # made, or there already (NODEEXISTS)
-    create = _string(_PARENT + "/lock-") + _INT.pack(0) + _OPEN_ACL
+    create = ustring(_PARENT + "/lock-") + _INT.pack(0) + _OPEN_ACL
     create += _INT.pack(_EPHEMERAL_SEQUENTIAL)
-    listing = _string(_PARENT) + b"\0"
+    listing = ustring(_PARENT) + b"\0"
     released: list[asyncio.Future[tuple[int, bytes]]] = []
 
     async def cycle() -> None:
@@ -121,7 +122,7 @@ async def measure(host: str, port: int, seconds: float) -> dict[str, Any]:
         mine = int(path[-10:])
         assert min(int(name[-10:]) for name in _children(body)) == mine, "not first"
         # The release: written, not awaited (the next cycle's answers come after it).
-        released.append(client.send(_DELETE, _string(path) + _INT.pack(-1)))
+        released.append(client.send(_DELETE, ustring(path) + _INT.pack(-1)))
         if len(released) > 64:
             assert all(f.done() and f.result()[0] == 0 for f in released[:32])
             del released[:32]
@@ -153,9 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, list[dict[str, float]]] = {}
     with standalone_server(args.connect) as (connect, _):
         host, _, port = connect.split(",")[0].rpartition(":")
+        me = [sys.executable, "-m", "benchmarks.barelock"]
         for _ in range(args.rounds):
             for loop_name in loops():
-                me = [sys.executable, "-m", "benchmarks.barelock"]
                 command = [*me, "--measure", host, port, str(args.seconds), loop_name]
                 rows.setdefault(loop_name, []).append(child_result(command))
     print("| loop | user µs/cycle | system µs/cycle | total | cycles/s |")

@@ -32,6 +32,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+from benchmarks import barelock
+from benchmarks.barelock import ustring
 from benchmarks.floor import child_result, medians, time_cycles
 
 _INT = struct.Struct(">i")
@@ -41,11 +43,6 @@ _STAT = struct.Struct(">qqqqiiiqiiq")
 _CREATE, _DELETE, _GET_CHILDREN, _PING, _CREATE2, _CONTAINER, _CLOSE = 1, 2, 8, 11, 15, 19, -11
 _NO_NODE, _NODE_EXISTS = -101, -110
 _EPHEMERAL, _SEQUENTIAL = 1, 2
-
-
-def _string(text: str) -> bytes:
-    raw = text.encode()
-    return _INT.pack(len(raw)) + raw
 
 
 class _InstantPeer(asyncio.Protocol):
@@ -116,12 +113,12 @@ class _InstantPeer(asyncio.Protocol):
             self.nodes[parent].add(name)
             owner = self._session if flags & _EPHEMERAL else 0
             stat = _STAT.pack(1, 1, 0, 0, 0, 0, 0, owner, 0, 0, 1)
-            return 0, _string(path) + (b"" if opcode == _CREATE else stat)
+            return 0, ustring(path) + (b"" if opcode == _CREATE else stat)
         if opcode == _GET_CHILDREN:
             children = self.nodes.get(path)
             if children is None:
                 return _NO_NODE, b""
-            return 0, _INT.pack(len(children)) + b"".join(_string(n) for n in children)
+            return 0, _INT.pack(len(children)) + b"".join(ustring(n) for n in children)
         if opcode == _DELETE:
             if self.nodes.pop(path, None) is None:
                 return _NO_NODE, b""
@@ -154,8 +151,6 @@ async def _aiocoord_lock(host: str, port: int, seconds: float) -> dict[str, Any]
 
 
 def _measure(args: list[str]) -> None:
-    from benchmarks import barelock
-
     client, host, port, seconds = args[1], args[2], int(args[3]), float(args[4])
     if client == "bare":
         result = asyncio.run(barelock.measure(host, port, seconds))
