@@ -12,6 +12,7 @@ __all__ = [
     "SEQUENCE_DIGITS",
     "Chroot",
     "join",
+    "kazoo_prefix",
     "protected_id",
     "protected_prefix",
     "sequence_of",
@@ -71,13 +72,22 @@ _UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
 _UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
 
 
-def protected_prefix() -> str:
-    """A fresh protected prefix, ``_c_<uuid>-``: a node named with it is found again by it.
+def _uuid4_hex() -> str:
+    # What uuid.uuid4().hex makes (16 bytes of os.urandom, version 4), without building a
+    # uuid.UUID on the lock's path.
+    return f"{(int.from_bytes(os.urandom(16), 'big') & _UUID4_CLEAR) | _UUID4_SET:032x}"
 
-    The UUID is what :func:`uuid.uuid4` makes (16 bytes of :func:`os.urandom`, version 4),
-    written without building a :class:`uuid.UUID` on the lock's path."""
-    h = f"{(int.from_bytes(os.urandom(16), 'big') & _UUID4_CLEAR) | _UUID4_SET:032x}"
+
+def protected_prefix() -> str:
+    """A fresh protected prefix, ``_c_<uuid>-``: a node named with it is found again by it."""
+    h = _uuid4_hex()
     return f"{PROTECTED_PREFIX}{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}-"
+
+
+def kazoo_prefix() -> str:
+    """A fresh prefix as kazoo's recipes make theirs, ``<uuid hex>`` (32 hex digits): kazoo
+    finds a node whose create lost its reply by it, as we find a protected one."""
+    return _uuid4_hex()
 
 
 def protected_id(name: str) -> str | None:

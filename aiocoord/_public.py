@@ -98,6 +98,7 @@ from aiocoord.recipes.election import (
     Participant,
 )
 from aiocoord.recipes.id_queue import IdQueue
+from aiocoord.recipes.layout import Layout
 from aiocoord.recipes.lease import (
     LeaseDataError,
     LeaseHolder,
@@ -156,6 +157,7 @@ __all__ = [
     "LeadershipLostError",
     "LeadershipTerm",
     "Lease",
+    "Layout",
     "Lock",
     "LockedItem",
     "LockingQueue",

@@ -35,6 +35,7 @@ __all__ = [
     "LockLostError",
     "LockNotOwnedError",
     "LockUpgradeError",
+    "MixedLayoutWarning",
     "MarshallingError",
     "MissingDependencyError",
     "NewConfigNoQuorumError",
@@ -405,6 +406,22 @@ class LockNotOwnedError(LockError):
 
 class LockLostError(LockError):
     """The lock was lost while held (session lost, or suspended under the strict policy)."""
+
+
+class MixedLayoutWarning(CoordinationError, UserWarning):
+    """A recipe saw on its path a contender of another peer's layout that may not see it
+    (a kazoo node on a lock held in Curator's layout, say): two holders are possible unless
+    that peer is configured for it. ``docs/from-kazoo.md`` says which side must be set how;
+    ``warnings.simplefilter("error", MixedLayoutWarning)`` turns it into an error."""
+
+    def __init__(self, path: str, node: str, layout: str, advice: str) -> None:
+        # The node is left out of the text, so that the default filter warns once per path.
+        super().__init__(
+            f"{path} has contenders of another layout than this recipe's ({layout}), which "
+            f"may not see this recipe's nodes: {advice}"
+        )
+        self.path = path
+        self.node = node
 
 
 class LockUpgradeError(LockError):

@@ -39,6 +39,7 @@ from aiocoord.recipes._contention.contender import QueueNode
 from aiocoord.recipes._contention.drivers import LeaseDriver
 from aiocoord.recipes._contention.holding import Holding
 from aiocoord.recipes._contention.kernel import SequentialQueue
+from aiocoord.recipes._contention.naming import KAZOO_LOCK
 from aiocoord.recipes._contention.participants import Participant, queue_participants
 from aiocoord.recipes._leadership import (
     ELECTION_NAME,
@@ -49,6 +50,7 @@ from aiocoord.recipes._leadership import (
     check_leader_identifier,
 )
 from aiocoord.recipes.latch import LeaderLatch
+from aiocoord.recipes.layout import Layout, check_layout
 
 __all__ = [
     "ELECTION_NAME",
@@ -132,6 +134,7 @@ class Election:
         identifier: str | None = None,
         suspended_is_loss: bool = True,
         acl: Sequence[ACL] | None = None,
+        layout: Layout | str = Layout.CURATOR,
     ) -> None:
         self.client = check_client(client)
         self.path = validate_path(path)
@@ -140,7 +143,13 @@ class Election:
         self.identifier = check_leader_identifier(identifier)
         self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
         self.acl = check_acl(acl)
-        self._queue = SequentialQueue(client, path, ELECTION_NAME, LeaseDriver(1), acl=self.acl)
+        #: whose node layout this election speaks (:class:`~aiocoord.Layout`): kazoo's
+        #: ``Election`` is a kazoo ``Lock`` with identifiers
+        self.layout = check_layout(layout, "Election")
+        name = KAZOO_LOCK if self.layout is Layout.KAZOO else ELECTION_NAME
+        self._queue = SequentialQueue(
+            client, path, name, LeaseDriver(1), acl=self.acl, layout=self.layout
+        )
         self._terms: dict[Holding, LeadershipTerm] = {}
         self._task: asyncio.Task[None] | None = None
         self._func: Callable[[LeadershipTerm], Awaitable[Any]] | None = None

@@ -62,7 +62,9 @@ from aiocoord.recipes._args import check_client, check_identifier
 from aiocoord.recipes._contention.contender import delete_node
 from aiocoord.recipes._contention.drivers import LeaseDriver
 from aiocoord.recipes._contention.kernel import SequentialQueue
+from aiocoord.recipes._contention.naming import KAZOO_LOCK
 from aiocoord.recipes._json import ForeignDataError, load_foreign
+from aiocoord.recipes.layout import Layout
 
 __all__ = [
     "HOLDER_NODE",
@@ -77,7 +79,7 @@ log = logging.getLogger(__name__)
 
 #: kazoo's name of the node that says who holds the lease, and of its lock nodes.
 HOLDER_NODE = "lease_holder"
-KAZOO_LOCK_NAME = "__lock__"
+KAZOO_LOCK_NAME = KAZOO_LOCK
 #: The version of the holder record this module reads and writes (kazoo's is 1).
 FORMAT_VERSION = 1
 _END_FORMAT = "%Y-%m-%dT%H:%M:%S"
@@ -213,7 +215,7 @@ class NonBlockingLease:
         self.acl = check_acl(acl)
         self.holder_path = join(self.path, HOLDER_NODE)
         self._queue = SequentialQueue(
-            client, self.path, KAZOO_LOCK_NAME, LeaseDriver(1), acl=self.acl
+            client, self.path, KAZOO_LOCK_NAME, LeaseDriver(1), acl=self.acl, layout=Layout.KAZOO
         )
         #: the answer of the last ``obtain()`` (False before the first)
         self.obtained = False

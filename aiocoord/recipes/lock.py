@@ -65,7 +65,9 @@ from aiocoord.recipes._contention.contender import QueueNode
 from aiocoord.recipes._contention.drivers import Driver, LeaseDriver
 from aiocoord.recipes._contention.holding import Holding, LossEvent
 from aiocoord.recipes._contention.kernel import SequentialQueue
+from aiocoord.recipes._contention.naming import KAZOO_LOCK
 from aiocoord.recipes._contention.participants import Participant, queue_participants
+from aiocoord.recipes.layout import Layout, check_layout
 
 __all__ = ["LOCK_NAME", "Lock", "LossEvent", "Mutex"]
 
@@ -96,11 +98,12 @@ class _Hold:
 
 class _QueueLock:
     """What every lock on a :class:`SequentialQueue` shares: holds, loss, contenders, and the
-    one constructor of them all (a subclass names its node and its driver, never the options:
-    :attr:`_LOCK_NAME`, :meth:`_new_driver`)."""
+    one constructor of them all (a subclass names its node per layout and its driver, never the
+    options: :attr:`_LOCK_NAMES`, :meth:`_new_driver`)."""
 
-    #: the node name before the sequence number (Curator's ``lock-``)
-    _LOCK_NAME: ClassVar[str] = LOCK_NAME
+    #: the node name before the sequence number, per layout (Curator's ``lock-``, kazoo's
+    #: ``__lock__``)
+    _LOCK_NAMES: ClassVar[dict[Layout, str]] = {Layout.CURATOR: LOCK_NAME, Layout.KAZOO: KAZOO_LOCK}
 
     def __init__(
         self,
@@ -111,6 +114,7 @@ class _QueueLock:
         cancel_on_loss: bool = False,
         suspended_is_loss: bool = False,
         acl: Sequence[ACL] | None = None,
+        layout: Layout | str = Layout.CURATOR,
     ) -> None:
         self.client = check_client(client)
         self.path = validate_path(path)
@@ -118,8 +122,15 @@ class _QueueLock:
         self.cancel_on_loss = validate_flag(cancel_on_loss, "cancel_on_loss")
         self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
         self.acl = check_acl(acl)
+        #: whose node layout this lock speaks (:class:`~aiocoord.Layout`)
+        self.layout = check_layout(layout, type(self).__name__)
         self._queue = SequentialQueue(
-            client, path, self._LOCK_NAME, self._new_driver(), acl=self.acl
+            client,
+            path,
+            self._LOCK_NAMES[self.layout],
+            self._new_driver(),
+            acl=self.acl,
+            layout=self.layout,
         )
         self._holds: list[_Hold] = []
         # The holds whose bodies (``async with``) each task runs, innermost last.

@@ -78,6 +78,7 @@ from aiocoord.recipes._partition import (
     identifier_of,
 )
 from aiocoord.recipes._stream import EventStream, EventSubscription, check_buffer_size
+from aiocoord.recipes.layout import Layout
 from aiocoord.recipes.lease import KAZOO_LOCK_NAME
 from aiocoord.recipes.nodes import GroupMember
 
@@ -429,7 +430,12 @@ class SetPartitioner:
 
     async def _lock(self, item: str) -> Holding:
         queue = SequentialQueue(
-            self.client, join(self.locks_path, item), KAZOO_LOCK_NAME, LeaseDriver(1), acl=self.acl
+            self.client,
+            join(self.locks_path, item),
+            KAZOO_LOCK_NAME,
+            LeaseDriver(1),
+            acl=self.acl,
+            layout=Layout.KAZOO,
         )
         node = await queue.acquire(self.identifier.encode())
         assert node is not None  # blocking, no timeout

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from aiocoord._validation import validate_flag, validate_timeout
 from aiocoord._wire.data import ACL
@@ -35,6 +35,8 @@ from aiocoord.errors import LockUpgradeError
 from aiocoord.recipes._args import current_task
 from aiocoord.recipes._contention.contender import QueueNode
 from aiocoord.recipes._contention.drivers import Driver, LeaseDriver
+from aiocoord.recipes._contention.naming import KAZOO_LOCK, KAZOO_READ
+from aiocoord.recipes.layout import Layout, check_layout
 from aiocoord.recipes.lock import _Hold, _QueueLock
 
 __all__ = ["READ_NAME", "WRITE_NAME", "ReadLock", "ReadWriteLock", "WriteLock"]
@@ -45,12 +47,17 @@ WRITE_NAME = "__WRIT__"
 
 
 class _ReaderDriver(Driver):
-    """Through while no writer is ahead; waits for the nearest writer ahead."""
+    """Through while no writer is ahead; waits for the nearest writer ahead. Every node that
+    is not a reader of the layout counts as a writer (a contender of another layout, too:
+    waiting for it is safe, ignoring it is not)."""
 
     window = 1
 
+    def __init__(self, read_name: str = READ_NAME) -> None:
+        self.read_name = read_name
+
     def relevant(self, name: str) -> bool:
-        return WRITE_NAME in name
+        return self.read_name not in name
 
     def blocker(self, ahead: Sequence[str]) -> str | None:
         return ahead[-1] if ahead else None
@@ -59,13 +66,14 @@ class _ReaderDriver(Driver):
 class _WriterDriver(LeaseDriver):
     """Through when nothing is ahead; waits for the node just ahead."""
 
-    def __init__(self) -> None:
+    def __init__(self, read_name: str = READ_NAME) -> None:
         super().__init__(1)
+        self.read_name = read_name
 
     def needs_listing_after(self, gone: str) -> bool:
         # A write holder may have downgraded before it went: its read node carries the write
         # node's sequence number, so it entered the queue ahead of us unseen.
-        return WRITE_NAME in gone
+        return self.read_name not in gone
 
 
 class _RWPart(_QueueLock):
@@ -79,6 +87,7 @@ class _RWPart(_QueueLock):
             cancel_on_loss=pair.cancel_on_loss,
             suspended_is_loss=pair.suspended_is_loss,
             acl=pair.acl,
+            layout=pair.layout,
         )
         self._pair = pair
 
@@ -94,10 +103,10 @@ class _RWPart(_QueueLock):
 class ReadLock(_RWPart):
     """The shared half of a :class:`ReadWriteLock`."""
 
-    _LOCK_NAME = READ_NAME
+    _LOCK_NAMES: ClassVar[dict[Layout, str]] = {Layout.CURATOR: READ_NAME, Layout.KAZOO: KAZOO_READ}
 
     def _new_driver(self) -> Driver:
-        return _ReaderDriver()
+        return _ReaderDriver(ReadLock._LOCK_NAMES[self.layout])
 
     async def _acquire_hold(self, timeout: float | None, blocking: bool) -> _Hold | None:
         return await self._acquire_reentrant(timeout, blocking)
@@ -119,10 +128,13 @@ class ReadLock(_RWPart):
 class WriteLock(_RWPart):
     """The exclusive half of a :class:`ReadWriteLock`."""
 
-    _LOCK_NAME = WRITE_NAME
+    _LOCK_NAMES: ClassVar[dict[Layout, str]] = {
+        Layout.CURATOR: WRITE_NAME,
+        Layout.KAZOO: KAZOO_LOCK,
+    }
 
     def _new_driver(self) -> Driver:
-        return _WriterDriver()
+        return _WriterDriver(ReadLock._LOCK_NAMES[self.layout])
 
     async def _acquire_hold(self, timeout: float | None, blocking: bool) -> _Hold | None:
         validate_timeout(timeout)
@@ -160,6 +172,7 @@ class ReadWriteLock:
         cancel_on_loss: bool = False,
         suspended_is_loss: bool = False,
         acl: Sequence[ACL] | None = None,
+        layout: Layout | str = Layout.CURATOR,
     ) -> None:
         self.client = client
         self.path = path
@@ -167,6 +180,8 @@ class ReadWriteLock:
         self.cancel_on_loss = cancel_on_loss
         self.suspended_is_loss = suspended_is_loss
         self.acl = check_acl(acl)
+        #: whose node layout both halves speak (:class:`~aiocoord.Layout`)
+        self.layout = check_layout(layout, "ReadWriteLock")
         #: the exclusive half
         self.write = WriteLock(self)
         #: the shared half

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import threading
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -23,17 +22,6 @@ kazoo_exceptions = pytest.importorskip("kazoo.exceptions")
 
 T0 = datetime.datetime(2026, 11, 25, 22, 0, 0)
 HOUR = datetime.timedelta(hours=1)
-
-
-@pytest.fixture
-async def kazoo(zookeeper: Any, zk_connect: Factory, zk_namespace: str) -> AsyncIterator[Any]:
-    """A started KazooClient chrooted to the test's namespace (made by zk_connect)."""
-    await zk_connect()
-    client = kazoo_client.KazooClient(hosts=zookeeper.connect_string + zk_namespace)
-    await asyncio.to_thread(client.start, 10)
-    yield client
-    await asyncio.to_thread(client.stop)
-    await asyncio.to_thread(client.close)
 
 
 async def test_kazoo_and_aiocoord_leases_exclude_each_other(

@@ -152,7 +152,8 @@ async def delete_node(
 
 
 class ProtectedNode:
-    """One protected ephemeral node being created: ``<parent>/_c_<uuid>-<name>[<seq>]``.
+    """One protected ephemeral node being created: ``<parent>/<prefix><name>[<seq>]``, the
+    prefix Curator's ``_c_<uuid>-`` unless given (kazoo's ``<uuid hex>``).
 
     The create is written at once, from the caller's step, so that it pipelines with whatever
     the caller sends next; the client follows its answer (:meth:`Client.follow`). A missing
@@ -174,11 +175,14 @@ class ProtectedNode:
         *,
         sequential: bool = True,
         acl: Sequence[ACL] | None = None,
+        prefix: str | None = None,
     ) -> None:
         self.client = client
         self.parent = parent
         self.acl = acl
-        self.prefix = protected_prefix()
+        #: what the node is found by after a lost reply (Curator's protected prefix unless
+        #: given: see :mod:`~aiocoord.recipes._contention.naming`)
+        self.prefix = protected_prefix() if prefix is None else prefix
         self._path = join(parent, self.prefix + name)
         self._data = data
         self._sequential = sequential

@@ -86,6 +86,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -94,7 +95,7 @@ from aiocoord._deadline import Deadline, Expired, bounded, time_left
 from aiocoord._paths import SEQUENCE_DIGITS, join
 from aiocoord._wire.data import ACL
 from aiocoord.client import Client, EventType, State, Watch, WatchEvent
-from aiocoord.errors import NoNodeError, SessionExpiredError
+from aiocoord.errors import MixedLayoutWarning, NoNodeError, SessionExpiredError
 from aiocoord.recipes._contention.contender import (
     ProtectedNode,
     QueueNode,
@@ -111,7 +112,9 @@ from aiocoord.recipes._contention.listing import (
     next_stamp,
     queued_nodes,
 )
+from aiocoord.recipes._contention.naming import advice, foreign_contender, fresh_prefix
 from aiocoord.recipes._contention.turn import GiveUp, Grant, Turn
+from aiocoord.recipes.layout import Layout
 
 __all__ = ["LOOK_AHEAD_MIN_RTT", "SequentialQueue"]
 
@@ -138,12 +141,15 @@ class SequentialQueue:
         driver: Driver,
         *,
         acl: Sequence[ACL] | None = None,
+        layout: Layout = Layout.CURATOR,
     ) -> None:
         self.client = client
         self.path = path
         self.lock_name = lock_name
         self.driver = driver
         self.acl = acl
+        #: whose names our nodes take (see :mod:`~aiocoord.recipes._contention.naming`)
+        self.layout = layout
 
     async def acquire(
         self,
@@ -166,7 +172,14 @@ class SequentialQueue:
         state = enter_state(client, self.path)
         try:
             while True:
-                entry = ProtectedNode(client, self.path, self.lock_name, data, acl=self.acl)
+                entry = ProtectedNode(
+                    client,
+                    self.path,
+                    self.lock_name,
+                    data,
+                    acl=self.acl,
+                    prefix=fresh_prefix(self.layout),
+                )
                 try:
                     node = await self._wait_turn(entry, state, deadline, blocking)
                     if node is not None and suspended_is_loss and not client.connected:
@@ -202,7 +215,13 @@ class SequentialQueue:
         name = f"{self.lock_name}{sequence:0{SEQUENCE_DIGITS}d}"
         while True:
             entry = ProtectedNode(
-                self.client, self.path, name, data, sequential=False, acl=self.acl
+                self.client,
+                self.path,
+                name,
+                data,
+                sequential=False,
+                acl=self.acl,
+                prefix=fresh_prefix(self.layout),
             )
             try:
                 return await entry.result(None)
@@ -255,6 +274,14 @@ class SequentialQueue:
         node = await entry.result(deadline)
         if names is None or node.name not in names:
             names = await self._listing(node, state, deadline)
+        if state.layout_checked is not names:
+            state.layout_checked = names  # once per listing, however many waiters share it
+            foreign = foreign_contender(self.layout, names)
+            if foreign is not None:
+                warnings.warn(
+                    MixedLayoutWarning(self.path, foreign, self.layout.value, advice(self.layout)),
+                    stacklevel=2,
+                )
         rtt = round_trip(client)
         turn = Turn.start(
             self.driver,

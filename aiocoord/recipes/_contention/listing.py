@@ -85,7 +85,17 @@ class QueueState:
     5. ``users`` is never negative; the state is dropped when it reaches 0.
     """
 
-    __slots__ = ("_last", "_listing", "_sorted", "_waiting", "cleared", "gone", "mine", "users")
+    __slots__ = (
+        "_last",
+        "_listing",
+        "_sorted",
+        "_waiting",
+        "cleared",
+        "gone",
+        "layout_checked",
+        "mine",
+        "users",
+    )
 
     def __init__(self) -> None:
         self.gone: dict[str, None] = {}  # an ordered set: the oldest is forgotten first
@@ -99,6 +109,9 @@ class QueueState:
         self._last: _Listing | None = None  # the latest completed listing
         self._sorted: tuple[list[str], list[tuple[int, str]]] | None = None
         self._waiting: dict[str, list[asyncio.Future[None]]] = {}
+        #: the latest listing searched for contenders of another layout (the kernel searches
+        #: each listing once, however many waiters share it)
+        self.layout_checked: list[str] | None = None
 
     def sorted_keys(self, names: list[str]) -> list[tuple[int, str]]:
         """``(sequence, name)`` of the listing ``names``, sorted; computed once per listing
