@@ -1,0 +1,57 @@
+"""Layouts chosen by ``layout=``: the argument's checks, our node names in each layout and
+which contenders of another layout a queue reports (no server)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from aiocoord import BadArgumentsError, InvalidTypeError, Layout
+from aiocoord.recipes._contention.naming import foreign_contender, fresh_prefix
+from aiocoord.recipes.layout import check_layout
+
+
+def test_a_layout_is_named_by_its_enum_or_its_name() -> None:
+    assert check_layout("kazoo", "Lock") is Layout.KAZOO
+    assert check_layout("Curator", "Lock") is Layout.CURATOR
+    assert check_layout(Layout.KAZOO, "Lock") is Layout.KAZOO
+    assert Layout.KAZOO == "kazoo" and str(Layout.CURATOR) == "curator"
+
+
+def test_a_bad_layout_is_refused_with_a_typed_error_naming_what_the_recipe_speaks() -> None:
+    with pytest.raises(InvalidTypeError):
+        check_layout(1, "Lock")
+    with pytest.raises(BadArgumentsError, match="'curator'") as raised:
+        check_layout("zookeeper", "Lock")
+    assert "Lock" in str(raised.value)
+    with pytest.raises(BadArgumentsError, match="speaks the layouts 'curator', not"):
+        check_layout("kazoo", "Queue", (Layout.CURATOR,))
+
+
+def test_our_prefix_is_curators_protected_one_or_kazoos_uuid_hex() -> None:
+    assert re.fullmatch(
+        r"_c_[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}-", fresh_prefix(Layout.CURATOR)
+    )
+    kazoo = fresh_prefix(Layout.KAZOO)
+    assert re.fullmatch(r"[0-9a-f]{32}", kazoo)
+    assert kazoo != fresh_prefix(Layout.KAZOO)
+
+
+@pytest.mark.parametrize(
+    ("layout", "names", "foreign"),
+    [
+        (Layout.CURATOR, ["_c_x-lock-0000000001"], None),
+        (Layout.CURATOR, ["_c_x-lock-0000000001", "ab__lock__0000000002"], "ab__lock__0000000002"),
+        (Layout.CURATOR, ["ab__rlock__0000000002"], "ab__rlock__0000000002"),
+        (Layout.CURATOR, ["_c_x-__WRIT__0000000001", "_c_y-__READ__0000000002"], None),
+        (Layout.KAZOO, ["ab__lock__0000000001", "cd__rlock__0000000002"], None),
+        (Layout.KAZOO, ["ab__lock__0000000001", "_c_x-lock-0000000002"], "_c_x-lock-0000000002"),
+        # Names with no sequence number are no contenders (a lease's holder node, say).
+        (Layout.KAZOO, ["lease_holder", "ab__lock__0000000001"], None),
+    ],
+)
+def test_a_queue_reports_contenders_of_the_other_layout(
+    layout: Layout, names: list[str], foreign: str | None
+) -> None:
+    assert foreign_contender(layout, names) == foreign
