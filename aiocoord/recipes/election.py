@@ -3,6 +3,10 @@
 same path take part in the same election). :class:`~aiocoord.recipes.latch.LeaderLatch` and the
 data both report are re-exported here.
 
+With ``layout="kazoo"`` the election is kazoo's ``Election``: a kazoo ``Lock`` whose nodes
+(``<uuid hex>__lock__<seq>``) carry the contenders' identifiers, so kazoo and aiocoord
+processes run one election and read the same ``contenders()``.
+
 Claiming a term, the ways a term ends (``suspended_is_loss`` decides whether a lost connection
 ends it; the default ends it, as Curator's standard policy) and the fencing tokens work as for
 :mod:`aiocoord.recipes.latch`; a lost term cancels the body of ``async with

@@ -8,6 +8,13 @@ reentrant), on Apache Curator 5's layout so that Python and Java services can sh
 on the same path exclude each other. The parents are created as containers, which the server
 removes once they are empty.
 
+**kazoo's layout** (``layout="kazoo"``): ``<path>/<uuid hex>__lock__<10-digit sequence>``
+with the identifier as data, as kazoo's ``Lock`` names its nodes (and finds one whose create
+lost its reply, by its prefix), so that kazoo and aiocoord processes on one path exclude each
+other. Everything below holds in both layouts. Whatever its layout, a lock waits for every
+contender on its path; one that meets a contender of the other layout, which may not wait for
+it, warns (:class:`~aiocoord.MixedLayoutWarning`; see :mod:`aiocoord.recipes.layout`).
+
 **Fair and herd-free.** Contenders get the lock in the order they asked for it. Each waiter
 watches only the node just ahead of it, so a release wakes one waiter; see
 :mod:`aiocoord.recipes._contention.kernel` for how waking costs no listing.

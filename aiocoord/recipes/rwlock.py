@@ -6,6 +6,11 @@ sequence number alone). A writer is through when no node at all is ahead of it; 
 no *writer* is ahead of it. Writers are exclusive and fair; a reader waits only while a writer
 is ahead, so readers that queued before a writer are not held up by it.
 
+In kazoo's layout (``layout="kazoo"``) the nodes are kazoo's ``ReadLock`` and ``WriteLock``
+ones, ``<uuid hex>__rlock__<seq>`` and ``<uuid hex>__lock__<seq>``, with the same rules. In
+either layout a reader counts every node that is not a reader as a writer: a contender of
+another layout is waited for, never ignored.
+
 **Herd-free.** A writer watches the node just ahead of it; a reader watches the nearest writer
 ahead (Curator's reader watches the *first* writer, waking readers queued behind a later
 writer for nothing).

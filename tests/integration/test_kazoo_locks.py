@@ -40,6 +40,19 @@ from aiocoord.testing import expire_client, expire_session
 
 kazoo_exceptions = pytest.importorskip("kazoo.exceptions", reason="kazoo is not installed")
 
+SEMANTICS = {
+    "recipes/locks.md | Failure semantics | Mixed layouts: a contender of another layout on the "
+    "path": [
+        "test_a_kazoo_contender_on_a_curator_layout_lock_is_reported",
+        "test_kazoo_holds_and_aiocoord_waits_in_either_layout",
+    ],
+    "recipes/locks.md | Failure semantics | Kazoo and aiocoord on one path: a session expires "
+    "mid-hold": [
+        "test_an_expired_aiocoord_holder_is_told_and_kazoo_takes_over",
+        "test_an_expired_kazoo_holder_lets_our_waiter_through",
+    ],
+}
+
 #: The one pattern a kazoo lock needs to see Curator-layout contenders (kazoo >= 2.7.1).
 CURATOR_PATTERN = ["-lock-"]
 
