@@ -51,11 +51,14 @@ def fresh_prefix(layout: Layout) -> str:
 
 def foreign_contender(layout: Layout, names: Iterable[str]) -> str | None:
     """The first contender in ``names`` of the other layout than ``layout``, or None."""
+    if layout is Layout.CURATOR:
+        # On every acquisition's listing: a substring test first, the pattern only on a hit.
+        for name in names:
+            if "lock__" in name and _KAZOO_CONTENDER.search(name) is not None:
+                return name
+        return None
     for name in names:
-        kazoo = _KAZOO_CONTENDER.search(name) is not None
-        if layout is Layout.CURATOR and kazoo:
-            return name
-        if layout is Layout.KAZOO and not kazoo and sequence_of(name) is not None:
+        if _KAZOO_CONTENDER.search(name) is None and sequence_of(name) is not None:
             return name
     return None
 
