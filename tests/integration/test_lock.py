@@ -26,12 +26,15 @@ LOCK_NODE = re.compile(
 )
 
 
-async def test_mutual_exclusion_8_clients_100_acquisitions_each(zk_connect: Factory) -> None:
+@pytest.mark.parametrize("layout", ["curator", "kazoo"])
+async def test_mutual_exclusion_8_clients_100_acquisitions_each(
+    zk_connect: Factory, layout: str
+) -> None:
     clients = [await zk_connect() for _ in range(8)]
     log: list[tuple[str, int, int]] = []  # (enter|exit, client index, fencing token)
 
     async def worker(i: int, client: Client) -> None:
-        lock = Lock(client, "/mutex")
+        lock = Lock(client, "/mutex", layout=layout)
         for _ in range(100):
             async with lock:
                 token = lock.fencing_token
@@ -256,14 +259,17 @@ async def test_release_returns_before_the_answer_and_a_sync_after_it_waits_for_i
     assert a.pending_deletes() == 0
 
 
-async def test_timed_out_acquire_raises_and_leaves_no_node(zk_connect: Factory) -> None:
+@pytest.mark.parametrize("layout", ["curator", "kazoo"])
+async def test_timed_out_acquire_raises_and_leaves_no_node(
+    zk_connect: Factory, layout: str
+) -> None:
     a, b = await zk_connect(), await zk_connect()
-    holder = Lock(a, "/to")
+    holder = Lock(a, "/to", layout=layout)
     await holder.acquire()
     loop = asyncio.get_running_loop()
     started = loop.time()
     with pytest.raises(aiocoord.TimeoutError) as raised:
-        await Lock(b, "/to").acquire(timeout=0.5)
+        await Lock(b, "/to", layout=layout).acquire(timeout=0.5)
     assert isinstance(raised.value, TimeoutError)  # the builtin too
     assert 0.45 <= loop.time() - started < 5
     await b.wait_background()  # its delete was written before the raise; now it is answered

@@ -104,13 +104,14 @@ async def test_waiter_acquires_after_a_connection_drop_with_one_node(
     await waiter.release()
 
 
+@pytest.mark.parametrize("layout", ["curator", "kazoo"])
 async def test_lost_create_reply_is_found_by_its_prefix_not_created_twice(
-    zk_connect: Factory, zk_fault_proxy: FaultProxy
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, layout: str
 ) -> None:
     observer = await zk_connect()
     client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
     await observer.ensure_path("/lost-reply")
-    lock = Lock(client, "/lost-reply")
+    lock = Lock(client, "/lost-reply", layout=layout)
     # The create reaches the server; its reply does not reach the client.
     zk_fault_proxy.drop_after_request(lambda xid, opcode: opcode == 15)
     assert await lock.acquire(timeout=15)
@@ -340,14 +341,15 @@ async def test_each_lock_of_a_multilock_reports_its_own_loss_on_expiry(
     assert await Lock(other, "/multi-loss/b").acquire(timeout=0)
 
 
+@pytest.mark.parametrize("layout", ["curator", "kazoo"])
 async def test_a_waiter_cancelled_while_cut_off_leaves_no_node_once_reconnected(
-    zk_connect: Factory, zk_fault_proxy: FaultProxy
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, layout: str
 ) -> None:
     holder_client = await zk_connect()
     client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
-    holder = Lock(holder_client, "/cancel-cut")
+    holder = Lock(holder_client, "/cancel-cut", layout=layout)
     await holder.acquire()
-    waiter = Lock(client, "/cancel-cut")
+    waiter = Lock(client, "/cancel-cut", layout=layout)
     task = asyncio.create_task(waiter.acquire())
     await eventually(lambda: _len(holder_client, "/cancel-cut", 2))
     zk_fault_proxy.blackhole()
