@@ -413,3 +413,30 @@ async def test_an_expired_kazoo_holder_lets_our_waiter_through(
     assert await waiting
     assert ours.fencing_token is not None
     await ours.release()
+
+
+async def test_a_downgrade_in_kazoos_layout_keeps_a_queued_kazoo_writer_out(
+    zk_connect: Factory, kazoo: Any
+) -> None:
+    client = await zk_connect()
+    rw = ReadWriteLock(client, "/rw", layout="kazoo")
+    await rw.write.acquire()
+    write_path = rw.write.node_path
+    assert write_path is not None
+    writer = kazoo.WriteLock("/rw", "kazoo-writer")
+    waiting = asyncio.ensure_future(asyncio.to_thread(writer.acquire, True, 30))
+    await eventually(lambda: _has_children(client, "/rw", 2), what="kazoo's writer queued")
+    assert await rw.read.acquire(blocking=False)  # the downgrade
+    read_path = rw.read.node_path
+    assert read_path is not None
+    # kazoo's reader name at the write node's sequence number: ahead of kazoo's writer.
+    assert read_path.endswith("__rlock__" + write_path[-10:])
+    await rw.write.release()
+    await client.wait_background()  # the write node's delete is answered
+    # kazoo's own test of who is ahead of its writer now names our read node.
+    ahead = await asyncio.to_thread(writer._get_predecessor, writer.node)
+    assert ahead == read_path.rsplit("/", 1)[1]
+    assert not waiting.done()
+    await rw.read.release()
+    assert await waiting
+    await asyncio.to_thread(writer.release)
