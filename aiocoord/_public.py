@@ -117,6 +117,7 @@ from aiocoord.recipes.partitioner import (
 )
 from aiocoord.recipes.queue import PriorityQueue, Queue
 from aiocoord.recipes.queue_sharder import QueueSharder, QueueSharderPolicies
+from aiocoord.recipes.revocation import RevocationEvent, attempt_revoke
 from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
 from aiocoord.recipes.semaphore import Lease, Semaphore
 from aiocoord.recipes.shared_value import SharedValue, ValueChange
@@ -273,4 +274,7 @@ __all__ = [
     "SchemaViolationError",
     "Serializer",
     "serializer_for",
+    # issue 42: lock revocation (Curator's Revoking)
+    "RevocationEvent",
+    "attempt_revoke",
 ]

@@ -47,6 +47,17 @@ With ``cancel_on_loss=True`` the body of ``async with lock:`` is cancelled on lo
 ``async with`` raises LockLostError when it ends (unless the body raised something itself);
 an explicit ``release()`` of a lost lock raises it too.
 
+**Revocation** (Curator's ``Revoking``). A holder that calls :meth:`Lock.make_revocable`
+(before acquiring) is told when anyone asks it to give the lock up:
+``await lock.revocation`` (a :class:`~aiocoord.RevocationEvent`) returns the held node's path.
+It decides what to do; nothing is released for it. The request is
+:func:`~aiocoord.attempt_revoke` (``__REVOKE__`` written as the node's data, Curator's
+``Revoker.attemptRevoke``), so a Java ``Revoker`` reaches an aiocoord holder and the other
+way round. A holder that did not opt in is not told and holds on unchanged. It costs no
+request: the holder's watch on its own node (above) reads the data when a change re-arms it.
+A request made while the lock still waited is told once it is held; one made before
+``make_revocable`` was called is not.
+
 **Fencing.** :attr:`Lock.fencing_token` is the lock node's creation zxid: it grows strictly from
 one holder to the next, so a storage system that remembers the highest token it has seen can
 refuse writes from a holder that has lost the lock without knowing it.
@@ -75,6 +86,7 @@ from aiocoord.recipes._contention.kernel import SequentialQueue
 from aiocoord.recipes._contention.naming import KAZOO_LOCK
 from aiocoord.recipes._contention.participants import Participant, queue_participants
 from aiocoord.recipes.layout import Layout, check_layout
+from aiocoord.recipes.revocation import RevocationEvent
 
 __all__ = ["LOCK_NAME", "Lock", "LossEvent", "Mutex"]
 
@@ -143,6 +155,9 @@ class _QueueLock:
         # The holds whose bodies (``async with``) each task runs, innermost last.
         self._bodies: dict[asyncio.Task[Any], list[_Hold]] = {}
         self._lost = LossEvent()
+        self._revocation = RevocationEvent()
+        #: True once :meth:`make_revocable` was called
+        self.revocable = False
 
     def _new_driver(self) -> Driver:
         """The driver deciding who is through (a mutex: nothing ahead)."""
@@ -188,6 +203,24 @@ class _QueueLock:
         replaces a fired one when the lock is next acquired by an object holding nothing."""
         return self._lost
 
+    @property
+    def revocation(self) -> RevocationEvent:
+        """Fires when a revocation of a holding of this object is requested, once it is
+        :meth:`revocable <make_revocable>`: ``await lock.revocation`` returns the held node's
+        path. A fresh event replaces a fired one when the lock is next acquired by an object
+        holding nothing. Never fires for a lock that did not opt in."""
+        return self._revocation
+
+    def make_revocable(self) -> None:
+        """Listen for revocation requests (Curator's ``makeRevocable``): from now on a
+        request to a holding of this object (:func:`~aiocoord.attempt_revoke`, or a Java
+        ``Revoker.attemptRevoke``) fires :attr:`revocation`. Call it before acquiring:
+        called while held, it hears the requests made from then on. Idempotent; nothing is
+        sent, and nothing is ever released for the holder: release when told."""
+        self.revocable = True
+        for hold in self._holds:
+            hold.holding.on_revoke = self._on_revoke
+
     async def contenders(self) -> list[Participant]:
         """Every contender, in queue order: the holder first (``holds``), then those waiting.
 
@@ -232,8 +265,11 @@ class _QueueLock:
 
     def _hold(self, node: QueueNode, task: asyncio.Task[Any]) -> _Hold:
         # No await between the grant and the Holding: no state change can fall between.
-        if self._lost.is_set() and not self.is_held:
-            self._lost = LossEvent()
+        if not self.is_held:
+            if self._lost.is_set():
+                self._lost = LossEvent()
+            if self._revocation.is_set():
+                self._revocation = RevocationEvent()
         holding = Holding(
             self.client,
             node,
@@ -243,6 +279,7 @@ class _QueueLock:
             cancel_on_loss=self.cancel_on_loss,
             exclusive=self._queue.driver.exclusive,
             on_loss=self._on_loss,
+            on_revoke=self._on_revoke if self.revocable else None,
         )
         hold = _Hold(holding, task)
         self._holds.append(hold)
@@ -250,6 +287,11 @@ class _QueueLock:
 
     def _on_loss(self, state: State, reason: str) -> None:
         self._lost._fire(state, reason)
+
+    def _on_revoke(self, holding: Holding) -> None:
+        if not self._revocation.is_set():
+            log.info("lock %s: revocation requested of %s", self.path, holding.node.path)
+        self._revocation._fire(holding.node.path)
 
     async def _release_hold(self, hold: _Hold) -> None:
         hold.count -= 1

@@ -82,15 +82,18 @@ class QueueNode:
     #: before its grant (counted by :meth:`Client.stats`)
     entered: float | None = field(default=None, compare=False)
     waited: bool = field(default=False, compare=False)
+    #: its data was changed by someone while it waited (a revocation request, maybe: the
+    #: holding reads it then, if it listens for one)
+    touched: bool = field(default=False, compare=False)
 
     def alive_in(self, client: Client) -> bool:
         """False once the session that owns the node has ended."""
         return client.generation == self.generation and client.session_id == self.session_id
 
-    def granted(self, own: Watch | None, waited: bool) -> QueueNode:
+    def granted(self, own: Watch | None, waited: bool, touched: bool = False) -> QueueNode:
         """This node as its grant hands it to the holding: with the watch on it that the
-        waiter armed (``own``), and whether it waited (``dataclasses.replace``, made
-        directly: a contended grant makes one)."""
+        waiter armed (``own``), whether it waited, and whether its data changed meanwhile
+        (``dataclasses.replace``, made directly: a contended grant makes one)."""
         return QueueNode(
             self.path,
             self.name,
@@ -101,6 +104,7 @@ class QueueNode:
             own,
             self.entered,
             waited,
+            touched,
         )
 
 

@@ -5,6 +5,11 @@ connection's loss under the stricter policy (SUSPENDED with ``suspended_is_loss`
 "standard" ``ConnectionStateErrorPolicy``), or the deletion of the node by anyone but its
 holder (``"deleted"``). :class:`LossWatch` notices all of them and reports the first, exactly
 once; :class:`LossEvent` is what a holder awaits (``await lock.lost``).
+
+The same watch tells a holding that listens (``on_revoke``) of a revocation request:
+:data:`REVOKE_MESSAGE` written as its node's data (Curator's ``Revoker``). A data change
+consumes the watch, and the getData that arms it again reads the data: listening costs no
+request more, and a holding that does not listen reads the same (and ignores it).
 """
 
 from __future__ import annotations
@@ -27,9 +32,12 @@ from aiocoord.errors import (
 )
 from aiocoord.recipes._contention.contender import QueueNode, delete_node
 
-__all__ = ["Holding", "LossEvent", "LossWatch", "is_loss"]
+__all__ = ["REVOKE_MESSAGE", "Holding", "LossEvent", "LossWatch", "is_loss"]
 
 _log = logging.getLogger("aiocoord.recipes.contention")  # docs/operations.md names it
+
+#: The data that asks a holder to give its lock up (Curator's ``LockInternals.REVOKE_MESSAGE``).
+REVOKE_MESSAGE = b"__REVOKE__"
 
 
 class LossEvent:
@@ -102,10 +110,18 @@ class LossWatch:
     lost with the connection is asked again on the next connection of the same session, if
     still held then: nothing is sent for a holding released meanwhile (its read would find the
     node gone). The watch is left for the holder's own delete to consume (nothing is sent to
-    remove it).
+    remove it). ``on_data`` is called with the node's data each time a read arms the watch.
     """
 
-    __slots__ = ("_callback", "_client", "_node", "_remove", "_suspended_is_loss", "_unarmed")
+    __slots__ = (
+        "_callback",
+        "_client",
+        "_node",
+        "_on_data",
+        "_remove",
+        "_suspended_is_loss",
+        "_unarmed",
+    )
 
     def __init__(
         self,
@@ -115,8 +131,10 @@ class LossWatch:
         callback: Callable[[State, str], None],
         *,
         watch_node: bool = True,
+        on_data: Callable[[bytes], None] | None = None,
     ) -> None:
         self._client = client
+        self._on_data = on_data
         self._node = node
         self._suspended_is_loss = suspended_is_loss
         self._callback = callback
@@ -147,7 +165,9 @@ class LossWatch:
         """Write the node's watch now, if still held; else on the next connection."""
         if self._remove is not None:
             node = self._node
-            written = door.watch_data_then(self._client, node.path, node.generation, self._armed)
+            written = door.watch_data_then(
+                self._client, node.path, node.generation, self._armed, self._on_data
+            )
             self._unarmed = not written
 
     def _armed(self, answer: Watch | BaseException | None) -> None:
@@ -196,6 +216,7 @@ class LossWatch:
             # The callback is the holder's: let go of it, so that holder and watch are freed
             # when released instead of waiting for the garbage collector to find the cycle.
             self._callback = _closed
+            self._on_data = None
 
 
 class Holding:
@@ -211,6 +232,10 @@ class Holding:
     ``what`` names the holding in messages (``"lock /a"``); ``exclusive``: granted by an
     exclusive driver, which lets the client's next waiter in faster on release (see
     :func:`~aiocoord.recipes._contention.contender.delete_node`).
+
+    ``on_revoke(holding)`` (settable later) is called while held each time the node's watch
+    reads :data:`REVOKE_MESSAGE` as its data: a revocation request. It only tells; nothing is
+    released for the holder.
     """
 
     __slots__ = (
@@ -224,6 +249,7 @@ class Holding:
         "client",
         "lost",
         "node",
+        "on_revoke",
         "released",
         "what",
     )
@@ -239,8 +265,11 @@ class Holding:
         cancel_on_loss: bool = False,
         exclusive: bool = False,
         on_loss: Callable[[State, str], None] | None = None,
+        on_revoke: Callable[[Holding], None] | None = None,
     ) -> None:
         self.client = client
+        #: called with this holding when a revocation request is read while held
+        self.on_revoke = on_revoke
         self.node = node
         self.what = what
         self.cancel_on_loss = cancel_on_loss
@@ -254,7 +283,11 @@ class Holding:
         self._exclusive = exclusive
         self._log = logger
         self._on_loss = on_loss
-        self._watch = LossWatch(client, node, suspended_is_loss, self._lose)
+        self._watch = LossWatch(client, node, suspended_is_loss, self._lose, on_data=self._read)
+        if on_revoke is not None and node.touched and node.own is not None:
+            # Its data changed while it waited and the waiter's watch, armed again since,
+            # read it for nobody: read it once more (only for a holder that listens).
+            door.submit_get(client, node.path, data=True).add_done_callback(self._answered)
         waited = None
         if node.waited and node.entered is not None:
             waited = asyncio.get_running_loop().time() - node.entered
@@ -278,6 +311,17 @@ class Holding:
     def is_held(self) -> bool:
         """True until released or lost."""
         return not self.released and not self.lost.is_set()
+
+    def _read(self, data: bytes) -> None:
+        if data == REVOKE_MESSAGE and self.on_revoke is not None and self.is_held:
+            self.on_revoke(self)
+
+    def _answered(self, done: asyncio.Future[Any]) -> None:
+        if done.cancelled() or done.exception() is not None:
+            return  # the session's end: the loss watch reports it
+        reply = done.result()
+        if not reply.err and reply.body is not None:
+            self._read(reply.body.data)
 
     def _lose(self, state: State, reason: str) -> None:
         if self.released or self.lost.is_set():

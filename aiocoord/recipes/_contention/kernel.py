@@ -297,6 +297,7 @@ class SequentialQueue:
         pinned: Client | None = None
         state.add_mine(node.name)
         own: Watch | None = None  # the watch on our own node (see "Its own node, too")
+        touched = False  # someone changed our node's data (told to the holding: revocation)
         # The watches on nodes ahead: the one we wait for, and the look-ahead (see
         # :meth:`Turn._peek <aiocoord.recipes._contention.turn.Turn._peek>`). One that a
         # probe still wants is kept, not armed again.
@@ -307,7 +308,7 @@ class SequentialQueue:
                     event = own.fired()
                     if event is None or event.type is EventType.DELETED:
                         raise Restart()
-                    own = None  # a data change consumed it: armed again with the next probe
+                    own, touched = None, True  # consumed by a data change: the probe re-arms
                 step = turn.decide(state, blocking=blocking, own_armed=own is not None)
                 if isinstance(step, Grant):
                     if step.confirm_own:
@@ -317,8 +318,8 @@ class SequentialQueue:
                             continue  # a connection loss: asked again once reconnected
                     await confirm_alive(client, node, deadline)
                     live = own if own is not None and not own.done() else None
-                    if live or turn.waited:
-                        return node.granted(live, turn.waited)
+                    if live or turn.waited or touched:
+                        return node.granted(live, turn.waited, touched)
                     return node
                 if isinstance(step, GiveUp):
                     return None

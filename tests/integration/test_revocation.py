@@ -1,0 +1,177 @@
+"""Lock revocation (Curator's ``Revoking``): a holder that opted in is told of a request, and
+decides; one that did not is unchanged. Both directions against Curator 5.4 too: a Java
+program (tests/integration/java/CuratorRevocationPeer.java, compiled here against the jars of
+/usr/share/java or ``$AIOCOORD_JAVA_LIBS``) holds an ``InterProcessMutex`` made revocable, or
+runs ``Revoker.attemptRevoke`` on our holder's node. Those are skipped without a JDK or the
+jars."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from support import CURATOR_RECIPES_JARS, Factory, compile_java_peer, java_line, start_java_peer
+
+import aiocoord
+from aiocoord import Lock, Mutex, ReadWriteLock, attempt_revoke
+from aiocoord.errors import InvalidPathError
+
+
+@pytest.fixture(scope="module")
+def peer_command(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The compiled peer's command (the test is skipped without a JDK or the jars)."""
+    out = tmp_path_factory.mktemp("curator-revocation-peer")
+    return compile_java_peer(out, "CuratorRevocationPeer", CURATOR_RECIPES_JARS)
+
+
+@pytest.fixture
+async def java(
+    peer_command: list[str], zookeeper: Any, zk_namespace: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """A running peer, connected under the test's namespace."""
+    peer = await start_java_peer(peer_command, zookeeper.connect_string + zk_namespace)
+    try:
+        assert await java_line(peer) == "ready"
+        yield peer
+        await ask(peer, "quit")
+        assert await asyncio.wait_for(peer.wait(), 60) == 0
+    finally:
+        if peer.returncode is None:
+            peer.kill()
+            await peer.wait()
+
+
+async def ask(peer: asyncio.subprocess.Process, request: str) -> str | None:
+    """Send one request to the peer; its answer line (None for ``quit``)."""
+    assert peer.stdin is not None
+    peer.stdin.write(request.encode() + b"\n")
+    await peer.stdin.drain()
+    return None if request == "quit" else await java_line(peer)
+
+
+async def test_a_revocable_holder_is_told_and_keeps_the_lock_until_it_releases(
+    zk_connect: Factory,
+) -> None:
+    holder, other = await zk_connect(), await zk_connect()
+    lock = Lock(holder, "/r")
+    lock.make_revocable()
+    await lock.acquire()
+    node = lock.node_path
+    assert node is not None
+    waiter = Mutex(other, "/r")  # released by this task, not the one that took it
+    wait = asyncio.create_task(waiter.acquire())
+
+    assert await attempt_revoke(other, node) is True
+    assert await lock.revocation.wait(timeout=20) == node
+    # Told, not released: the holder decides (and the waiter still waits).
+    assert lock.is_held and not lock.lost.is_set() and not wait.done()
+    assert (await holder.get(node))[0] == b"__REVOKE__"
+    await lock.release()
+    await asyncio.wait_for(wait, 20)
+    await waiter.release()
+    assert await attempt_revoke(other, node) is False  # gone: nothing to revoke
+    with pytest.raises(InvalidPathError):
+        await attempt_revoke(other, "no-slash")
+
+
+async def test_a_holder_that_did_not_opt_in_is_unchanged(zk_connect: Factory) -> None:
+    holder, other = await zk_connect(), await zk_connect()
+    plain, listening = Lock(holder, "/plain"), Lock(holder, "/listening")
+    listening.make_revocable()
+    await plain.acquire()
+    await listening.acquire()
+    node = plain.node_path
+    assert node is not None and listening.node_path is not None
+
+    assert await attempt_revoke(other, node)
+    assert await attempt_revoke(other, listening.node_path)
+    # One session hears the two changes in their order, and reads each node in that order:
+    # once the second holder is told, the first has read its request and let it be.
+    await listening.revocation.wait(timeout=20)
+    assert not plain.revocation.is_set()
+    assert plain.is_held and not plain.lost.is_set()
+    await plain.release()  # no error: it held on, unchanged
+    await listening.release()
+    assert await holder.exists(node) is None
+
+
+async def test_a_request_made_while_waiting_is_told_once_held(zk_connect: Factory) -> None:
+    first, second, revoker = await zk_connect(), await zk_connect(), await zk_connect()
+    holder, waiter = Lock(first, "/w"), Mutex(second, "/w")  # any task may release a Mutex
+    waiter.make_revocable()
+    await holder.acquire()
+    wait = asyncio.create_task(waiter.acquire())
+
+    async def queued() -> list[aiocoord.Participant]:
+        while len(found := await holder.contenders()) < 2:
+            await asyncio.sleep(0.01)  # polling the server: no event tells of another's node
+        return found
+
+    waiting = (await asyncio.wait_for(queued(), 20))[1]
+    node = f"/w/{waiting.node_name}"
+    assert await attempt_revoke(revoker, node)
+    await revoker.sync()
+    await holder.release()
+    await asyncio.wait_for(wait, 20)
+    assert await waiter.revocation.wait(timeout=20) == node == waiter.node_path
+    await waiter.release()
+
+
+async def test_the_write_half_of_a_read_write_lock_is_revocable(zk_connect: Factory) -> None:
+    holder, other = await zk_connect(), await zk_connect()
+    rw = ReadWriteLock(holder, "/rw")
+    rw.write.make_revocable()
+    await rw.write.acquire()
+    node = rw.write.node_path
+    assert node is not None and "__WRIT__" in node
+    assert await attempt_revoke(other, node)
+    assert await rw.write.revocation.wait(timeout=20) == node
+    assert rw.write.is_held and not rw.read.revocation.is_set()
+    await rw.write.release()
+    # A fresh event for the next holding.
+    await rw.write.acquire()
+    assert not rw.write.revocation.is_set()
+    await rw.write.release()
+
+
+async def test_curators_revoker_reaches_our_holder(
+    zk_connect: Factory, java: asyncio.subprocess.Process
+) -> None:
+    client = await zk_connect()
+    lock = Lock(client, "/from-java")
+    lock.make_revocable()
+    await lock.acquire()
+    assert lock.node_path is not None
+    assert await ask(java, f"revoke {lock.node_path}") == "revoke-sent"
+    assert await lock.revocation.wait(timeout=20) == lock.node_path
+    assert lock.is_held
+    await lock.release()
+
+
+async def test_our_revoker_reaches_a_revocable_curator_holder(
+    zk_connect: Factory, java: asyncio.subprocess.Process
+) -> None:
+    client = await zk_connect()
+    held = await ask(java, "hold /to-java 1")
+    assert held is not None and held.startswith("held /to-java/_c_")
+    node = held.split(" ", 1)[1]
+    assert await attempt_revoke(client, node)
+    assert await java_line(java, 20) == "revoked"
+    assert await ask(java, "status") == "holding true"  # told, not released
+    assert await ask(java, "release") == "released"
+    assert await client.exists(node) is None
+
+
+async def test_a_curator_holder_that_did_not_opt_in_is_unchanged(
+    zk_connect: Factory, java: asyncio.subprocess.Process
+) -> None:
+    client = await zk_connect()
+    held = await ask(java, "hold /plain-java 0")
+    assert held is not None
+    node = held.split(" ", 1)[1]
+    assert await attempt_revoke(client, node)
+    # The peer answers in order: a "revoked" line would come before these answers.
+    assert await ask(java, "status") == "holding true"
+    assert await ask(java, "release") == "released"
