@@ -12,11 +12,27 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from support import CURATOR_RECIPES_JARS, Factory, compile_java_peer, java_line, start_java_peer
+from support import (
+    CURATOR_RECIPES_JARS,
+    Factory,
+    compile_java_peer,
+    eventually,
+    java_line,
+    start_java_peer,
+)
 
-import aiocoord
-from aiocoord import Lock, Mutex, ReadWriteLock, attempt_revoke
+from aiocoord import Lock, Mutex, ReadWriteLock, State, attempt_revoke
 from aiocoord.errors import InvalidPathError
+from aiocoord.testing import FaultProxy
+
+#: The rows of the failure-semantics tables (docs/recipes/locks.md) that this module holds,
+#: with the tests that hold each under the fault it names
+#: (checked by tests/unit/test_semantics_rows.py).
+SEMANTICS = {
+    "recipes/locks.md | Failure semantics | Revocation requested while the holder is cut off": [
+        "test_a_request_made_while_the_holder_is_cut_off_is_told_once_reconnected",
+    ],
+}
 
 
 @pytest.fixture(scope="module")
@@ -104,19 +120,60 @@ async def test_a_request_made_while_waiting_is_told_once_held(zk_connect: Factor
     await holder.acquire()
     wait = asyncio.create_task(waiter.acquire())
 
-    async def queued() -> list[aiocoord.Participant]:
-        while len(found := await holder.contenders()) < 2:
-            await asyncio.sleep(0.01)  # polling the server: no event tells of another's node
-        return found
+    async def queued() -> bool:
+        return len(await holder.contenders()) == 2
 
-    waiting = (await asyncio.wait_for(queued(), 20))[1]
-    node = f"/w/{waiting.node_name}"
+    await eventually(queued, what="the waiter's node")  # another session's: no event tells
+    node = f"/w/{(await holder.contenders())[1].node_name}"
     assert await attempt_revoke(revoker, node)
-    await revoker.sync()
     await holder.release()
     await asyncio.wait_for(wait, 20)
     assert await waiter.revocation.wait(timeout=20) == node == waiter.node_path
     await waiter.release()
+
+
+async def test_a_request_made_while_the_holder_is_cut_off_is_told_once_reconnected(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    other = await zk_connect()
+    lock = Lock(client, "/cut")
+    lock.make_revocable()
+    await lock.acquire()
+    await client.sync()  # the holding's watch on its node is armed
+    node = lock.node_path
+    assert node is not None
+    session_id = client.session_id
+
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    assert await attempt_revoke(other, node)
+    assert not lock.revocation.is_set()  # it cannot have heard: nothing reaches it
+    zk_fault_proxy.heal()
+    await client.wait_for(State.RECONNECTED, timeout=10)
+    # The watch restored from the last zxid seen fires for the change made meanwhile.
+    assert await lock.revocation.wait(timeout=10) == node
+    assert lock.is_held and client.session_id == session_id
+    await lock.release()
+
+
+async def test_opting_in_costs_no_request(zk_connect: Factory) -> None:
+    async def cycle(revocable: bool) -> dict[str, int]:
+        client = await zk_connect()
+        lock = Lock(client, f"/cost-{revocable}")
+        if revocable:
+            lock.make_revocable()
+        for _ in range(3):
+            await lock.acquire()
+            await client.sync()  # the holding's watch on its node is armed (a getData)
+            await lock.release()
+        await client.sync()
+        return {op: s.count for op, s in client.stats().requests.items() if op != "sync"}
+
+    plain = await cycle(False)
+    assert plain.get("get", 0) > 0  # the holder's watch on its own node: the same read
+    assert await cycle(True) == plain
 
 
 async def test_the_write_half_of_a_read_write_lock_is_revocable(zk_connect: Factory) -> None:
