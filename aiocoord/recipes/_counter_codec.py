@@ -21,6 +21,8 @@ __all__ = [
     "INT64_MIN",
     "CorruptedValueError",
     "check_int",
+    "decode_text",
+    "encode_text",
     "wrap64",
 ]
 
@@ -32,15 +34,36 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 class CorruptedValueError(CoordinationError, ValueError):
-    """A counter node holds data that is not a value of the expected width."""
+    """A counter node holds data that is not a value of the expected form: a big-endian
+    integer of ``width`` bytes, or (``width`` 0) kazoo's ASCII text of an integer."""
 
     def __init__(self, path: str, data: bytes, width: int) -> None:
+        form = (
+            f"a {width}-byte big-endian integer"
+            if width
+            else "an integer in kazoo's text form (a float or other value is not read as one)"
+        )
         super().__init__(
-            f"counter node {path} holds {len(data)} bytes ({data[:16]!r}), not a {width}-byte "
-            "big-endian integer; was it written by something else?"
+            f"counter node {path} holds {len(data)} bytes ({data[:16]!r}), not {form}; "
+            "was it written by something else?"
         )
         self.path = path
         self.data = data
+
+
+def decode_text(path: str, data: bytes) -> int:
+    """The integer of kazoo's ``Counter`` text (``repr(value)`` in ASCII), else
+    :class:`CorruptedValueError`: a float or anything else is never read as an integer."""
+    text = data.decode("ascii", "replace")
+    digits = text[1:] if text[:1] == "-" else text
+    if not (digits.isascii() and digits.isdigit()):
+        raise CorruptedValueError(path, data, 0)
+    return int(text)
+
+
+def encode_text(value: int) -> bytes:
+    """kazoo's ``Counter`` text of ``value``."""
+    return str(value).encode("ascii")
 
 
 def check_int(value: Any, name: str, low: int, high: int) -> int:

@@ -15,6 +15,14 @@ it reads again and retries, as the retry policy allows, then under a mutex with 
 :class:`~aiocoord.PromotedToLock` (Curator's promoted mode). The result says whether it
 succeeded and gives the value before and after.
 
+**kazoo's layout** (``AtomicCounter(..., layout="kazoo")``): the value is kazoo's ``Counter``
+text, the integer's ASCII digits (``repr(value)``; empty data reads as ``default``, as kazoo's
+does), so that kazoo and aiocoord processes count on one node: kazoo's ``Counter`` also writes on
+the version it read, so neither side's add is lost. A kazoo counter of floats is refused
+(:class:`CorruptedValueError`), never mis-read. Values are Python integers, not wrapped at 64
+bits. kazoo's ``Counter(support_curator=True)`` writes Curator's 4-byte ``SharedCount``
+instead: share that with :class:`SharedCount`.
+
 Unlike Curator's, an add (or a ``try_set``) is never applied twice, nor reported failed
 after it was applied, when its reply is lost to a connection loss: each write goes in a
 transaction with an ephemeral marker child
@@ -42,9 +50,12 @@ from aiocoord.recipes._counter_codec import (
     INT64_MIN,
     CorruptedValueError,
     check_int,
+    decode_text,
+    encode_text,
     wrap64,
 )
 from aiocoord.recipes.atomic_value import AtomicValue, DistributedAtomicValue, PromotedToLock
+from aiocoord.recipes.layout import Layout, check_layout
 from aiocoord.recipes.shared_value import ValueChange, VersionedValue, _SharedNode
 from aiocoord.retry import RetryPolicy
 
@@ -122,10 +133,18 @@ class AtomicCounter:
         retry: RetryPolicy | None = None,
         promoted_to_lock: PromotedToLock | None = None,
         acl: Sequence[ACL] | None = None,
+        layout: Layout | str = Layout.CURATOR,
+        default: int = 0,
     ) -> None:
         check_client(client)
         if validate_path(path) == "/":
             raise BadArgumentsError("an AtomicCounter cannot live on the root node")
+        #: whose node format the counter speaks (:class:`~aiocoord.Layout`)
+        self.layout = check_layout(layout, "AtomicCounter")
+        #: the value of a node with empty data (kazoo's ``default``; 0 in Curator's layout)
+        self.default = check_int(default, "default", INT64_MIN, INT64_MAX)
+        if self.default and self.layout is Layout.CURATOR:
+            raise BadArgumentsError("default= is kazoo's: Curator's layout reads empty data as 0")
         self._value = DistributedAtomicValue(
             client, path, retry=retry, promoted_to_lock=promoted_to_lock, acl=acl
         )
@@ -145,10 +164,24 @@ class AtomicCounter:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    def _encode(self, value: int) -> bytes:
+        return encode_text(value) if self.layout is Layout.KAZOO else INT64.pack(value)
+
+    def _wrap(self, value: int) -> int:
+        # Curator's value is a Java long; kazoo's a Python int.
+        return value if self.layout is Layout.KAZOO else wrap64(value)
+
     def _decode(self, data: bytes | None) -> int:
-        """The value of the node's data (a missing node or empty data reads as 0)."""
+        """The value of the node's data (a missing node or empty data reads as the
+        default, 0 unless kazoo's layout was given another)."""
         if not data:
-            return 0
+            return self.default
+        if self.layout is Layout.KAZOO:
+            try:
+                return decode_text(self.path, data)
+            except CorruptedValueError:
+                door.recorder(self.client).undecodable("atomic_counter")
+                raise
         if len(data) != INT64.size:
             door.recorder(self.client).undecodable("atomic_counter")
             raise CorruptedValueError(self.path, data, INT64.size)
@@ -171,20 +204,20 @@ class AtomicCounter:
     async def add(self, delta: int) -> AtomicValue[int]:
         """Add ``delta`` (wrapping around at 64 bits, as a Java long does)."""
         check_int(delta, "delta", INT64_MIN, INT64_MAX)
-        return await self._change(lambda current: wrap64(current + delta))
+        return await self._change(lambda current: self._wrap(current + delta))
 
     async def increment(self) -> AtomicValue[int]:
         """Add 1."""
-        return await self._change(lambda current: wrap64(current + 1))
+        return await self._change(lambda current: self._wrap(current + 1))
 
     async def decrement(self) -> AtomicValue[int]:
         """Subtract 1."""
-        return await self._change(lambda current: wrap64(current - 1))
+        return await self._change(lambda current: self._wrap(current - 1))
 
     async def subtract(self, delta: int) -> AtomicValue[int]:
         """Subtract ``delta``."""
         check_int(delta, "delta", INT64_MIN, INT64_MAX)
-        return await self._change(lambda current: wrap64(current - delta))
+        return await self._change(lambda current: self._wrap(current - delta))
 
     async def try_set(self, value: int) -> AtomicValue[int]:
         """Write ``value`` on the version read, retried (then promoted) as configured
@@ -201,21 +234,21 @@ class AtomicCounter:
         check_int(expected, "expected", INT64_MIN, INT64_MAX)
         check_int(new, "new", INT64_MIN, INT64_MAX)
         outcome = await self._value.compare_with(
-            lambda current: self._decode(current) == expected, INT64.pack(new)
+            lambda current: self._decode(current) == expected, self._encode(new)
         )
         return self._result(outcome)
 
     async def force_set(self, value: int) -> None:
         """Write ``value`` whatever the current one."""
-        await self._value.force_set(INT64.pack(check_int(value, "value", INT64_MIN, INT64_MAX)))
+        await self._value.force_set(self._encode(check_int(value, "value", INT64_MIN, INT64_MAX)))
 
     async def initialize(self, value: int) -> bool:
         """Create the node with ``value`` if it does not exist; True if this call did."""
-        data = INT64.pack(check_int(value, "value", INT64_MIN, INT64_MAX))
+        data = self._encode(check_int(value, "value", INT64_MIN, INT64_MAX))
         return await self._value.initialize(data)
 
     async def _change(self, compute: Callable[[int], int]) -> AtomicValue[int]:
-        outcome = await self._value.change(lambda data: INT64.pack(compute(self._decode(data))))
+        outcome = await self._value.change(lambda data: self._encode(compute(self._decode(data))))
         return self._result(outcome)
 
     def __repr__(self) -> str:
