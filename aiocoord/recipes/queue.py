@@ -22,6 +22,17 @@ not doing it could lose one. Both go in a transaction with an ephemeral marker c
 (``<path>/_c_<uuid>-op``, see :mod:`aiocoord.recipes._marker`), which tells after the
 reconnect whether it was applied. Consumers skip those nodes (Curator's log them as
 foreign nodes).
+
+**kazoo's layout** (``layout="kazoo"``) is kazoo's ``Queue``: each item is its raw bytes in a
+persistent sequential node ``<path>/entry-<priority, 3 digits>-<sequence>``, taken in name
+order (priority 0..999, lowest first, then arrival order; a :class:`Queue` puts at kazoo's
+default 100, a :class:`PriorityQueue` at the priority given, 100 if none), so kazoo and
+aiocoord producers and consumers share one queue and each item goes to exactly one consumer of
+either side. kazoo's consumers take the first child of the path whatever its name, so nothing
+else may live there: kazoo's layout carries no marker nodes, and a put or a claim whose reply
+is lost is not resolved exactly once (as with kazoo itself). A put whose reply is lost raises
+:class:`~aiocoord.ConnectionLossError` (it may or may not have been applied), and a claim whose
+reply is lost may lose that item. ``put_all`` puts one node per item in one transaction.
 """
 
 from __future__ import annotations
@@ -50,6 +61,8 @@ from aiocoord.errors import (
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._marker import MARKER_NAME, MarkedCommit
 from aiocoord.recipes._watching import call_with_watch, wait_watches
+from aiocoord.recipes.layout import Layout, check_layout
+from aiocoord.transaction import Transaction
 
 __all__ = [
     "QUEUE_ITEM_NAME",
@@ -69,6 +82,22 @@ _ITEM = 0x01
 _EOF = 0x02
 _HEADER = struct.Struct(">i")
 _ITEM_HEADER = struct.Struct(">bi")
+
+
+#: kazoo's ``Queue`` item name, and its default priority.
+KAZOO_ITEM_NAME = "entry-"
+KAZOO_DEFAULT_PRIORITY = 100
+
+
+def _kazoo_priority(priority: int | None) -> str:
+    """kazoo's priority part of an item name, ``<3 digits>-`` (kazoo's range: 0..999)."""
+    if priority is None:
+        priority = KAZOO_DEFAULT_PRIORITY
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise InvalidTypeError(f"priority must be int, not {type(priority).__name__}")
+    if not 0 <= priority <= 999:
+        raise BadArgumentsError(f"kazoo's priorities are 0..999, got {priority}")
+    return f"{priority:03d}-"
 
 
 def frame(items: Sequence[bytes]) -> bytes:
@@ -134,12 +163,24 @@ class Queue:
     #: The end of the marker nodes' names (see :mod:`aiocoord.recipes._marker`).
     marker_name = MARKER_NAME
 
-    def __init__(self, client: Client, path: str, *, acl: Sequence[ACL] | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        acl: Sequence[ACL] | None = None,
+        layout: Layout | str = Layout.CURATOR,
+    ) -> None:
         self.client = check_client(client)
         self.path = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a queue cannot live on the root node")
         self.acl = check_acl(acl)
+        #: whose node layout the queue speaks (:class:`~aiocoord.Layout`; see the module
+        #: docstring for what kazoo's cannot carry)
+        self.layout = check_layout(layout, type(self).__name__)
+        if self.layout is Layout.KAZOO:
+            self.item_name = KAZOO_ITEM_NAME
         self._marked = MarkedCommit(client, path, acl=self.acl, marker_name=self.marker_name)
         # Items claimed and not yet handed out: the rest of a multi-item node, and items
         # whose get() was cancelled after the claim.
@@ -151,11 +192,27 @@ class Queue:
     # --- producing -------------------------------------------------------------------------
 
     def _item_prefix(self) -> str:
-        return self.path.rstrip("/") + "/" + self.item_name
+        prefix = self.path.rstrip("/") + "/" + self.item_name
+        if self.layout is Layout.KAZOO:
+            return prefix + _kazoo_priority(None)
+        return prefix
 
     def _payloads(self, items: list[bytes]) -> list[bytes]:
-        """The data of the nodes that hold ``items``: one node in Curator's framing."""
+        """The data of the nodes that hold ``items``: one node in Curator's framing, or a
+        node per raw item in kazoo's layout."""
+        if self.layout is Layout.KAZOO:
+            return items
         return [frame(items)]
+
+    async def _commit(self, build: Any) -> None:
+        """Apply the ops of ``build``: with a marker (exactly once) in Curator's layout, as
+        they are in kazoo's (no node but items may live on kazoo's queue path)."""
+        if self.layout is Layout.KAZOO:
+            txn: Transaction = self.client.transaction()
+            build(txn)
+            await txn.commit()
+            return
+        await self._marked.commit(build)
 
     async def put(self, data: bytes) -> None:
         """Add ``data`` at the tail of the queue (exactly once, even if a reply is lost)."""
@@ -176,7 +233,7 @@ class Queue:
 
         while True:
             try:
-                await self._marked.commit(build)
+                await self._commit(build)
                 return
             except TransactionFailedError as exc:
                 if exc.failed_index < len(payloads) and isinstance(exc.cause, NoNodeError):
@@ -297,7 +354,7 @@ class Queue:
             txn.delete(path, stat.version)
 
         try:
-            await self._marked.commit(build)
+            await self._commit(build)
         except TransactionFailedError as exc:
             if exc.failed_index == 0 and isinstance(exc.cause, (NoNodeError, BadVersionError)):
                 return None  # another consumer got it
@@ -306,6 +363,8 @@ class Queue:
 
     def _items_of(self, data: bytes, path: str) -> list[bytes]:
         """The items a claimed node held (possibly none: an empty multi-item node)."""
+        if self.layout is Layout.KAZOO:
+            return [data]
         items = unframe(data)
         if items is None:
             log.warning("queue item %s is not in Curator's framing; returning it raw", path)
@@ -349,8 +408,11 @@ class PriorityQueue(Queue):
     the ones already waiting. ``acl`` is as for :class:`Queue`.
     """
 
-    @staticmethod
-    def _priority_tag(priority: int) -> str:
+    def _priority_tag(self, priority: int | None) -> str:
+        if self.layout is Layout.KAZOO:
+            return _kazoo_priority(priority)
+        if priority is None:
+            priority = 0
         if isinstance(priority, bool) or not isinstance(priority, int):
             raise InvalidTypeError(f"priority must be int, not {type(priority).__name__}")
         if not -(2**31) <= priority < 2**31:
@@ -358,15 +420,20 @@ class PriorityQueue(Queue):
         # Curator's priorityToString: sign digit, then the two's complement in hex.
         return ("1" if priority >= 0 else "0") + f"{priority & 0xFFFFFFFF:08X}"
 
-    async def put(self, data: bytes, priority: int = 0) -> None:
-        """Add ``data`` with ``priority`` (lower numbers come out first)."""
-        tag = self._priority_tag(priority)
-        await self._put([validate_data(data, self.path)], self._item_prefix() + tag)
+    def _item_base(self) -> str:
+        return self.path.rstrip("/") + "/" + self.item_name
 
-    async def put_all(self, items: Sequence[bytes], priority: int = 0) -> None:
-        """Add several items as one node with one priority (Curator's ``putMulti``)."""
+    async def put(self, data: bytes, priority: int | None = None) -> None:
+        """Add ``data`` with ``priority`` (lower numbers come out first; None: 0 in Curator's
+        layout, kazoo's default 100 in kazoo's, where priorities are 0..999)."""
         tag = self._priority_tag(priority)
-        await self._put(check_items(items, self.path), self._item_prefix() + tag)
+        await self._put([validate_data(data, self.path)], self._item_base() + tag)
+
+    async def put_all(self, items: Sequence[bytes], priority: int | None = None) -> None:
+        """Add several items with one priority: as one node (Curator's ``putMulti``), or a
+        node each in one transaction (kazoo's layout)."""
+        tag = self._priority_tag(priority)
+        await self._put(check_items(items, self.path), self._item_base() + tag)
 
 
 # --- LockingQueue ------------------------------------------------------------------------

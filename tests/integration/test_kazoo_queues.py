@@ -1,0 +1,147 @@
+"""kazoo's ``Queue`` (2.x, in threads) and aiocoord's ``Queue``/``PriorityQueue`` in kazoo's
+layout share one queue: items put by either side are taken exactly once by the consumers of
+both, in kazoo's priority order, also across an expiry of our consumer's session."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+from support import Factory
+
+from aiocoord import BadArgumentsError, Client, PriorityQueue, Queue
+from aiocoord.testing import expire_client
+
+pytest.importorskip("kazoo.client", reason="kazoo is not installed")
+
+SEMANTICS = {
+    "recipes/queues.md | Failure semantics | kazoo and aiocoord consumers on one queue, our "
+    "consumer's session expires": [
+        "test_items_of_both_sides_are_taken_exactly_once_by_both_sides",
+        "test_an_expiry_of_our_consumer_loses_and_doubles_no_item",
+    ],
+}
+
+
+class Taken:
+    """The items every consumer took, across threads and tasks."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self.items: list[bytes] = []
+
+    def add(self, item: bytes) -> None:
+        with self._mutex:
+            self.items.append(item)
+
+
+def _kazoo_consumes(kazoo: Any, path: str, taken: Taken) -> None:
+    queue = kazoo.Queue(path)
+    while (item := queue.get()) is not None:  # kazoo's get: None once the queue is empty
+        taken.add(item)
+
+
+async def _our_consumes(queue: Queue, taken: Taken) -> None:
+    # Every item was put before the consumers start: an empty queue stays empty.
+    while await queue.size():
+        try:
+            taken.add(await queue.get(timeout=1))
+        except TimeoutError:
+            return  # another consumer took the last one between the look and the take
+
+
+async def test_items_of_both_sides_are_taken_exactly_once_by_both_sides(
+    zk_connect: Factory, kazoo: Any
+) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    n = 40
+    theirs = kazoo.Queue("/jobs")
+
+    def kazoo_puts() -> None:
+        for i in range(n):
+            theirs.put(f"kazoo-{i}".encode())
+
+    async def ours_put(queue: Queue) -> None:
+        for i in range(n):
+            await queue.put(f"py-{i}".encode())
+
+    producer = Queue(a, "/jobs", layout="kazoo")
+    await asyncio.gather(ours_put(producer), asyncio.to_thread(kazoo_puts))
+    names = await a.children("/jobs")
+    assert len(names) == 2 * n
+    assert all(name.startswith("entry-100-") for name in names)  # kazoo's names, default 100
+    taken = Taken()
+    consumers = [Queue(c, "/jobs", layout="kazoo") for c in (a, b)]
+    await asyncio.gather(
+        *(_our_consumes(q, taken) for q in consumers),
+        asyncio.to_thread(_kazoo_consumes, kazoo, "/jobs", taken),
+        asyncio.to_thread(_kazoo_consumes, kazoo, "/jobs", taken),
+    )
+    expected = [f"{side}-{i}".encode() for side in ("py", "kazoo") for i in range(n)]
+    assert sorted(taken.items) == sorted(expected)  # each item once: none lost, none twice
+    assert await a.children("/jobs") == []
+    for queue in (producer, *consumers):
+        await queue.close()
+
+
+async def test_priorities_are_honoured_across_sides(zk_connect: Factory, kazoo: Any) -> None:
+    client = await zk_connect()
+    ours = PriorityQueue(client, "/prio", layout="kazoo")
+    theirs = kazoo.Queue("/prio")
+    await asyncio.to_thread(theirs.put, b"kazoo-150", 150)
+    await ours.put(b"py-default")  # kazoo's default, 100
+    await asyncio.to_thread(theirs.put, b"kazoo-50", 50)
+    await ours.put(b"py-10", 10)
+    await ours.put(b"py-100-later", 100)
+    assert await ours.get(timeout=5) == b"py-10"
+    assert await asyncio.to_thread(theirs.get) == b"kazoo-50"
+    assert await ours.get(timeout=5) == b"py-default"
+    assert await asyncio.to_thread(theirs.get) == b"py-100-later"
+    assert await ours.get(timeout=5) == b"kazoo-150"
+    assert await asyncio.to_thread(theirs.get) is None
+    await ours.close()
+
+
+async def test_our_put_all_in_kazoos_layout_is_one_node_per_raw_item(
+    zk_connect: Factory, kazoo: Any
+) -> None:
+    client = await zk_connect()
+    ours = Queue(client, "/batch", layout="kazoo")
+    await ours.put_all([b"a", b"b"])
+    await asyncio.to_thread(kazoo.Queue("/batch").put, b"c")
+    assert await ours.size() == 3
+    theirs = kazoo.Queue("/batch")
+    assert [await asyncio.to_thread(theirs.get) for _ in range(3)] == [b"a", b"b", b"c"]
+    await ours.close()
+
+
+async def test_kazoos_priority_range_is_refused_before_anything_is_sent(
+    zk_connect: Factory,
+) -> None:
+    client = await zk_connect()
+    queue = PriorityQueue(client, "/prio", layout="kazoo")
+    for priority in (-1, 1000):
+        with pytest.raises(BadArgumentsError, match="0..999"):
+            await queue.put(b"x", priority)
+    assert await client.exists("/prio") is None
+
+
+async def test_an_expiry_of_our_consumer_loses_and_doubles_no_item(
+    zookeeper: Any, zk_connect: Factory, kazoo: Any
+) -> None:
+    client: Client = await zk_connect(session_timeout=6)
+    queue = Queue(client, "/jobs", layout="kazoo")
+    n = 20
+    for i in range(n):
+        await queue.put(str(i).encode())
+    taken = Taken()
+    for _ in range(5):
+        taken.add(await queue.get(timeout=5))
+    await expire_client(client, zookeeper.connect_string)
+    await asyncio.gather(
+        _our_consumes(queue, taken), asyncio.to_thread(_kazoo_consumes, kazoo, "/jobs", taken)
+    )
+    assert sorted(taken.items, key=int) == [str(i).encode() for i in range(n)]
+    await queue.close()
