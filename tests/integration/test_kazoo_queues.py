@@ -123,7 +123,7 @@ async def test_kazoos_priority_range_is_refused_before_anything_is_sent(
     client = await zk_connect()
     queue = PriorityQueue(client, "/prio", layout="kazoo")
     for priority in (-1, 1000):
-        with pytest.raises(BadArgumentsError, match="0..999"):
+        with pytest.raises(BadArgumentsError, match=r"0\.\.999"):
             await queue.put(b"x", priority)
     assert await client.exists("/prio") is None
 
