@@ -19,6 +19,16 @@ our data, as Curator does.
 :class:`~aiocoord.recipes.cache.ChildrenCache` of ``<path>`` for the membership view and its
 change stream; the basis of service discovery.
 
+**kazoo's parties** (``layout="kazoo"``): kazoo's ``Party``, an ephemeral
+``<path>/<uuid hex>__party__`` node holding the member's identifier (``member_id``) as its
+data, or with ``shallow=True`` kazoo's ``ShallowParty``, ``<path>/<uuid hex>-<member_id>``
+(the identifier read from the name; kazoo writes it as the data too). kazoo and aiocoord
+members then see each other: ``members()`` is keyed by identifier, read as kazoo reads it (a
+``Party`` counts only the ``__party__`` nodes, a ``ShallowParty`` every child); kazoo's
+``list(party)`` lists ours. The data is the identifier in kazoo's parties, so ``data`` must
+stay empty there, and two members with one identifier show once in ``members()`` (kazoo's
+``list(party)`` shows both).
+
 **Tasks.** Each object owns its task (and the cache's); ``close()`` cancels and awaits them
 and deletes the node (as Curator does, whatever the mode). Cancelling ``start()`` leaves
 nothing behind.
@@ -35,8 +45,10 @@ from typing import Any
 
 from aiocoord._client import door
 from aiocoord._deadline import within
+from aiocoord._paths import kazoo_prefix
 from aiocoord._validation import (
     MAX_TTL_MS,
+    encode_utf8,
     validate_create_size,
     validate_data,
     validate_duration_ms,
@@ -61,10 +73,14 @@ from aiocoord.recipes._args import check_client
 from aiocoord.recipes._contention.contender import delete_node
 from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import ChildrenCache, NodeEvent
+from aiocoord.recipes.layout import Layout, check_layout
 
 __all__ = ["CreateMode", "GroupMember", "PersistentNode"]
 
 log = logging.getLogger(__name__)
+
+#: kazoo's ``Party`` node name after its UUID.
+KAZOO_PARTY = "__party__"
 
 
 class CreateMode(enum.Enum):
@@ -372,17 +388,38 @@ class GroupMember:
         data: bytes = b"",
         *,
         acl: Sequence[ACL] | None = None,
+        layout: Layout | str = Layout.CURATOR,
+        shallow: bool = False,
     ) -> None:
         self.client = check_client(client)
         self.path = validate_path(path)
+        #: whose layout the membership speaks (:class:`~aiocoord.Layout`): Curator's
+        #: ``GroupMember``, or kazoo's ``Party`` (``ShallowParty`` when :attr:`shallow`)
+        self.layout = check_layout(layout, "GroupMember")
+        #: kazoo's ``ShallowParty``: the identifier in the node's name
+        self.shallow = validate_flag(shallow, "shallow")
         if not isinstance(member_id, str):
             raise InvalidTypeError(f"member_id must be str, not {type(member_id).__name__}")
-        if not member_id or "/" in member_id:
+        kazoo = self.layout is Layout.KAZOO
+        if self.shallow and not kazoo:
+            raise BadArgumentsError("shallow=True is kazoo's ShallowParty: give layout='kazoo'")
+        if kazoo and not self.shallow:
+            name = f"{kazoo_prefix()}{KAZOO_PARTY}"  # the identifier goes in the data alone
+        elif not member_id or "/" in member_id:
             raise BadArgumentsError(
                 f"member_id must be a non-empty node name without '/', got {member_id!r}"
             )
+        else:
+            name = f"{kazoo_prefix()}-{member_id}" if kazoo else member_id
+        if kazoo:
+            if data:
+                raise BadArgumentsError(
+                    "kazoo's parties keep the member's identifier as the node's data: "
+                    "leave data empty with layout='kazoo'"
+                )
+            data = encode_utf8(member_id, "member_id")
         self.member_id = member_id
-        member_path = self.path.rstrip("/") + "/" + member_id
+        member_path = self.path.rstrip("/") + "/" + name
         validate_path(member_path)
         self.acl = check_acl(acl)
         self._node = PersistentNode(
@@ -419,10 +456,29 @@ class GroupMember:
         """This member's node."""
         return self._node
 
+    def _identifier(self, name: str, data: bytes) -> str | None:
+        """The member id of child ``name`` as this layout reads it, None if no member."""
+        if self.layout is Layout.CURATOR:
+            return name
+        if self.shallow:
+            return name[name.find("-") + 1 :]  # kazoo's ShallowParty reads it so
+        if KAZOO_PARTY not in name:
+            return None
+        return data.decode("utf-8", "replace")
+
+    def _view(self, children: Mapping[str, Any]) -> dict[str, bytes]:
+        view: dict[str, bytes] = {}
+        for name, child in children.items():
+            member = self._identifier(name, child.data)
+            if member is not None:
+                view[member] = child.data
+        return view
+
     def members(self) -> dict[str, bytes]:
         """Every member's data by member id, as the cache sees it now (this member with its
-        current data, even before the cache saw its node)."""
-        view = {name: child.data for name, child in self._cache.children.items()}
+        current data, even before the cache saw its node). In kazoo's parties the id is the
+        identifier and the data is the identifier too."""
+        view = self._view(self._cache.children)
         view[self.member_id] = self._node.data
         return view
 
@@ -442,10 +498,10 @@ class GroupMember:
             raise InvalidTypeError("predicate must be callable")
 
         def check(children: Mapping[str, Any]) -> bool:
-            return bool(predicate({n: c.data for n, c in children.items()}))
+            return bool(predicate(self._view(children)))
 
         found = await self._cache.wait_for(check, timeout)
-        return {name: child.data for name, child in found.items()}
+        return self._view(found)
 
     async def set_data(self, data: bytes) -> None:
         """Change this member's data."""
