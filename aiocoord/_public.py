@@ -119,7 +119,7 @@ from aiocoord.recipes.queue import PriorityQueue, Queue
 from aiocoord.recipes.queue_sharder import QueueSharder, QueueSharderPolicies
 from aiocoord.recipes.revocation import RevocationEvent, attempt_revoke
 from aiocoord.recipes.rwlock import ReadLock, ReadWriteLock, WriteLock
-from aiocoord.recipes.semaphore import Lease, Semaphore
+from aiocoord.recipes.semaphore import Lease, MaxLeasesMismatchError, Semaphore
 from aiocoord.recipes.shared_value import SharedValue, ValueChange
 from aiocoord.recipes.simple_queue import QueueEmptyError, SimpleQueue
 from aiocoord.recipes.ttl_node import PersistentTtlNode
@@ -162,6 +162,7 @@ __all__ = [
     "Lock",
     "LockedItem",
     "LockingQueue",
+    "MaxLeasesMismatchError",
     "LossEvent",
     "MultiLock",
     "Mutex",

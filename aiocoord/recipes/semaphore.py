@@ -14,6 +14,15 @@ held lease nodes can only go, so at no time do more than ``max_leases`` leases h
 all ``n`` leases in one tenure of the lock (Curator takes one per tenure) means two callers
 each wanting several leases cannot each end up holding part of what they need.
 
+**kazoo's layout** (``layout="kazoo"``) is kazoo's ``Semaphore``: the lock is a kazoo lock on the
+sibling path ``<path>-__lock__``, the leases are ephemeral ``<path>/<uuid hex>`` nodes with the
+holder's identifier as data, and ``max_leases`` is stored as text on ``<path>`` itself. An
+object whose ``max_leases`` differs from the stored number is refused as kazoo refuses it
+(:class:`MaxLeasesMismatchError`, a ValueError), before any lease or lock node is written;
+kazoo's processes refuse ours alike. The algorithm is the same under kazoo's lock, so kazoo
+and aiocoord holders together never exceed ``max_leases``. A lease node of kazoo's layout has
+no sequence number: :attr:`Lease.fencing_token` (the node's creation zxid) still grows.
+
 **Cancellation and timeouts.** An acquire that fails, times out or is cancelled leaves no lease
 node and no lock node behind (deleted now, or once reconnected). Lease loss is reported as for
 locks: :attr:`Lease.lost` fires and, in ``async with sem.lease()`` with ``cancel_on_loss``,
@@ -28,14 +37,16 @@ from collections.abc import Sequence
 from types import TracebackType
 
 from aiocoord._deadline import Deadline, Expired, bounded, deadline_after, left_or_zero, timed_out
-from aiocoord._paths import join
+from aiocoord._paths import join, kazoo_prefix
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
 from aiocoord.client import Client, Watch
 from aiocoord.errors import (
     BadArgumentsError,
+    CoordinationError,
     InvalidTypeError,
+    NodeExistsError,
     NoNodeError,
     SessionExpiredError,
 )
@@ -44,10 +55,12 @@ from aiocoord.recipes._contention.contender import ProtectedNode, QueueNode, Res
 from aiocoord.recipes._contention.drivers import LeaseDriver
 from aiocoord.recipes._contention.holding import Holding, LossEvent
 from aiocoord.recipes._contention.kernel import SequentialQueue
+from aiocoord.recipes._contention.naming import KAZOO_LOCK
 from aiocoord.recipes._contention.participants import Participant
+from aiocoord.recipes.layout import Layout, check_layout
 from aiocoord.recipes.lock import LOCK_NAME
 
-__all__ = ["LEASE_NAME", "LEASES", "LOCKS", "Lease", "Semaphore"]
+__all__ = ["LEASE_NAME", "LEASES", "LOCKS", "Lease", "MaxLeasesMismatchError", "Semaphore"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +68,21 @@ log = logging.getLogger(__name__)
 LOCKS = "locks"
 LEASES = "leases"
 LEASE_NAME = "lease-"
+
+
+class MaxLeasesMismatchError(CoordinationError, ValueError):
+    """A semaphore of kazoo's layout stores another ``max_leases`` on its node than this
+    object was given (kazoo refuses the same with a ValueError); nothing was written. Every
+    process must use one number: delete the node to change it, as kazoo's docs say."""
+
+    def __init__(self, path: str, stored: int, given: int) -> None:
+        super().__init__(
+            f"the semaphore {path} stores max_leases {stored}, this object was given {given}; "
+            "every process on the path must use one number (delete the node to change it)"
+        )
+        self.path = path
+        self.stored = stored
+        self.given = given
 
 
 class Lease:
@@ -166,9 +194,14 @@ class Semaphore:
         cancel_on_loss: bool = False,
         suspended_is_loss: bool = False,
         acl: Sequence[ACL] | None = None,
+        layout: Layout | str = Layout.CURATOR,
     ) -> None:
         self.client = check_client(client)
         self.path = validate_path(path)
+        #: whose node layout the semaphore speaks (:class:`~aiocoord.Layout`)
+        self.layout = check_layout(layout, "Semaphore")
+        if self.layout is Layout.KAZOO and path == "/":
+            raise BadArgumentsError("a Semaphore in kazoo's layout cannot live on the root node")
         if isinstance(max_leases, bool) or not isinstance(max_leases, int):
             raise InvalidTypeError(f"max_leases must be int, not {type(max_leases).__name__}")
         if max_leases < 1:
@@ -178,10 +211,23 @@ class Semaphore:
         self.cancel_on_loss = validate_flag(cancel_on_loss, "cancel_on_loss")
         self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
         self.acl = check_acl(acl)
-        self._locks = SequentialQueue(
-            client, join(path, LOCKS), LOCK_NAME, LeaseDriver(1), acl=self.acl
-        )
-        self._leases_path = join(path, LEASES)
+        if self.layout is Layout.KAZOO:
+            self._locks = SequentialQueue(
+                client,
+                f"{path}-{KAZOO_LOCK}",
+                KAZOO_LOCK,
+                LeaseDriver(1),
+                acl=self.acl,
+                layout=Layout.KAZOO,
+            )
+            self._leases_path = path
+        else:
+            self._locks = SequentialQueue(
+                client, join(path, LOCKS), LOCK_NAME, LeaseDriver(1), acl=self.acl
+            )
+            self._leases_path = join(path, LEASES)
+        # kazoo's layout: whether the stored max_leases was checked (or written) yet
+        self._max_checked = False
 
     def lease(self, timeout: float | None = None) -> _LeaseContext:
         """``async with sem.lease():`` holds one lease for the body; raises
@@ -195,10 +241,49 @@ class Semaphore:
         :class:`Participant`; kazoo's ``lease_holders()`` is ``[p.identifier for p in ...]``).
         Those waiting for a lease are not listed (``python -m aiocoord inspect`` shows them).
         """
-        leases = await SequentialQueue(
-            self.client, self._leases_path, LEASE_NAME, LeaseDriver()
-        ).participants(LEASE_NAME)
+        if self.layout is Layout.KAZOO:
+            leases = await self._kazoo_leases()
+        else:
+            leases = await SequentialQueue(
+                self.client, self._leases_path, LEASE_NAME, LeaseDriver()
+            ).participants(LEASE_NAME)
         return [Participant(data.decode("utf-8", "replace"), True, name) for name, data in leases]
+
+    async def _kazoo_leases(self) -> list[tuple[str, bytes]]:
+        """kazoo's lease nodes (every child of the path, in name order) with their data."""
+        try:
+            names = sorted(await self.client.children(self.path))
+        except NoNodeError:
+            return []
+        found: list[tuple[str, bytes]] = []
+        for name in names:
+            try:
+                data, _ = await self.client.get(join(self.path, name))
+            except NoNodeError:
+                continue  # released meanwhile
+            found.append((name, data))
+        return found
+
+    async def _check_max_leases(self) -> None:
+        """kazoo's layout: store ``max_leases`` on the path if we make it, else refuse a
+        stored number that differs (kazoo's check; data that is no number is left alone, as
+        kazoo does). Before any lease or lock node is written."""
+        if self._max_checked:
+            return
+        client = self.client
+        try:
+            await client.create(
+                self.path, str(self.max_leases).encode(), make_parents=True, acl=self.acl
+            )
+        except NodeExistsError:
+            data, _ = await client.get(self.path)
+            try:
+                stored: int | None = int(data.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                stored = None
+            if stored is not None and stored != self.max_leases:
+                raise MaxLeasesMismatchError(self.path, stored, self.max_leases) from None
+        self._max_checked = True
 
     def _data(self) -> bytes:
         ident = self.identifier
@@ -224,6 +309,8 @@ class Semaphore:
         """The leases, or [] once ``timeout`` passed."""
         deadline = deadline_after(timeout)
         data = self._data()
+        if self.layout is Layout.KAZOO:
+            await self._check_max_leases()
         while True:
             left = left_or_zero(deadline)
             if left == 0.0:
@@ -256,10 +343,25 @@ class Semaphore:
     async def _take(self, n: int, data: bytes, deadline: Deadline) -> list[Lease]:
         """Holding the lock: create ``n`` lease nodes and wait until they fit."""
         client = self.client
-        entries = [
-            ProtectedNode(client, self._leases_path, LEASE_NAME, data, acl=self.acl)
-            for _ in range(n)
-        ]
+        if self.layout is Layout.KAZOO:
+            # kazoo's lease: a plain ephemeral ``<uuid hex>``, found again by that name.
+            entries = [
+                ProtectedNode(
+                    client,
+                    self._leases_path,
+                    "",
+                    data,
+                    sequential=False,
+                    acl=self.acl,
+                    prefix=kazoo_prefix(),
+                )
+                for _ in range(n)
+            ]
+        else:
+            entries = [
+                ProtectedNode(client, self._leases_path, LEASE_NAME, data, acl=self.acl)
+                for _ in range(n)
+            ]
         watch: Watch | None = None
         try:
             # Let the creates be written first: the listing then pipelines with them.

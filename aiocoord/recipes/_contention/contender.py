@@ -353,11 +353,12 @@ class ProtectedNode:
                 raise Restart()  # made by a session that has ended: it vanishes with it
             name = path.rsplit("/", 1)[1]
             seq = sequence_of(name)
-            assert seq is not None, name
+            # A plain node (kazoo's semaphore lease, ``<uuid hex>``) has no place in a queue.
+            assert seq is not None or not self._sequential, name
             self.node = QueueNode(
                 path,
                 name,
-                seq,
+                -1 if seq is None else seq,
                 stat.czxid,
                 stat.ephemeral_owner,
                 client.generation,
