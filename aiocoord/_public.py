@@ -107,6 +107,14 @@ from aiocoord.recipes.lease import (
 )
 from aiocoord.recipes.lock import Lock, LossEvent, Mutex
 from aiocoord.recipes.locking_queue import LockedItem, LockingQueue
+from aiocoord.recipes.migrations import (
+    Migration,
+    MigrationChangedError,
+    MigrationError,
+    MigrationManager,
+    MigrationOp,
+    MigrationSet,
+)
 from aiocoord.recipes.multilock import MultiLock
 from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
 from aiocoord.recipes.partitioner import (
@@ -164,6 +172,12 @@ __all__ = [
     "LockingQueue",
     "MaxLeasesMismatchError",
     "LossEvent",
+    "Migration",
+    "MigrationChangedError",
+    "MigrationError",
+    "MigrationManager",
+    "MigrationOp",
+    "MigrationSet",
     "MultiLock",
     "Mutex",
     "NodeCache",

@@ -1,0 +1,328 @@
+"""Versioned migrations (curator-x-async's ``MigrationManager``, ``MigrationSet`` and
+``Migration``): named sets of ordered transactions, each applied exactly once per ensemble.
+
+**What it does.** A :class:`MigrationSet` is an id and an ordered list of :class:`Migration`\\ s;
+a migration is an id and the operations (:class:`MigrationOp`) of one transaction.
+:meth:`MigrationManager.migrate` takes the set's lock, reads which migrations were applied,
+and applies the rest in one transaction together with a record of each. A later run skips
+what is recorded; a migration that was applied and has changed since is refused
+(:class:`MigrationChangedError`) before anything is written, and so is a set shorter than
+what was applied.
+
+**Layout (Curator's, so a Java service running the same set sees it applied).** The lock is
+an ``InterProcessSemaphoreMutex`` on ``<lock_path>/<set id>`` (a one-lease
+:class:`~aiocoord.Semaphore`). Each applied migration is a persistent sequential node
+``<metadata_path>/<set id>/meta-<seq>`` whose data is the SHA-256 of its operations as
+Curator hashes them: for each operation, in order, its path, its ZooKeeper op code in decimal
+and the text ZooKeeper's Java records give of the request (``toString()``), all UTF-8. The
+records are read in name order and compared with the set's migrations in order; the
+migrations' ids are not stored (nor are they in Curator's).
+
+**Exactly once.** The lock keeps two managers from applying one set at once, and each
+migration's operations and its record go in one transaction: both or neither. A transaction
+whose reply is lost raises :class:`~aiocoord.ConnectionLossError`; the next ``migrate()``
+reads the records and applies what is missing. A failing operation (say a create of a node
+that exists) fails the whole transaction: nothing is recorded, and the error names the
+operation.
+
+**Bad input** (paths, ids, data, versions) is refused with a typed error when the objects are
+made, before anything is sent. ``migrate(timeout=)`` bounds the wait for the lock
+(:class:`aiocoord.TimeoutError`, nothing written).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from aiocoord._paths import join
+from aiocoord._validation import validate_data, validate_path, validate_timeout, validate_version
+from aiocoord._wire.data import ACL
+from aiocoord.acl import OPEN_ACL_UNSAFE, check_acl
+from aiocoord.client import Client
+from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError, NoNodeError
+from aiocoord.recipes._args import check_client
+from aiocoord.recipes.semaphore import Semaphore
+
+__all__ = [
+    "META_NAME",
+    "Migration",
+    "MigrationChangedError",
+    "MigrationError",
+    "MigrationManager",
+    "MigrationOp",
+    "MigrationSet",
+]
+
+#: Curator's name of a migration record (before its sequence number).
+META_NAME = "meta-"
+
+# ZooKeeper's op codes and create flags, as Curator's hash spells them.
+_CREATE, _DELETE, _SET, _CHECK, _CREATE_CONTAINER = 1, 2, 5, 13, 19
+_CSV_ESCAPES = {"\0": "%00", "\n": "%0A", "\r": "%0D", ",": "%2C", "}": "%7D", "%": "%25"}
+
+
+class MigrationError(CoordinationError):
+    """A migration set does not fit what its records say was applied (Curator's
+    ``MigrationException``); nothing was written."""
+
+    def __init__(self, set_id: str, message: str) -> None:
+        super().__init__(f"migration set {set_id!r}: {message}")
+        self.set_id = set_id
+
+
+class MigrationChangedError(MigrationError):
+    """A migration that was applied has other operations now than when it was (Curator's
+    "Metadata mismatch"), or the set lost migrations that were applied. Applied migrations
+    are history: add a new migration instead of changing an old one."""
+
+
+def _csv_string(text: str) -> str:
+    return "'" + "".join(_CSV_ESCAPES.get(c, c) for c in text)
+
+
+def _csv_buffer(data: bytes) -> str:
+    # Java's Integer.toHexString of each (signed) byte: 0x0a is "a", 0xff is "ffffffff".
+    if not data:
+        return ""
+    return "#" + "".join(format(b if b < 0x80 else (b - 0x100) & 0xFFFFFFFF, "x") for b in data)
+
+
+def _csv_acl(acl: Sequence[ACL]) -> str:
+    return (
+        "v{"
+        + ",".join(f"s{{{a.perms},s{{{_csv_string(a.scheme)},{_csv_string(a.id)}}}}}" for a in acl)
+        + "}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationOp:
+    """One operation of a migration's transaction. Make it with :meth:`create`,
+    :meth:`set`, :meth:`delete` or :meth:`check` (the arguments are checked there)."""
+
+    #: ``"create"``, ``"set"``, ``"delete"`` or ``"check"``
+    kind: str
+    #: the node's path (under the client's chroot, as every path the client takes)
+    path: str
+    #: the data of a create or a set
+    data: bytes = b""
+    #: the version a set, delete or check expects (-1: any)
+    version: int = -1
+    #: a create's ACL (Curator's default, OPEN_ACL_UNSAFE, unless given)
+    acl: tuple[ACL, ...] = field(default=tuple(OPEN_ACL_UNSAFE))
+    #: a create of a sequential node
+    sequential: bool = False
+    #: a create of a container node
+    container: bool = False
+
+    @classmethod
+    def create(
+        cls,
+        path: str,
+        data: bytes = b"",
+        *,
+        acl: Sequence[ACL] | None = None,
+        sequential: bool = False,
+        container: bool = False,
+    ) -> MigrationOp:
+        """A create of a persistent node (or a sequential or container one)."""
+        validate_path(path, sequential=sequential)
+        if sequential and container:
+            raise BadArgumentsError("a container node cannot be sequential")
+        checked = check_acl(acl)
+        return cls(
+            "create",
+            path,
+            validate_data(data, path),
+            acl=tuple(OPEN_ACL_UNSAFE if checked is None else checked),
+            sequential=bool(sequential),
+            container=bool(container),
+        )
+
+    @classmethod
+    def set(cls, path: str, data: bytes, version: int = -1) -> MigrationOp:
+        """A set of the node's data (on ``version``, unless -1)."""
+        validate_path(path)
+        return cls("set", path, validate_data(data, path), validate_version(version))
+
+    @classmethod
+    def delete(cls, path: str, version: int = -1) -> MigrationOp:
+        """A delete of the node (on ``version``, unless -1)."""
+        validate_path(path)
+        return cls("delete", path, version=validate_version(version))
+
+    @classmethod
+    def check(cls, path: str, version: int) -> MigrationOp:
+        """A check that the node has ``version``."""
+        validate_path(path)
+        return cls("check", path, version=validate_version(version))
+
+    def _opcode_and_record(self) -> tuple[int, str]:
+        """ZooKeeper's op code and the Java record's ``toString()`` of this operation."""
+        path = _csv_string(self.path)
+        if self.kind == "create":
+            flags = 4 if self.container else 2 if self.sequential else 0
+            code = _CREATE_CONTAINER if self.container else _CREATE
+            return code, f"{path},{_csv_buffer(self.data)},{_csv_acl(self.acl)},{flags}\n"
+        if self.kind == "set":
+            return _SET, f"{path},{_csv_buffer(self.data)},{self.version}\n"
+        return (_DELETE if self.kind == "delete" else _CHECK), f"{path},{self.version}\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One migration: an id (for people and errors: it is not stored) and the operations of
+    its transaction, in order."""
+
+    id: str
+    operations: tuple[MigrationOp, ...]
+
+    def __init__(self, id: str, operations: Sequence[MigrationOp]) -> None:
+        object.__setattr__(self, "id", _check_id(id, "migration id"))
+        if isinstance(operations, (str, bytes)) or not isinstance(operations, Sequence):
+            raise InvalidTypeError("operations must be a sequence of MigrationOp")
+        ops = tuple(operations)
+        if not ops or not all(isinstance(op, MigrationOp) for op in ops):
+            raise BadArgumentsError(
+                f"migration {id!r} needs one or more MigrationOp (MigrationOp.create(...), ...)"
+            )
+        object.__setattr__(self, "operations", ops)
+
+    def digest(self) -> bytes:
+        """The SHA-256 of the operations as Curator's ``MigrationManager`` hashes them: the
+        record that says this migration was applied."""
+        digest = hashlib.sha256()
+        for op in self.operations:
+            code, record = op._opcode_and_record()
+            digest.update(op.path.encode())
+            digest.update(str(code).encode())
+            digest.update(record.encode())
+        return digest.digest()
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationSet:
+    """A named, ordered list of migrations; new migrations are added at the end."""
+
+    id: str
+    migrations: tuple[Migration, ...]
+
+    def __init__(self, id: str, migrations: Sequence[Migration]) -> None:
+        object.__setattr__(self, "id", _check_id(id, "migration set id"))
+        if isinstance(migrations, (str, bytes)) or not isinstance(migrations, Sequence):
+            raise InvalidTypeError("migrations must be a sequence of Migration")
+        found = tuple(migrations)
+        if not all(isinstance(m, Migration) for m in found):
+            raise InvalidTypeError("migrations must be a sequence of Migration")
+        object.__setattr__(self, "migrations", found)
+
+
+def _check_id(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"{what} must be str, not {type(value).__name__}")
+    if not value or "/" in value:
+        raise BadArgumentsError(f"{what} must be a non-empty node name without '/': {value!r}")
+    validate_path("/" + value)
+    return value
+
+
+class MigrationManager:
+    """Applies :class:`MigrationSet`\\ s exactly once per ensemble (Curator's
+    ``MigrationManager``); see the module docstring.
+
+    ``lock_path`` is where the sets' locks live and ``metadata_path`` where their records
+    do (``<path>/<set id>`` each, the same paths as the Java services that share the sets).
+    """
+
+    def __init__(self, client: Client, lock_path: str, metadata_path: str) -> None:
+        self.client = check_client(client)
+        self.lock_path = validate_path(lock_path)
+        self.metadata_path = validate_path(metadata_path)
+
+    async def applied(self, migration_set: MigrationSet) -> list[bytes]:
+        """The records of the set's applied migrations, in order (their digests)."""
+        meta = join(self.metadata_path, _check_set(migration_set).id)
+        try:
+            names = sorted(await self.client.children(meta))
+        except NoNodeError:
+            return []
+        records: list[bytes] = []
+        for name in names:
+            try:
+                data, _ = await self.client.get(join(meta, name))
+            except NoNodeError:
+                continue  # someone removed a record meanwhile; the comparison decides
+            records.append(data)
+        return records
+
+    async def migrate(
+        self, migration_set: MigrationSet, *, timeout: float | None = None
+    ) -> list[str]:
+        """Apply the set's migrations that are not applied yet, under the set's lock; the
+        ids of those applied by this call (none if all were).
+
+        Raises :class:`MigrationChangedError` if an applied migration differs from the
+        set's, :class:`MigrationError` if more were applied than the set holds (nothing
+        written either way), :class:`aiocoord.TimeoutError` if the lock did not come within
+        ``timeout`` seconds, TransactionFailedError if an operation failed (nothing applied,
+        nothing recorded).
+        """
+        migration_set = _check_set(migration_set)
+        timeout = validate_timeout(timeout)
+        lock = Semaphore(self.client, join(self.lock_path, migration_set.id), 1)
+        (lease,) = await lock.acquire(1, timeout)
+        try:
+            todo = self._to_apply(migration_set, await self.applied(migration_set))
+            if todo:
+                await self._apply(migration_set, todo)
+            return [m.id for m in todo]
+        finally:
+            await lease.release()
+
+    @staticmethod
+    def _to_apply(migration_set: MigrationSet, records: list[bytes]) -> list[Migration]:
+        """The migrations after those ``records`` say were applied (Curator's ``filter``)."""
+        migrations = migration_set.migrations
+        if len(records) > len(migrations):
+            raise MigrationChangedError(
+                migration_set.id,
+                f"{len(records)} migrations were applied, the set has {len(migrations)}",
+            )
+        for i, (migration, record) in enumerate(zip(migrations, records, strict=False)):
+            if migration.digest() != record:
+                raise MigrationChangedError(
+                    migration_set.id,
+                    f"migration {i} ({migration.id!r}) was applied with other operations",
+                )
+        return list(migrations[len(records) :])
+
+    async def _apply(self, migration_set: MigrationSet, todo: list[Migration]) -> None:
+        meta = join(self.metadata_path, migration_set.id)
+        await self.client.ensure_path(meta, container=True)
+        txn = self.client.transaction()
+        for migration in todo:
+            for op in migration.operations:
+                if op.kind == "create":
+                    txn.create(
+                        op.path,
+                        op.data,
+                        sequential=op.sequential,
+                        container=op.container,
+                        acl=op.acl,
+                    )
+                elif op.kind == "set":
+                    txn.set(op.path, op.data, op.version)
+                elif op.kind == "delete":
+                    txn.delete(op.path, op.version)
+                else:
+                    txn.check(op.path, op.version)
+            txn.create(join(meta, META_NAME), migration.digest(), sequential=True)
+        await txn.commit()
+
+
+def _check_set(value: object) -> MigrationSet:
+    if not isinstance(value, MigrationSet):
+        raise InvalidTypeError(f"expected a MigrationSet, not {type(value).__name__}")
+    return value

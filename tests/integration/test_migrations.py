@@ -1,0 +1,186 @@
+"""Versioned migrations against a real server, and against Curator's own hashing and records
+(curator-x-async is not packaged: the Java peer does what its MigrationManager does with
+curator-framework's operations)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import (
+    CURATOR_TOOLS_JARS,
+    Factory,
+    ask_java_peer,
+    compile_java_peer,
+)
+
+from aiocoord import (
+    BadArgumentsError,
+    Client,
+    InvalidTypeError,
+    Migration,
+    MigrationChangedError,
+    MigrationManager,
+    MigrationOp,
+    MigrationSet,
+    NodeExistsError,
+    TransactionFailedError,
+)
+from aiocoord.acl import CREATOR_ALL_ACL
+
+SEMANTICS = {
+    "typed-state.md | Failure semantics | Migrations: two services migrate at once, or an "
+    "operation fails": [
+        "test_two_managers_at_once_apply_each_migration_once",
+        "test_a_failing_operation_applies_and_records_nothing",
+        "test_a_changed_applied_migration_is_refused_before_anything_is_written",
+    ],
+}
+
+create, set_data, delete, check = (
+    MigrationOp.create,
+    MigrationOp.set,
+    MigrationOp.delete,
+    MigrationOp.check,
+)
+
+V1 = Migration("v1", [create("/app", b"{}"), create("/app/config", b'{"replicas":1}')])
+V2 = Migration("v2", [set_data("/app/config", b'{"replicas":1,"hosts":[]}')])
+V3 = Migration("v3", [create("/app/flags", b""), delete("/app/flags")])
+
+
+def manager(client: Client) -> MigrationManager:
+    return MigrationManager(client, "/migrations/locks", "/migrations/meta")
+
+
+async def records(client: Client, set_id: str = "app") -> list[str]:
+    return sorted(await client.children(f"/migrations/meta/{set_id}"))
+
+
+async def test_a_set_is_applied_once_and_a_rerun_skips_it(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    assert await manager(client).migrate(MigrationSet("app", [V1, V2])) == ["v1", "v2"]
+    assert (await client.get("/app/config"))[0] == b'{"replicas":1,"hosts":[]}'
+    assert await records(client) == ["meta-0000000000", "meta-0000000001"]
+    assert await manager(client).migrate(MigrationSet("app", [V1, V2])) == []
+    # A new migration at the end is applied alone.
+    assert await manager(client).migrate(MigrationSet("app", [V1, V2, V3])) == ["v3"]
+    assert len(await records(client)) == 3
+    assert await client.exists("/app/flags") is None
+
+
+async def test_two_managers_at_once_apply_each_migration_once(zk_connect: Factory) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    counting = Migration("count", [create("/counted", b"")])  # a second apply would fail
+    applied = await asyncio.gather(
+        manager(a).migrate(MigrationSet("app", [V1, counting]), timeout=30),
+        manager(b).migrate(MigrationSet("app", [V1, counting]), timeout=30),
+    )
+    assert sorted(applied, key=len) == [[], ["v1", "count"]]
+    assert len(await records(a)) == 2
+
+
+async def test_a_changed_applied_migration_is_refused_before_anything_is_written(
+    zk_connect: Factory,
+) -> None:
+    client = await zk_connect()
+    await manager(client).migrate(MigrationSet("app", [V1]))
+    changed = Migration("v1", [create("/app", b"{}"), create("/app/config", b'{"replicas":2}')])
+    with pytest.raises(MigrationChangedError, match="'v1'"):
+        await manager(client).migrate(MigrationSet("app", [changed, V3]))
+    assert await client.exists("/app/flags") is None  # V3 was not applied either
+    assert len(await records(client)) == 1
+    with pytest.raises(MigrationChangedError, match="1 migrations were applied, the set has 0"):
+        await manager(client).migrate(MigrationSet("app", []))
+
+
+async def test_a_failing_operation_applies_and_records_nothing(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    await client.create("/app", b"taken")
+    with pytest.raises(TransactionFailedError) as raised:
+        await manager(client).migrate(MigrationSet("app", [V1]))
+    assert isinstance(raised.value.cause, NodeExistsError)
+    assert await client.exists("/app/config") is None
+    assert await client.exists("/migrations/meta/app") is None or await records(client) == []
+
+
+async def test_bad_migrations_are_refused_when_made(zk_connect: Factory) -> None:
+    client = await zk_connect()
+    with pytest.raises(BadArgumentsError):
+        Migration("empty", [])
+    with pytest.raises(BadArgumentsError):
+        Migration("a/b", [create("/x")])
+    with pytest.raises(BadArgumentsError):
+        MigrationSet("", [V1])
+    with pytest.raises(InvalidTypeError):
+        MigrationSet("app", [object()])  # type: ignore[list-item]  # the refusal under test
+    with pytest.raises(BadArgumentsError):
+        create("/x", b"x" * (1024 * 1024 + 1))
+    with pytest.raises(BadArgumentsError):
+        set_data("/x", b"", version=-2)
+    assert await client.exists("/migrations") is None
+
+
+@pytest.fixture(scope="module")
+def curator(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command that runs CuratorMigrationPeer (skipped without a JDK or the jars)."""
+    out: Path = tmp_path_factory.mktemp("migration-peer")
+    return compile_java_peer(out, "CuratorMigrationPeer", CURATOR_TOOLS_JARS)
+
+
+def _spec(migration: Migration) -> str:
+    parts = []
+    for op in migration.operations:
+        data = op.data.hex() or "-"
+        if op.kind == "create":
+            mode = " seq" if op.sequential else " container" if op.container else ""
+            parts.append(f"create {op.path} {data}{mode}")
+        elif op.kind == "set":
+            parts.append(f"set {op.path} {data} {op.version}")
+        else:
+            parts.append(f"{op.kind} {op.path} {op.version}")
+    return ";".join(parts)
+
+
+def test_our_records_are_curators_hashes(curator: list[str], zookeeper: Any) -> None:
+    odd = Migration(
+        "odd",
+        [
+            create("/a,b}%'é", bytes(range(256))),
+            create("/seq-", b"", sequential=True),
+            create("/box", b"\x00", container=True),
+            set_data("/a", b"\xff\x7f\x80", 12),
+            delete("/a", -1),
+            check("/a", 0),
+        ],
+    )
+    migrations = [V1, V2, V3, odd]
+    answers = ask_java_peer(
+        curator, [f"hash {zookeeper.connect_string} {_spec(m)}" for m in migrations]
+    )
+    assert answers == [m.digest().hex() for m in migrations]
+
+
+def test_a_create_with_another_acl_is_hashed_with_it(curator: list[str]) -> None:
+    # Curator's default ACL is the open one; another ACL changes the record (and is sent).
+    assert (
+        Migration("x", [create("/a", acl=CREATOR_ALL_ACL)]).digest()
+        != Migration("x", [create("/a")]).digest()
+    )
+
+
+async def test_a_set_curator_applied_is_applied_for_us_and_ours_reads_as_curators(
+    curator: list[str], zookeeper: Any, zk_connect: Factory, zk_namespace: str
+) -> None:
+    client = await zk_connect()
+    connect = zookeeper.connect_string + zk_namespace
+    assert ask_java_peer(curator, [f"apply {connect} /migrations/meta app {_spec(V1)}"]) == ["ok"]
+    assert (await client.get("/app/config"))[0] == b'{"replicas":1}'
+    # Curator's record of V1 is ours: only V2 is left to apply.
+    assert await manager(client).migrate(MigrationSet("app", [V1, V2])) == ["v2"]
+    names = await records(client)
+    data = [(await client.get(f"/migrations/meta/app/{n}"))[0] for n in names]
+    (java_v2,) = ask_java_peer(curator, [f"hash {connect} {_spec(V2)}"])
+    assert [d.hex() for d in data] == [V1.digest().hex(), java_v2]
