@@ -42,6 +42,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar, Union
 
+from aiocoord._json import dump_jackson
 from aiocoord.errors import InvalidTypeError
 from aiocoord.modeled.exceptions import ModelDecodeError, ModelEncodeError
 
@@ -346,9 +347,12 @@ class JsonSerializer(Generic[T]):
         """``value`` as compact UTF-8 JSON; ModelEncodeError if it does not fit the type."""
         try:
             plain = self._codec.dump(self.type, value, "", 0)
+            # The library's one Jackson writer: its doubles, escapes and surrogate pairs.
+            return dump_jackson(plain)
         except _Bad as exc:
             raise ModelEncodeError(str(exc)) from None
-        return json.dumps(plain, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        except (TypeError, ValueError) as exc:  # a lone surrogate has no UTF-8 form
+            raise ModelEncodeError(f"not writable as JSON: {exc}") from None
 
     def deserialize(self, data: bytes) -> T:
         """The value ``data`` holds; ModelDecodeError (with ``data``) if it is none."""

@@ -43,6 +43,7 @@ from typing import Any
 
 from aiocoord._client import door
 from aiocoord._deadline import within
+from aiocoord._json import ForeignDataError, load_foreign
 from aiocoord._paths import join
 from aiocoord._validation import validate_path, validate_timeout
 from aiocoord._wire.data import ACL
@@ -63,7 +64,6 @@ from aiocoord.recipes._contention.contender import delete_node
 from aiocoord.recipes._contention.drivers import LeaseDriver
 from aiocoord.recipes._contention.kernel import SequentialQueue
 from aiocoord.recipes._contention.naming import KAZOO_LOCK
-from aiocoord.recipes._json import ForeignDataError, load_foreign
 from aiocoord.recipes.layout import Layout
 
 __all__ = [

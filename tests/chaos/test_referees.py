@@ -23,10 +23,10 @@ from chaoslib import (
 )
 
 from aiocoord import Client, ServiceDiscovery, Stat, State, StateChange, TreeCache
+from aiocoord._json import ForeignDataError, load_foreign
 from aiocoord._session.servers import Server
 from aiocoord._session.session import Session
 from aiocoord.client import ChildData
-from aiocoord.recipes._json import ForeignDataError, load_foreign
 from aiocoord.recipes.cache import CacheEventType, NodeEvent
 from aiocoord.recipes.queue import unframe
 

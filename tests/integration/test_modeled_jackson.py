@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import Factory, compile_java_peer
+from support import Factory, ask_java_peer, compile_java_peer
 
-from aiocoord import Model
+from aiocoord import Model, Stat
 
 JARS = (
     "zookeeper.jar",
@@ -137,3 +137,82 @@ async def test_jackson_reads_ours_and_we_read_jacksons_field_by_field(
     raw, _ = await client.get("/models/java")
     assert lines[-1] == "WROTE " + raw.decode("utf-8")
     assert tenants.model.encode("/models/java", java) == raw
+
+
+@dataclass(frozen=True)
+class Inner:
+    label: str
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """JacksonBytesPeer.Sample, field for field (Jackson writes them in this order)."""
+
+    tiny: float
+    big: float
+    small: float
+    smallest: float
+    largest: float
+    negative_zero: float = field(metadata={"json": "negativeZero"})
+    third: float
+    hundred: float
+    thousandth: float
+    ten_million: float = field(metadata={"json": "tenMillion"})
+    subnormals: list[float]
+    count: int
+    controls: str
+    astral: str
+    plain: str
+    nothing: str | None
+    empty: list[str]
+    empty_map: dict[str, str] = field(metadata={"json": "emptyMap"})
+    nested: dict[str, list[int]]
+    inners: list[Inner]
+    absent: Inner | None
+
+
+_STAT = Stat(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+SAMPLE = Sample(
+    tiny=1e-7,
+    big=1e20,
+    small=1e-5,
+    smallest=5e-324,
+    largest=1.7976931348623157e308,
+    negative_zero=-0.0,
+    third=1 / 3,
+    hundred=100.0,
+    thousandth=0.001,
+    ten_million=1e7,
+    subnormals=[1e-323, 1.5e-323, 2e-323, 1e-310, 2.2250738585072014e-308],
+    count=9007199254740993,
+    controls='\x00\x1f\t\n\r\x7f"\\/',
+    astral="\U0001f600 \U00010000 é€\u2028",
+    plain="plain",
+    nothing=None,
+    empty=[],
+    empty_map={},
+    nested={"a": [1, 2], "b": []},
+    inners=[Inner("in", [2.5, -1e-10, 123456789.0])],
+    absent=None,
+)
+
+
+@pytest.fixture(scope="module")
+def jackson_bytes(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command that runs the compiled JacksonBytesPeer."""
+    out: Path = tmp_path_factory.mktemp("JacksonBytesPeer")
+    return compile_java_peer(out, "JacksonBytesPeer", JARS)
+
+
+def test_our_model_bytes_are_jacksons_for_every_field_kind(jackson_bytes: list[str]) -> None:
+    ours = Model(Sample, "/sample").encode("/sample", SAMPLE)
+    made, echoed = ask_java_peer(jackson_bytes, ["make", f"echo {ours.hex()}"])
+    # Jackson's bytes for the same value built in Java, and for ours read and written back:
+    # exponents, extreme doubles, -0.0, control and astral characters, nulls, empty and
+    # nested collections.
+    assert bytes.fromhex(made).decode() == ours.decode()
+    assert bytes.fromhex(made) == ours
+    assert bytes.fromhex(echoed) == ours
+    assert Model(Sample, "/sample").decode("/sample", ours, _STAT).value == SAMPLE

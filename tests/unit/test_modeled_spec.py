@@ -352,3 +352,30 @@ def test_a_validator_that_raises_refuses_with_its_reason() -> None:
     schema = Schema("/n/{id}", validator=positive)
     with pytest.raises(SchemaViolationError, match="must be >= 0"):
         schema.check_value("/n/a", -1)
+
+
+@dataclass(frozen=True)
+class _Doubles:
+    values: list[float]
+    text: str
+    nothing: str | None
+
+
+def test_a_model_writes_jacksons_bytes_doubles_escapes_and_astral_characters() -> None:
+    # Each case's bytes as Jackson 2.14's default mapper writes them on Java 17
+    # (tests/integration/test_modeled_jackson.py asks Jackson itself).
+    value = _Doubles(
+        [1e-07, 1e20, 1e-05, 5e-324, 1.7976931348623157e308, -0.0, 100.0, 1e-323],
+        "\x1f\x00\U0001f600é",
+        None,
+    )
+    assert JsonSerializer(_Doubles).serialize(value) == (
+        b'{"values":[1.0E-7,1.0E20,1.0E-5,4.9E-324,1.7976931348623157E308,-0.0,100.0,'
+        b'1.0E-323],"text":"\\u001F\\u0000\\uD83D\\uDE00\xc3\xa9","nothing":null}'
+    )
+    assert JsonSerializer(_Doubles).deserialize(JsonSerializer(_Doubles).serialize(value)) == value
+
+
+def test_a_lone_surrogate_is_a_model_encode_error() -> None:
+    with pytest.raises(ModelEncodeError):
+        JsonSerializer(_Doubles).serialize(_Doubles([], "\ud800", None))

@@ -19,16 +19,16 @@ JSON value through unchanged, type hints included, so a Java reader with a concr
 class needs the payload written with its ``"@class"`` key. An array that is not such a
 wrapper is refused (InstanceFormatError): Curator could not read the service at all.
 
-**Bytes.** :func:`~aiocoord.recipes._json.dump_jackson` writes strings and doubles as
+**Bytes.** :func:`~aiocoord._json.dump_jackson` writes strings and doubles as
 Jackson does (escaped surrogate pairs beyond the BMP, upper-case ``\u001f``, Java's
-``Double.toString``); see :mod:`aiocoord.recipes._json` for the one JDK difference.
+``Double.toString``); see :mod:`aiocoord._json` for the one JDK difference.
 
 **Reading** is as lenient as Jackson's defaults in Curator: a missing key takes the Java
 default (``name`` and ``id`` ``""``, ``registrationTimeUTC`` 0, ``serviceType`` DYNAMIC,
 ``enabled`` true), and keys it does not know are kept (``ServiceInstance._extra``) and written
 back after the known ones, so that a read-modify-write loses nothing a newer writer added.
 A value of the wrong JSON type raises :class:`InstanceFormatError`, and so does anything
-:func:`~aiocoord.recipes._json.load_foreign` refuses (not UTF-8, not JSON, nested deeper
+:func:`~aiocoord._json.load_foreign` refuses (not UTF-8, not JSON, nested deeper
 than 200 levels, a number out of a double's range).
 """
 
@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from aiocoord._json import ForeignDataError, dump_jackson, is_type_wrapper, load_foreign
 from aiocoord._validation import encode_utf8
 from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError
-from aiocoord.recipes._json import ForeignDataError, dump_jackson, is_type_wrapper, load_foreign
 from aiocoord.recipes.discovery._host import local_address
 
 __all__ = [

@@ -1,6 +1,7 @@
-"""JSON as the recipes' Java peers write and read it: :func:`load_foreign` reads a node
-written by anyone (bounded, typed failure), :func:`dump_jackson` writes what Jackson 2.x's
-``ObjectMapper.writeValueAsBytes`` writes for the same value (Curator's discovery nodes).
+"""JSON as the Java peers write and read it, one module for the whole library: :func:`load_foreign`
+reads a node written by anyone (bounded, typed failure), :func:`dump_jackson` writes what
+Jackson 2.x's ``ObjectMapper.writeValueAsBytes`` writes for the same value (Curator's discovery
+nodes, and the typed models' :class:`~aiocoord.modeled.JsonSerializer`).
 
 **Reading foreign bytes.** Any client may write any bytes to a node a recipe reads. Python's
 ``json`` recurses once per nesting level, so a small node nested a thousand deep raises
@@ -15,9 +16,12 @@ ways that change the bytes: it escapes each UTF-16 surrogate of a character beyo
 control characters use upper-case hex; and a double is Java's ``Double.toString``
 (``1.0E20``, ``1.0E-7``, ``100.0``) where Python writes ``1e+20``, ``1e-07``, ``100.0``.
 Digits: Python's ``repr`` gives the shortest digits that read back to the same double, as
-Java 19+'s ``Double.toString`` does; Java 17's older algorithm agrees on every double a test
-here tries, but is known to print a longer digit string for some rare doubles
-(JDK-4511638), where the bytes would differ and the value would not.
+Java 19+'s ``Double.toString`` does, and ``.0`` where one digit is enough (``1.0E-323``, as
+Java 17 writes it), but for ``Double.MIN_VALUE``, which every JDK writes ``4.9E-324``. Java
+17's older algorithm agrees on every double a test here tries (tests/integration/
+test_modeled_jackson.py asks Java 17's Jackson), but is known to print a longer digit string
+for some rare doubles (JDK-4511638); Java 19+ writes some other subnormals with two digits
+(``9.9E-324`` for ``1e-323``). There the bytes would differ and the value would not.
 """
 
 from __future__ import annotations
@@ -150,6 +154,10 @@ def java_string(value: str) -> str:
     return '"' + _ESCAPED.sub(_escape, value) + '"'
 
 
+#: The smallest positive double (Java's ``Double.MIN_VALUE``).
+_MIN_DOUBLE = 5e-324
+
+
 def java_double(value: float) -> str:
     """Java's ``Double.toString(value)`` (shortest digits; see the module docstring)."""
     if not math.isfinite(value):
@@ -167,6 +175,10 @@ def java_double(value: float) -> str:
         exp -= len(frac) - len(frac.lstrip("0")) + 1
     digits = (whole + frac).lstrip("0")
     digits = digits.lstrip("0").rstrip("0") or "0"
+    if abs(value) == _MIN_DOUBLE:
+        # Java's Double.MIN_VALUE, in every JDK: two digits, the closest to its exact value
+        # (4.94...E-324), where the shortest digit is 5.
+        digits, exp = "49", -324
     if -3 <= exp < 7:
         # Plain notation, at least one digit after the point.
         if exp >= 0:
