@@ -26,6 +26,7 @@ from typing import Any
 
 from aiocoord._validation import validate_data
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
+from aiocoord.recipes.layout import Layout
 from aiocoord.recipes.queue import Queue, check_items
 
 __all__ = ["DelayQueue"]
@@ -67,6 +68,7 @@ class DelayQueue(Queue):
     #: sort them after every item: a marker first would hide the first item's time from them,
     #: and they would wait for the next change of the queue instead of for that time.
     marker_name = f"op{_SEPARATOR}{_LONG_MAX:X}{_SEPARATOR}"
+    _LAYOUTS = (Layout.CURATOR,)
 
     @staticmethod
     def _tag(delay_until_epoch_ms: Any) -> str:

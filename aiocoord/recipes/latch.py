@@ -54,6 +54,7 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._args import check_client
+from aiocoord.recipes._contention.contender import check_entry
 from aiocoord.recipes._contention.drivers import LeaseDriver
 from aiocoord.recipes._contention.holding import Holding
 from aiocoord.recipes._contention.kernel import SequentialQueue
@@ -105,6 +106,8 @@ class LeaderLatch:
         self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
         self._buffer_size = check_buffer_size(buffer_size)
         self.acl = check_acl(acl)
+        # Refused now: start() joins in a task of its own, which could only log it.
+        check_entry(client, self.path, LATCH_NAME, self.identifier.encode(), self.acl)
         self._queue = SequentialQueue(client, path, LATCH_NAME, LeaseDriver(1), acl=self.acl)
         self._term: LeadershipTerm | None = None
         self._holding: Holding | None = None

@@ -45,7 +45,7 @@ from aiocoord._client import door
 from aiocoord._deadline import within
 from aiocoord._json import ForeignDataError, load_foreign
 from aiocoord._paths import join
-from aiocoord._validation import validate_path, validate_timeout
+from aiocoord._validation import validate_create_size, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
 from aiocoord.client import Client
@@ -214,6 +214,13 @@ class NonBlockingLease:
         self.utcnow = _check_clock(utcnow)
         self.acl = check_acl(acl)
         self.holder_path = join(self.path, HOLDER_NODE)
+        # The record (the longest end a record has) and the lock node, refused before the
+        # lock's path is made.
+        validate_create_size(
+            door.server_path(client, self.holder_path),
+            encode_holder(self.identifier, datetime.datetime(9999, 12, 31)),
+            self.acl,
+        )
         self._queue = SequentialQueue(
             client, self.path, KAZOO_LOCK_NAME, LeaseDriver(1), acl=self.acl, layout=Layout.KAZOO
         )

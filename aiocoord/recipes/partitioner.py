@@ -64,6 +64,7 @@ from aiocoord.errors import (
     TimeoutError as CoordTimeoutError,
 )
 from aiocoord.recipes._args import check_client, check_identifier
+from aiocoord.recipes._contention.contender import check_entry
 from aiocoord.recipes._contention.drivers import LeaseDriver
 from aiocoord.recipes._contention.holding import Holding
 from aiocoord.recipes._contention.kernel import SequentialQueue
@@ -146,6 +147,9 @@ class SetPartitioner:
             )
         self.time_boundary = float(time_boundary)
         self.acl = check_acl(acl)
+        data = identifier.encode()
+        for item in self.items:  # each item's lock node holds the identifier
+            check_entry(client, join(self.locks_path, item), KAZOO_LOCK_NAME, data, self.acl)
         # GroupMember checks the identifier as a node name.
         self._member = GroupMember(
             client,

@@ -43,7 +43,7 @@ import contextlib
 import logging
 import struct
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from aiocoord._deadline import Deadline, Expired, deadline_after, expiring, time_left
 from aiocoord._validation import validate_data, validate_path, validate_timeout
@@ -162,6 +162,8 @@ class Queue:
     item_name = QUEUE_ITEM_NAME
     #: The end of the marker nodes' names (see :mod:`aiocoord.recipes._marker`).
     marker_name = MARKER_NAME
+    #: The layouts this class speaks (Curator's queues built on this one have no kazoo twin).
+    _LAYOUTS: ClassVar[tuple[Layout, ...]] = (Layout.CURATOR, Layout.KAZOO)
 
     def __init__(
         self,
@@ -178,7 +180,7 @@ class Queue:
         self.acl = check_acl(acl)
         #: whose node layout the queue speaks (:class:`~aiocoord.Layout`; see the module
         #: docstring for what kazoo's cannot carry)
-        self.layout = check_layout(layout, type(self).__name__)
+        self.layout = check_layout(layout, type(self).__name__, self._LAYOUTS)
         if self.layout is Layout.KAZOO:
             self.item_name = KAZOO_ITEM_NAME
         self._marked = MarkedCommit(client, path, acl=self.acl, marker_name=self.marker_name)

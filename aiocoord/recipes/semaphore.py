@@ -51,7 +51,12 @@ from aiocoord.errors import (
     SessionExpiredError,
 )
 from aiocoord.recipes._args import check_client, check_identifier, current_task, default_identifier
-from aiocoord.recipes._contention.contender import ProtectedNode, QueueNode, Restart
+from aiocoord.recipes._contention.contender import (
+    ProtectedNode,
+    QueueNode,
+    Restart,
+    check_entry,
+)
 from aiocoord.recipes._contention.drivers import LeaseDriver
 from aiocoord.recipes._contention.holding import Holding, LossEvent
 from aiocoord.recipes._contention.kernel import SequentialQueue
@@ -309,6 +314,9 @@ class Semaphore:
         """The leases, or [] once ``timeout`` passed."""
         deadline = deadline_after(timeout)
         data = self._data()
+        # Refused before the path, its number or the lock is written.
+        check_entry(self.client, self._leases_path, LEASE_NAME, data, self.acl)
+        check_entry(self.client, self._locks.path, self._locks.lock_name, data, self.acl)
         if self.layout is Layout.KAZOO:
             await self._check_max_leases()
         while True:

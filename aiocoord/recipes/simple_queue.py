@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from aiocoord._deadline import Expired, deadline_after
 from aiocoord._validation import validate_timeout
 from aiocoord.errors import CoordinationError, NoNodeError, SessionExpiredError
+from aiocoord.recipes.layout import Layout
 from aiocoord.recipes.queue import Queue, check_items
 
 __all__ = ["SIMPLE_QUEUE_ITEM_NAME", "QueueEmptyError", "SimpleQueue"]
@@ -56,6 +57,7 @@ class SimpleQueue(Queue):
     """
 
     item_name = SIMPLE_QUEUE_ITEM_NAME
+    _LAYOUTS = (Layout.CURATOR,)
 
     def _payloads(self, items: list[bytes]) -> list[bytes]:
         return items  # one node per item, its data the raw bytes

@@ -36,6 +36,7 @@ from aiocoord._client.pathops import find_protected, protected_matches
 from aiocoord._deadline import Deadline, bounded, result_by
 from aiocoord._futures import fail
 from aiocoord._paths import join, protected_prefix, sequence_of
+from aiocoord._validation import validate_create_size
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.opcodes import CreateFlag
 from aiocoord._wire.writes import Create2Request, Create2Response
@@ -55,6 +56,7 @@ __all__ = [
     "ProtectedNode",
     "QueueNode",
     "Restart",
+    "check_entry",
     "confirm_alive",
     "delete_node",
     "watch_own",
@@ -155,6 +157,15 @@ async def delete_node(
 # --- making nodes ------------------------------------------------------------------------
 
 
+def check_entry(
+    client: Client, parent: str, name: str, data: bytes, acl: Sequence[ACL] | None
+) -> None:
+    """DataTooLargeError if a node of ours named ``name`` under ``parent`` holding ``data``
+    (its name grown by a protected prefix and a sequence number) is more than a server
+    takes: for a recipe to refuse a contender before it writes anything."""
+    validate_create_size(door.server_path(client, join(parent, name)), data, acl)
+
+
 class ProtectedNode:
     """One protected ephemeral node being created: ``<parent>/<prefix><name>[<seq>]``, the
     prefix Curator's ``_c_<uuid>-`` unless given (kazoo's ``<uuid hex>``).
@@ -181,6 +192,8 @@ class ProtectedNode:
         acl: Sequence[ACL] | None = None,
         prefix: str | None = None,
     ) -> None:
+        # Refused before anything is sent (the parent's create goes with the first node's).
+        check_entry(client, parent, name, data, acl)
         self.client = client
         self.parent = parent
         self.acl = acl
