@@ -1,6 +1,8 @@
 """kazoo's ``Queue`` (2.x, in threads) and aiocoord's ``Queue``/``PriorityQueue`` in kazoo's
 layout share one queue: items put by either side are taken exactly once by the consumers of
-both, in kazoo's priority order, also across an expiry of our consumer's session."""
+both, in kazoo's priority order, also across an expiry of our consumer's session. kazoo's
+``LockingQueue`` and ours hand each item out once, and kazoo's ``TreeCache`` and ours see one
+tree."""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ import threading
 from typing import Any
 
 import pytest
-from support import Factory
+from support import Factory, eventually
 
-from aiocoord import BadArgumentsError, Client, PriorityQueue, Queue
+from aiocoord import BadArgumentsError, Client, LockingQueue, PriorityQueue, Queue, TreeCache
 from aiocoord.testing import expire_client
 
 pytest.importorskip("kazoo.client", reason="kazoo is not installed")
+kazoo_cache = pytest.importorskip("kazoo.recipe.cache")
 
 SEMANTICS = {
     "recipes/queues.md | Failure semantics | kazoo and aiocoord consumers on one queue, our "
@@ -145,3 +148,46 @@ async def test_an_expiry_of_our_consumer_loses_and_doubles_no_item(
     )
     assert sorted(taken.items, key=int) == [str(i).encode() for i in range(n)]
     await queue.close()
+
+
+async def test_kazoos_locking_queue_and_ours_hand_each_item_out_once(
+    zk_connect: Factory, kazoo: Any
+) -> None:
+    client = await zk_connect()
+    ours = LockingQueue(client, "/locking")
+    theirs = kazoo.LockingQueue("/locking")
+    await ours.put(b"py-1", priority=10)
+    await asyncio.to_thread(theirs.put, b"kazoo-1", 20)
+    # kazoo takes our item (it locks it the way ours does): ours skips it and takes kazoo's.
+    assert await asyncio.to_thread(theirs.get, 5) == b"py-1"
+    item = await ours.take(5)
+    assert item.data == b"kazoo-1"
+    # Released by kazoo, our item comes back to us; consumed by both, nothing is left.
+    assert await asyncio.to_thread(theirs.release)
+    again = await ours.take(5)
+    assert again.data == b"py-1"
+    await again.consume()
+    await item.consume()
+    assert await asyncio.to_thread(len, theirs) == 0
+    await ours.close()
+
+
+async def test_kazoos_tree_cache_and_ours_see_one_tree(zk_connect: Factory, kazoo: Any) -> None:
+    client = await zk_connect()
+    await client.create("/tree/a", b"py", make_parents=True)
+    await asyncio.to_thread(kazoo.create, "/tree/b/c", b"kazoo", makepath=True)
+    async with TreeCache(client, "/tree") as ours:
+        await ours.wait_for(lambda nodes: "/tree/b/c" in nodes, timeout=10)
+        theirs = kazoo_cache.TreeCache(kazoo, "/tree")
+        await asyncio.to_thread(theirs.start)
+        try:
+            await eventually(lambda: _kazoo_sees(theirs, "/tree/b/c"), what="kazoo's cache loaded")
+            for path in ("/tree/a", "/tree/b/c"):
+                mine = ours.get(path)
+                assert mine is not None and theirs.get_data(path).data == mine.data
+        finally:
+            await asyncio.to_thread(theirs.close)
+
+
+async def _kazoo_sees(cache: Any, path: str) -> bool:
+    return cache.get_data(path) is not None
