@@ -13,15 +13,14 @@ not JSON, NaN/Infinity, an integer too long for ``int()``) into :class:`ForeignD
 **Writing like Jackson.** Jackson differs from ``json.dumps(ensure_ascii=False)`` in three
 ways that change the bytes: it escapes each UTF-16 surrogate of a character beyond the BMP
 (``"\\uD83D\\uDE00"``) instead of writing it as four UTF-8 bytes; its ``\\u00XX`` escapes of
-control characters use upper-case hex; and a double is Java's ``Double.toString``
-(``1.0E20``, ``1.0E-7``, ``100.0``) where Python writes ``1e+20``, ``1e-07``, ``100.0``.
-Digits: Python's ``repr`` gives the shortest digits that read back to the same double, as
-Java 19+'s ``Double.toString`` does, and ``.0`` where one digit is enough (``1.0E-323``, as
-Java 17 writes it), but for ``Double.MIN_VALUE``, which every JDK writes ``4.9E-324``. Java
-17's older algorithm agrees on every double a test here tries (tests/integration/
-test_modeled_jackson.py asks Java 17's Jackson), but is known to print a longer digit string
-for some rare doubles (JDK-4511638); Java 19+ writes some other subnormals with two digits
-(``9.9E-324`` for ``1e-323``). There the bytes would differ and the value would not.
+control characters use upper-case hex; and a double is Java's ``Double.toString`` (``1.0E20``,
+``1.0E-7``, ``100.0``) where Python writes ``1e+20``, ``1e-07``, ``100.0``. The digits are
+those of Java 17 (the JDK beside the OS's Jackson and Curator), which are not always the
+shortest: ``1e23`` is ``9.999999999999999E22``, ``2**60`` is ``1.15292150460684698E18``,
+``5e-324`` is ``4.9E-324`` (:func:`java_double` reproduces its algorithm; tests/integration/
+test_modeled_jackson.py holds it against Jackson on random doubles). Java 19 and later print
+the shortest digits instead (JDK-4511638), so for about one double in five hundred their bytes
+differ from ours while the value is the same.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -76,9 +76,9 @@ def _no_constant(name: str) -> Any:
 
 class JavaDouble(float):
     """A double read from a node, with the text it was written as: :func:`dump_jackson`
-    writes that text back, so a node another writer made (Java 17's ``Double.toString``
-    writes ``1e23`` as ``9.999999999999999E22``) round-trips to its very bytes. Otherwise a
-    plain float."""
+    writes that text back, so a node another writer made (Java 19 and later write ``1e23`` as
+    ``1.0E23`` where Java 17, and so :func:`java_double`, writes ``9.999999999999999E22``)
+    round-trips to its very bytes. Otherwise a plain float."""
 
     text: str
 
@@ -154,41 +154,190 @@ def java_string(value: str) -> str:
     return '"' + _ESCAPED.sub(_escape, value) + '"'
 
 
-#: The smallest positive double (Java's ``Double.MIN_VALUE``).
-_MIN_DOUBLE = 5e-324
+# Java 17's Double.toString (FloatingDecimal's binary-to-decimal conversion, unchanged from
+# JDK 1.4 to 18). It is not Python's repr: it develops digits of the exact binary value until
+# the remainder is within half an ulp on either side (a symmetric test, so it may print more
+# digits than needed, 1e23 as 9.999999999999999E22), always two digits in E-form (4.9E-324),
+# and an integral double below 2**63 as the digits of the integer itself (2**60 as
+# 1.15292150460684698E18). Its fixed-width paths wrap as Java's int and long do; the wrapping
+# is reproduced (_wrap) rather than assumed away, since it decides digits in a few corners.
+# JDK 19 replaced it with the shortest-digits algorithm (JDK-4511638), which is what repr gives.
+
+_SIGNIFICAND_BITS = 52
+_EXP_BIAS = 1023
+#: Integral doubles with a binary exponent in this range take the integer path.
+_SMALL_BIN_EXP = range(-21, 63)
+#: Java's table of 5**i that fit a long (i < 27) and its estimate of their bit lengths.
+_LONG_FIVES = 27
+
+
+def _wrap(value: int, bits: int) -> int:
+    """``value`` as Java's ``int`` (32 bits) or ``long`` (64) holds it, wrapped."""
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def _java_div(a: int, b: int) -> int:
+    """Java's integer division, which truncates toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _five_bits(n: int) -> int:
+    """FloatingDecimal's estimate of the bit length of 5**n (its table, then 3 bits a five)."""
+    if n == 0:
+        return 0
+    return (5**n).bit_length() if n < _LONG_FIVES else 3 * n
+
+
+def _estimate_dec_exp(fract: int, bin_exp: int) -> int:
+    """floor(log10(value)) as Java estimates it (may be one too high, never too low): the
+    same double arithmetic, so the same estimate."""
+    one_point_fract = (_EXP_BIAS << _SIGNIFICAND_BITS) | (fract & ((1 << 52) - 1))
+    mantissa: float = struct.unpack("<d", struct.pack("<Q", one_point_fract))[0]
+    estimate = (mantissa - 1.5) * 0.289529654 + 0.176091259 + float(bin_exp) * 0.301029995663981
+    return math.floor(estimate)
+
+
+def _round_up(digits: list[int], dec_exp: int) -> int:
+    """Add one to the last digit, carrying; a carry out of the first digit makes it 1 and the
+    exponent one more (the other digits stay 0 and are printed). The new exponent."""
+    i = len(digits) - 1
+    while digits[i] == 9 and i > 0:
+        digits[i] = 0
+        i -= 1
+    if digits[i] == 9:
+        digits[0] = 1
+        return dec_exp + 1
+    digits[i] += 1
+    return dec_exp
+
+
+def _java17_digits(magnitude: float) -> tuple[list[int], int]:
+    """The digits Java 17 prints for a positive finite double, and its decimal exponent
+    ``e`` (the value is ``0.d1d2... * 10**e``)."""
+    bits = struct.unpack("<Q", struct.pack("<d", magnitude))[0]
+    fract = bits & ((1 << _SIGNIFICAND_BITS) - 1)
+    bin_exp = bits >> _SIGNIFICAND_BITS
+    if bin_exp == 0:  # subnormal: normalised so that bit 52 is the leading one
+        significant = fract.bit_length()
+        fract <<= _SIGNIFICAND_BITS + 1 - significant
+        bin_exp = significant - _SIGNIFICAND_BITS
+    else:
+        fract |= 1 << _SIGNIFICAND_BITS
+        significant = _SIGNIFICAND_BITS + 1
+    bin_exp -= _EXP_BIAS
+    tail_zeros = (fract & -fract).bit_length() - 1
+    fract_bits = _SIGNIFICAND_BITS + 1 - tail_zeros
+    tiny_bits = max(0, fract_bits - bin_exp - 1)
+
+    if bin_exp in _SMALL_BIN_EXP and tiny_bits == 0:
+        # An integer below 2**63: its own digits, less those below the double's precision
+        # (rounded half up), trailing zeros dropped.
+        whole = fract << (bin_exp - 52) if bin_exp >= 52 else fract >> (52 - bin_exp)
+        p2 = bin_exp - significant - 1
+        dropped = len(str(1 << p2)) - 1 if 1 < p2 < 64 else 0  # digits of 2**p2, less one
+        if dropped:
+            whole, rest = divmod(whole, 10**dropped)
+            whole += rest >= 10**dropped // 2
+        text = str(whole)
+        return [int(c) for c in text.rstrip("0")], len(text) + dropped
+
+    # value = B / S * 10**dec_exp, and M is half an ulp, scaled as B is: digits are taken
+    # from B / S until the remainder is within M of either neighbouring digit.
+    dec_exp = _estimate_dec_exp(fract, bin_exp)
+    b5 = max(0, -dec_exp)
+    b2 = b5 + tiny_bits + bin_exp
+    s5 = max(0, dec_exp)
+    s2 = s5 + tiny_bits
+    m5 = b5
+    m2 = b2 - significant
+    fract >>= tail_zeros
+    b2 -= fract_bits - 1
+    common = min(b2, s2)
+    b2, s2, m2 = b2 - common, s2 - common, m2 - common
+    if fract_bits == 1:  # a power of two: the double below is half as far
+        m2 -= 1
+    if m2 < 0:
+        b2, s2, m2 = b2 - m2, s2 - m2, 0
+
+    b_bits = fract_bits + b2 + _five_bits(b5)
+    ten_s_bits = s2 + 1 + _five_bits(s5 + 1)
+    digits: list[int] = []
+    if b_bits < 64 and ten_s_bits < 64:
+        # Java's int (or long) arithmetic, with its wrapping; "high" is a strict test here.
+        width = 32 if b_bits < 32 and ten_s_bits < 32 else 64
+        b = _wrap(_wrap(_wrap(fract, width) * 5**b5, width) << b2, width)
+        s = _wrap(5**s5 << s2, width)
+        m = _wrap(5**m5 << m2, width)
+        tens = _wrap(s * 10, width)
+
+        def step(first: bool) -> tuple[int, bool, bool]:
+            nonlocal b, m
+            q = _java_div(b, s)
+            b = _wrap(10 * (b - _java_div(b, s) * s), width)
+            m = _wrap(m * 10, width)
+            if not first and m <= 0:  # Java's guard against m overflowing
+                return q, True, True
+            return q, b < m, _wrap(b + m, width) > tens
+
+        q, low, high = step(True)
+        if q == 0 and not high:
+            dec_exp -= 1  # the estimate was one too high
+        else:
+            digits.append(q)
+        if dec_exp < -3 or dec_exp >= 8:
+            low = high = False  # E-form: at least two digits
+        while not low and not high:
+            q, low, high = step(False)
+            digits.append(q)
+        difference = _wrap(_wrap(b << 1, width) - tens, width)
+    else:
+        # Arbitrary precision; here "high" also holds on equality.
+        big_b = fract * 5**b5 << b2
+        big_s = 5**s5 << s2
+        big_m = 10 * (5**m5 << m2)
+        ten_s = 10 * big_s
+        q, big_b = divmod(big_b, big_s)
+        big_b *= 10
+        low, high = big_b < big_m, big_b + big_m >= ten_s
+        if q == 0 and not high:
+            dec_exp -= 1
+        else:
+            digits.append(q)
+        if dec_exp < -3 or dec_exp >= 8:
+            low = high = False
+        while not low and not high:
+            q, big_b = divmod(big_b, big_s)
+            big_b *= 10
+            big_m *= 10
+            low, high = big_b < big_m, big_b + big_m >= ten_s
+            digits.append(q)
+        difference = (2 * big_b > ten_s) - (2 * big_b < ten_s) if low and high else 0
+
+    dec_exp += 1
+    if high and (not low or difference > 0 or (difference == 0 and digits[-1] % 2)):
+        dec_exp = _round_up(digits, dec_exp)
+    return digits, dec_exp
 
 
 def java_double(value: float) -> str:
-    """Java's ``Double.toString(value)`` (shortest digits; see the module docstring)."""
+    """Java 17's ``Double.toString(value)``, digit for digit (see the comment above)."""
     if not math.isfinite(value):
         raise ValueError(f"{value!r} is not JSON")
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
     if value == 0.0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    sign = "-" if value < 0 else ""
-    # The shortest digits that read back to the double, and the power of ten of the first.
-    lead, _, exp_part = f"{abs(value)!r}".partition("e")
-    whole, _, frac = lead.partition(".")
-    exp = int(exp_part or 0)
-    if whole.strip("0"):
-        exp += len(whole.lstrip("0")) - 1
-    else:
-        exp -= len(frac) - len(frac.lstrip("0")) + 1
-    digits = (whole + frac).lstrip("0")
-    digits = digits.lstrip("0").rstrip("0") or "0"
-    if abs(value) == _MIN_DOUBLE:
-        # Java's Double.MIN_VALUE, in every JDK: two digits, the closest to its exact value
-        # (4.94...E-324), where the shortest digit is 5.
-        digits, exp = "49", -324
-    if -3 <= exp < 7:
+        return f"{sign}0.0"
+    numbers, exp = _java17_digits(abs(value))
+    digits = "".join(map(str, numbers))
+    if 0 < exp < 8:
         # Plain notation, at least one digit after the point.
-        if exp >= 0:
-            whole = digits[: exp + 1].ljust(exp + 1, "0")
-            frac = digits[exp + 1 :] or "0"
-        else:
-            whole, frac = "0", "0" * (-exp - 1) + digits
-        return f"{sign}{whole}.{frac}"
-    frac = digits[1:] or "0"
-    return f"{sign}{digits[0]}.{frac}E{exp}"
+        if len(digits) <= exp:
+            return f"{sign}{digits.ljust(exp, '0')}.0"
+        return f"{sign}{digits[:exp]}.{digits[exp:]}"
+    if -3 < exp <= 0:
+        return f"{sign}0.{'0' * -exp}{digits}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp - 1}"
 
 
 def _write(value: Any, out: list[str], depth: int) -> None:

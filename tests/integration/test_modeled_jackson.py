@@ -13,6 +13,10 @@ from __future__ import annotations
 import asyncio
 import datetime
 import enum
+import math
+import random
+import re
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,7 @@ import pytest
 from support import Factory, ask_java_peer, compile_java_peer
 
 from aiocoord import Model, Stat
+from aiocoord._json import dump_jackson, java_double
 
 JARS = (
     "zookeeper.jar",
@@ -160,6 +165,7 @@ class Sample:
     thousandth: float
     ten_million: float = field(metadata={"json": "tenMillion"})
     subnormals: list[float]
+    not_shortest: list[float] = field(metadata={"json": "notShortest"})
     count: int
     controls: str
     astral: str
@@ -186,6 +192,21 @@ SAMPLE = Sample(
     thousandth=0.001,
     ten_million=1e7,
     subnormals=[1e-323, 1.5e-323, 2e-323, 1e-310, 2.2250738585072014e-308],
+    not_shortest=[
+        1e23,
+        8e23,
+        -5e22,
+        2.0**60,
+        -1.6130484589462314e17,
+        5e-323,
+        1.6e-322,
+        5.8652e21,
+        7.2766781e19,
+        2.0**53,
+        1e16,
+        9999999.999999998,
+        0.0009999999999999998,
+    ],
     count=9007199254740993,
     controls='\x00\x1f\t\n\r\x7f"\\/',
     astral="\U0001f600 \U00010000 é€\u2028",
@@ -206,7 +227,15 @@ def jackson_bytes(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return compile_java_peer(out, "JacksonBytesPeer", JARS)
 
 
+def _java17(command: list[str]) -> None:
+    (java,) = ask_java_peer(command, ["java"])
+    if int(java.removeprefix("JAVA ")) >= 19:
+        # Java 19 prints the shortest digits (JDK-4511638); aiocoord writes Java 17's.
+        pytest.skip(f"aiocoord writes Java 17's Double.toString digits; this is {java}")
+
+
 def test_our_model_bytes_are_jacksons_for_every_field_kind(jackson_bytes: list[str]) -> None:
+    _java17(jackson_bytes)
     ours = Model(Sample, "/sample").encode("/sample", SAMPLE)
     made, echoed = ask_java_peer(jackson_bytes, ["make", f"echo {ours.hex()}"])
     # Jackson's bytes for the same value built in Java, and for ours read and written back:
@@ -216,3 +245,53 @@ def test_our_model_bytes_are_jacksons_for_every_field_kind(jackson_bytes: list[s
     assert bytes.fromhex(made) == ours
     assert bytes.fromhex(echoed) == ours
     assert Model(Sample, "/sample").decode("/sample", ours, _STAT).value == SAMPLE
+
+
+def _random_doubles(rng: random.Random, count: int) -> list[float]:
+    """Finite doubles of every kind: random bit patterns (mostly huge or tiny), short
+    decimals at every exponent, integers up to 2**64, subnormals, powers of two."""
+    out: list[float] = []
+    while len(out) < count:
+        kind = rng.randrange(5)
+        if kind == 0:
+            value = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+        elif kind == 1:
+            value = float(f"{rng.randrange(1, 10 ** rng.randint(1, 17))}e{rng.randint(-330, 308)}")
+        elif kind == 2:
+            value = float(rng.getrandbits(rng.randint(1, 64)))
+        elif kind == 3:
+            value = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(rng.randint(1, 52))))[0]
+        else:
+            value = math.ldexp(1.0, rng.randint(-1074, 1023))
+        if math.isfinite(value):
+            out.append(value)
+    return out
+
+
+def _digits(text: str) -> str:
+    """The significant digits of a number's text: ``9.999999999999999E22`` -> 9999999999999999."""
+    mantissa = re.split("[eE]", text)[0]
+    return mantissa.lstrip("-").replace(".", "").strip("0")
+
+
+def test_our_doubles_are_jacksons_digit_for_digit(jackson_bytes: list[str]) -> None:
+    # Jackson writes each double with Java 17's Double.toString, whose digits are not the
+    # shortest (Python's repr) for about one double in five hundred; 500 doubles a line.
+    _java17(jackson_bytes)
+    values = _random_doubles(random.Random(20261129), 30_000)
+    chunks = [values[i : i + 500] for i in range(0, len(values), 500)]
+    requests = ["doubles " + ",".join(struct.pack(">d", v).hex() for v in c) for c in chunks]
+    answers = ask_java_peer(jackson_bytes, requests)
+    assert len(answers) == len(chunks)
+    not_shortest = 0
+    for chunk, answer in zip(chunks, answers, strict=True):
+        theirs = bytes.fromhex(answer).decode()
+        texts = theirs[1:-1].split(",")
+        mismatched = [(v, t) for v, t in zip(chunk, texts, strict=True) if java_double(v) != t]
+        assert mismatched == []
+        assert dump_jackson(chunk) == bytes.fromhex(answer)
+        not_shortest += sum(
+            _digits(t) != _digits(repr(v)) for v, t in zip(chunk, texts, strict=True)
+        )
+    # The doubles tried include many where Java 17 is not repr: the test can tell them apart.
+    assert not_shortest > 20, not_shortest

@@ -15,8 +15,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * stdin, one answer a line on stdout, bytes as hex:
  *
  * <pre>
- * echo HEX  -> HEX(mapper.writeValueAsBytes(mapper.readValue(bytes, Sample.class)))
- * make      -> HEX(mapper.writeValueAsBytes(the Sample built below))
+ * echo HEX           -> HEX(mapper.writeValueAsBytes(mapper.readValue(bytes, Sample.class)))
+ * make               -> HEX(mapper.writeValueAsBytes(the Sample built below))
+ * doubles BITS,BITS  -> HEX(mapper.writeValueAsBytes(double[] of those IEEE bit patterns))
+ * java               -> JAVA feature version (Double.toString's digits changed in Java 19)
  * </pre>
  *
  * Used by tests/integration/test_modeled_jackson.py.
@@ -39,6 +41,7 @@ public class JacksonBytesPeer {
         public double thousandth;
         public double tenMillion;
         public List<Double> subnormals;
+        public List<Double> notShortest;
         public long count;
         public String controls;
         public String astral;
@@ -59,10 +62,21 @@ public class JacksonBytesPeer {
         String line;
         while ((line = in.readLine()) != null) {
             String[] words = line.split(" ", 2);
-            Sample sample = words[0].equals("echo")
-                    ? mapper.readValue(hex.parseHex(words[1]), Sample.class)
-                    : built();
-            System.out.println(hex.formatHex(mapper.writeValueAsBytes(sample)));
+            if (words[0].equals("java")) {
+                System.out.println("JAVA " + Runtime.version().feature());
+            } else if (words[0].equals("doubles")) {
+                String[] bits = words[1].split(",");
+                double[] values = new double[bits.length];
+                for (int i = 0; i < bits.length; i++) {
+                    values[i] = Double.longBitsToDouble(Long.parseUnsignedLong(bits[i], 16));
+                }
+                System.out.println(hex.formatHex(mapper.writeValueAsBytes(values)));
+            } else {
+                Sample sample = words[0].equals("echo")
+                        ? mapper.readValue(hex.parseHex(words[1]), Sample.class)
+                        : built();
+                System.out.println(hex.formatHex(mapper.writeValueAsBytes(sample)));
+            }
         }
     }
 
@@ -79,6 +93,10 @@ public class JacksonBytesPeer {
         s.thousandth = 0.001;
         s.tenMillion = 1e7;
         s.subnormals = List.of(1e-323, 1.5e-323, 2e-323, 1e-310, 2.2250738585072014E-308);
+        // Doubles Java 17 prints with more digits than the shortest, or other ones.
+        s.notShortest = List.of(1e23, 8e23, -5e22, 0x1p60, -1.6130484589462314e17, 5e-323,
+                1.6e-322, 5.8652e21, 7.2766781e19, 0x1p53, 1e16, 9999999.999999998,
+                0.0009999999999999998);
         s.count = 9007199254740993L;
         s.controls = "\u0000\u001f\t\n\r\u007f\"\\/";
         s.astral = "\uD83D\uDE00 \uD800\uDC00 \u00e9\u20ac\u2028";
