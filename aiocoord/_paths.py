@@ -80,7 +80,8 @@ def _uuid4_hex() -> str:
 
 def protected_prefix() -> str:
     """A fresh protected prefix, ``_c_<uuid>-``: a node named with it is found again by it."""
-    h = _uuid4_hex()
+    # _uuid4_hex's expression, not a call: this runs on every lock acquisition.
+    h = f"{(int.from_bytes(os.urandom(16), 'big') & _UUID4_CLEAR) | _UUID4_SET:032x}"
     return f"{PROTECTED_PREFIX}{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}-"
 
 

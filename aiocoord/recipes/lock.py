@@ -265,7 +265,8 @@ class _QueueLock:
 
     def _hold(self, node: QueueNode, task: asyncio.Task[Any]) -> _Hold:
         # No await between the grant and the Holding: no state change can fall between.
-        if not self.is_held:
+        # (The events first: a grant whose events never fired asks nothing of the holds.)
+        if (self._lost.is_set() or self._revocation.is_set()) and not self.is_held:
             if self._lost.is_set():
                 self._lost = LossEvent()
             if self._revocation.is_set():

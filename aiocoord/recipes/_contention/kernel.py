@@ -178,7 +178,7 @@ class SequentialQueue:
                     self.lock_name,
                     data,
                     acl=self.acl,
-                    prefix=fresh_prefix(self.layout),
+                    prefix=None if self.layout is Layout.CURATOR else fresh_prefix(self.layout),
                 )
                 try:
                     node = await self._wait_turn(entry, state, deadline, blocking)
