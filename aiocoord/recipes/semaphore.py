@@ -19,9 +19,14 @@ sibling path ``<path>-__lock__``, the leases are ephemeral ``<path>/<uuid hex>``
 holder's identifier as data, and ``max_leases`` is stored as text on ``<path>`` itself. An
 object whose ``max_leases`` differs from the stored number is refused as kazoo refuses it
 (:class:`MaxLeasesMismatchError`, a ValueError), before any lease or lock node is written;
-kazoo's processes refuse ours alike. The algorithm is the same under kazoo's lock, so kazoo
-and aiocoord holders together never exceed ``max_leases``. A lease node of kazoo's layout has
-no sequence number: :attr:`Lease.fencing_token` (the node's creation zxid) still grows.
+kazoo's processes refuse ours alike. The holder of kazoo's lock takes its leases in kazoo's
+order: it waits, watching the children of ``<path>``, until fewer than ``max_leases`` (for
+``acquire(n)``: at most ``max_leases - n``) exist, and only then creates its lease nodes, so a
+waiter has no node that kazoo's ``lease_holders()`` would count as a holder. Under the one
+lock kazoo and aiocoord holders together never exceed ``max_leases``. ``acquire(n)`` takes all
+``n`` in one tenure (a kazoo object holds one lease). A lease node of kazoo's layout has no
+sequence number: :attr:`Lease.fencing_token` (the node's creation zxid) still grows. The
+semaphore's own node stays once made, with ``max_leases`` on it, as kazoo leaves it.
 
 **Cancellation and timeouts.** An acquire that fails, times out or is cancelled leaves no lease
 node and no lock node behind (deleted now, or once reconnected). Lease loss is reported as for
@@ -36,6 +41,7 @@ import logging
 from collections.abc import Sequence
 from types import TracebackType
 
+from aiocoord._client import door
 from aiocoord._deadline import Deadline, Expired, bounded, deadline_after, left_or_zero, timed_out
 from aiocoord._paths import join, kazoo_prefix
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
@@ -288,6 +294,9 @@ class Semaphore:
                 stored = None
             if stored is not None and stored != self.max_leases:
                 raise MaxLeasesMismatchError(self.path, stored, self.max_leases) from None
+        # The lease nodes' parent is there: their creates need not make it (as a container,
+        # which would lose max_leases once empty).
+        door.note_parent(client, self.path)
         self._max_checked = True
 
     def _data(self) -> bytes:
@@ -317,9 +326,12 @@ class Semaphore:
         # Refused before the path, its number or the lock is written.
         check_entry(self.client, self._leases_path, LEASE_NAME, data, self.acl)
         check_entry(self.client, self._locks.path, self._locks.lock_name, data, self.acl)
-        if self.layout is Layout.KAZOO:
-            await self._check_max_leases()
         while True:
+            if self.layout is Layout.KAZOO:
+                try:
+                    await bounded(self._check_max_leases(), deadline)
+                except Expired:
+                    return []
             left = left_or_zero(deadline)
             if left == 0.0:
                 return []
@@ -330,7 +342,10 @@ class Semaphore:
                 return []
             leases: list[Lease] = []
             try:
-                leases = await self._take(n, data, deadline)
+                if self.layout is Layout.KAZOO:
+                    leases = await self._take_when_free(n, data, deadline, lock_node)
+                else:
+                    leases = await self._take(n, data, deadline)
             except Restart:
                 pass  # our session ended while we held the lock: queue again
             except Expired:
@@ -349,27 +364,13 @@ class Semaphore:
                 return leases
 
     async def _take(self, n: int, data: bytes, deadline: Deadline) -> list[Lease]:
-        """Holding the lock: create ``n`` lease nodes and wait until they fit."""
+        """Holding the lock (Curator's layout): create ``n`` lease nodes and wait until they
+        fit, as ``InterProcessSemaphoreV2`` does."""
         client = self.client
-        if self.layout is Layout.KAZOO:
-            # kazoo's lease: a plain ephemeral ``<uuid hex>``, found again by that name.
-            entries = [
-                ProtectedNode(
-                    client,
-                    self._leases_path,
-                    "",
-                    data,
-                    sequential=False,
-                    acl=self.acl,
-                    prefix=kazoo_prefix(),
-                )
-                for _ in range(n)
-            ]
-        else:
-            entries = [
-                ProtectedNode(client, self._leases_path, LEASE_NAME, data, acl=self.acl)
-                for _ in range(n)
-            ]
+        entries = [
+            ProtectedNode(client, self._leases_path, LEASE_NAME, data, acl=self.acl)
+            for _ in range(n)
+        ]
         watch: Watch | None = None
         try:
             # Let the creates be written first: the listing then pipelines with them.
@@ -411,6 +412,62 @@ class Semaphore:
             if watch is not None:
                 watch.cancel()
 
+    async def _take_when_free(
+        self, n: int, data: bytes, deadline: Deadline, lock_node: QueueNode
+    ) -> list[Lease]:
+        """Holding kazoo's lock (kazoo's layout): wait, watching the children of the path,
+        until ``n`` more leases fit, then create them. Unlike Curator's order (create, then
+        wait) no node of a waiter exists: kazoo's ``lease_holders()`` counts every child as a
+        holder, and kazoo's lock holder takes a lease only while fewer than ``max_leases``
+        exist. While the lock is held lease nodes can only go, so they still fit once made."""
+        client = self.client
+        watch: Watch | None = None
+        entries: list[ProtectedNode] = []
+        try:
+            while True:
+                try:
+                    names, armed = await bounded(client.children(self.path, watch=True), deadline)
+                except NoNodeError:
+                    # Deleted (kazoo's way to change max_leases): store ours again and queue
+                    # again, as a new kazoo object would.
+                    self._max_checked = False
+                    raise Restart() from None
+                if _fit(len(names), n, self.max_leases):
+                    armed.cancel()
+                    break
+                watch = armed
+                try:
+                    await bounded(armed, deadline)
+                except SessionExpiredError:
+                    raise Restart() from None  # the lock went with the session
+                watch = None
+            # kazoo's lease: a plain ephemeral ``<uuid hex>``, found again by that name.
+            entries = [
+                ProtectedNode(
+                    client,
+                    self.path,
+                    "",
+                    data,
+                    sequential=False,
+                    acl=self.acl,
+                    prefix=kazoo_prefix(),
+                )
+                for _ in range(n)
+            ]
+            nodes = [await e.result(deadline) for e in entries]
+            # Made in the lock's session, so while the lock was ours (its node is ephemeral):
+            # a lease made in a later session could be one too many.
+            if not all(_same_session(node, lock_node) and node.alive_in(client) for node in nodes):
+                raise Restart()
+            return [Lease(self, node) for node in nodes]
+        except BaseException:
+            for e in entries:
+                await e.discard()
+            raise
+        finally:
+            if watch is not None:
+                watch.cancel()
+
     async def _leases_of_ours(self, deadline: Deadline) -> list[str]:
         """The lease names, from a listing that must hold our lease nodes. No leases parent
         means they are gone: their session ended, and the server then removed the empty
@@ -422,3 +479,13 @@ class Semaphore:
 
     def __repr__(self) -> str:
         return f"<Semaphore {self.path} max_leases={self.max_leases}>"
+
+
+def _fit(held: int, wanted: int, max_leases: int) -> bool:
+    """kazoo's rule, for ``wanted`` leases at once: take them while ``held`` (every child of
+    the path) leaves room for all of them."""
+    return held + wanted <= max_leases
+
+
+def _same_session(node: QueueNode, other: QueueNode) -> bool:
+    return node.session_id == other.session_id and node.generation == other.generation
