@@ -18,6 +18,14 @@ and the text ZooKeeper's Java records give of the request (``toString()``), all 
 records are read in name order and compared with the set's migrations in order; the
 migrations' ids are not stored (nor are they in Curator's).
 
+**Namespace.** Curator hashes the path of an operation as its client sends it: under the
+client's namespace (``.namespace("app")`` hashes ``/app/config`` for ``/config``), but not
+under a chroot in its connect string, which ZooKeeper's Java client adds later. A client
+chrooted here is the peer of a Curator client with that namespace (docs/from-curator.md), so
+the manager hashes each path under the client's chroot unless told otherwise:
+``MigrationManager(..., namespace="")`` for Java services that keep the chroot in their
+connect string, or another namespace if theirs differs from the chroot.
+
 **Exactly once.** The lock keeps two managers from applying one set at once, and each
 migration's operations and its record go in one transaction: both or neither. A transaction
 whose reply is lost raises :class:`~aiocoord.ConnectionLossError`; the next ``migrate()``
@@ -159,9 +167,10 @@ class MigrationOp:
         validate_path(path)
         return cls("check", path, version=validate_version(version))
 
-    def _opcode_and_record(self) -> tuple[int, str]:
-        """ZooKeeper's op code and the Java record's ``toString()`` of this operation."""
-        path = _csv_string(self.path)
+    def _opcode_and_record(self, full_path: str) -> tuple[int, str]:
+        """ZooKeeper's op code and the Java record's ``toString()`` of this operation, on
+        ``full_path`` (its path under Curator's namespace)."""
+        path = _csv_string(full_path)
         if self.kind == "create":
             flags = 4 if self.container else 2 if self.sequential else 0
             code = _CREATE_CONTAINER if self.container else _CREATE
@@ -190,13 +199,17 @@ class Migration:
             )
         object.__setattr__(self, "operations", ops)
 
-    def digest(self) -> bytes:
+    def digest(self, *, namespace: str = "") -> bytes:
         """The SHA-256 of the operations as Curator's ``MigrationManager`` hashes them: the
-        record that says this migration was applied."""
+        record that says this migration was applied. ``namespace`` is the Curator client's
+        namespace (``"app"`` or ``"/app"``; ``""``: none), whose paths Curator hashes with it.
+        """
+        prefix = _check_namespace(namespace)
         digest = hashlib.sha256()
         for op in self.operations:
-            code, record = op._opcode_and_record()
-            digest.update(op.path.encode())
+            path = _in_namespace(prefix, op.path)
+            code, record = op._opcode_and_record(path)
+            digest.update(path.encode())
             digest.update(str(code).encode())
             digest.update(record.encode())
         return digest.digest()
@@ -219,6 +232,23 @@ class MigrationSet:
         object.__setattr__(self, "migrations", found)
 
 
+def _check_namespace(value: object) -> str:
+    """A Curator namespace as a path prefix: ``"app"`` and ``"/app"`` are ``"/app"``,
+    ``""`` and ``"/"`` are none (``""``)."""
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"namespace must be str, not {type(value).__name__}")
+    if value in ("", "/"):
+        return ""
+    return validate_path(value if value.startswith("/") else "/" + value)
+
+
+def _in_namespace(prefix: str, path: str) -> str:
+    """``path`` as Curator's namespaced client makes it (``ZKPaths.makePath``)."""
+    if not prefix:
+        return path
+    return prefix if path == "/" else prefix + path
+
+
 def _check_id(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise InvalidTypeError(f"{what} must be str, not {type(value).__name__}")
@@ -234,12 +264,24 @@ class MigrationManager:
 
     ``lock_path`` is where the sets' locks live and ``metadata_path`` where their records
     do (``<path>/<set id>`` each, the same paths as the Java services that share the sets).
+    ``namespace`` is the Curator namespace the operations' paths are hashed under (see the
+    module docstring): by default the client's chroot, as a Curator client with that
+    namespace hashes them; ``""`` for Java services chrooted by their connect string.
     """
 
-    def __init__(self, client: Client, lock_path: str, metadata_path: str) -> None:
+    def __init__(
+        self,
+        client: Client,
+        lock_path: str,
+        metadata_path: str,
+        *,
+        namespace: str | None = None,
+    ) -> None:
         self.client = check_client(client)
         self.lock_path = validate_path(lock_path)
         self.metadata_path = validate_path(metadata_path)
+        #: the namespace the operations' paths are hashed under ("" for none)
+        self.namespace = _check_namespace(client.chroot if namespace is None else namespace)
 
     async def applied(self, migration_set: MigrationSet) -> list[bytes]:
         """The records of the set's applied migrations, in order (their digests)."""
@@ -264,10 +306,9 @@ class MigrationManager:
         ids of those applied by this call (none if all were).
 
         Raises :class:`MigrationChangedError` if an applied migration differs from the
-        set's, :class:`MigrationError` if more were applied than the set holds (nothing
-        written either way), :class:`aiocoord.TimeoutError` if the lock did not come within
-        ``timeout`` seconds, TransactionFailedError if an operation failed (nothing applied,
-        nothing recorded).
+        set's, or if more were applied than the set holds (nothing written either way),
+        :class:`aiocoord.TimeoutError` if the lock did not come within ``timeout`` seconds,
+        TransactionFailedError if an operation failed (nothing applied, nothing recorded).
         """
         migration_set = _check_set(migration_set)
         timeout = validate_timeout(timeout)
@@ -281,8 +322,7 @@ class MigrationManager:
         finally:
             await lease.release()
 
-    @staticmethod
-    def _to_apply(migration_set: MigrationSet, records: list[bytes]) -> list[Migration]:
+    def _to_apply(self, migration_set: MigrationSet, records: list[bytes]) -> list[Migration]:
         """The migrations after those ``records`` say were applied (Curator's ``filter``)."""
         migrations = migration_set.migrations
         if len(records) > len(migrations):
@@ -291,7 +331,7 @@ class MigrationManager:
                 f"{len(records)} migrations were applied, the set has {len(migrations)}",
             )
         for i, (migration, record) in enumerate(zip(migrations, records, strict=False)):
-            if migration.digest() != record:
+            if migration.digest(namespace=self.namespace) != record:
                 raise MigrationChangedError(
                     migration_set.id,
                     f"migration {i} ({migration.id!r}) was applied with other operations",
@@ -318,7 +358,8 @@ class MigrationManager:
                     txn.delete(op.path, op.version)
                 else:
                     txn.check(op.path, op.version)
-            txn.create(join(meta, META_NAME), migration.digest(), sequential=True)
+            record = migration.digest(namespace=self.namespace)
+            txn.create(join(meta, META_NAME), record, sequential=True)
         await txn.commit()
 
 

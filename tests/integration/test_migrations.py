@@ -10,12 +10,15 @@ from typing import Any
 
 import pytest
 from support import (
-    CURATOR_TOOLS_JARS,
+    CURATOR_RECIPES_JARS,
     Factory,
     ask_java_peer,
     compile_java_peer,
+    java_line,
+    start_java_peer,
 )
 
+import aiocoord
 from aiocoord import (
     BadArgumentsError,
     Client,
@@ -51,8 +54,8 @@ V2 = Migration("v2", [set_data("/app/config", b'{"replicas":1,"hosts":[]}')])
 V3 = Migration("v3", [create("/app/flags", b""), delete("/app/flags")])
 
 
-def manager(client: Client) -> MigrationManager:
-    return MigrationManager(client, "/migrations/locks", "/migrations/meta")
+def manager(client: Client, namespace: str | None = None) -> MigrationManager:
+    return MigrationManager(client, "/migrations/locks", "/migrations/meta", namespace=namespace)
 
 
 async def records(client: Client, set_id: str = "app") -> list[str]:
@@ -120,6 +123,12 @@ async def test_bad_migrations_are_refused_when_made(zk_connect: Factory) -> None
         create("/x", b"x" * (1024 * 1024 + 1))
     with pytest.raises(BadArgumentsError):
         set_data("/x", b"", version=-2)
+    with pytest.raises(InvalidTypeError):
+        manager(client, namespace=5)  # type: ignore[arg-type]  # the refusal under test
+    with pytest.raises(BadArgumentsError):
+        manager(client, namespace="a//b")
+    with pytest.raises(BadArgumentsError):
+        V1.digest(namespace="a/")
     assert await client.exists("/migrations") is None
 
 
@@ -127,7 +136,7 @@ async def test_bad_migrations_are_refused_when_made(zk_connect: Factory) -> None
 def curator(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The command that runs CuratorMigrationPeer (skipped without a JDK or the jars)."""
     out: Path = tmp_path_factory.mktemp("migration-peer")
-    return compile_java_peer(out, "CuratorMigrationPeer", CURATOR_TOOLS_JARS)
+    return compile_java_peer(out, "CuratorMigrationPeer", CURATOR_RECIPES_JARS)
 
 
 def _spec(migration: Migration) -> str:
@@ -156,11 +165,18 @@ def test_our_records_are_curators_hashes(curator: list[str], zookeeper: Any) -> 
             check("/a", 0),
         ],
     )
-    migrations = [V1, V2, V3, odd]
+    migrations = [V1, V2, V3, odd, Migration("root", [check("/", 0)])]
     answers = ask_java_peer(
         curator, [f"hash {zookeeper.connect_string} {_spec(m)}" for m in migrations]
     )
     assert answers == [m.digest().hex() for m in migrations]
+    # A namespaced Curator client hashes its paths under the namespace.
+    answers = ask_java_peer(
+        curator, [f"hash {zookeeper.connect_string}#ns/sub {_spec(m)}" for m in migrations]
+    )
+    assert answers == [m.digest(namespace="ns/sub").hex() for m in migrations]
+    assert answers == [m.digest(namespace="/ns/sub").hex() for m in migrations]
+    assert answers[0] != V1.digest().hex()
 
 
 def test_a_create_with_another_acl_is_hashed_with_it(curator: list[str]) -> None:
@@ -171,16 +187,81 @@ def test_a_create_with_another_acl_is_hashed_with_it(curator: list[str]) -> None
     )
 
 
-async def test_a_set_curator_applied_is_applied_for_us_and_ours_reads_as_curators(
+async def test_curator_with_the_chroot_as_its_namespace_and_we_share_a_set(
     curator: list[str], zookeeper: Any, zk_connect: Factory, zk_namespace: str
 ) -> None:
+    # docs/from-curator.md: Curator's .namespace("app") is a chroot here. Curator hashes the
+    # paths of a namespaced client's operations with the namespace, so do we by default.
     client = await zk_connect()
-    connect = zookeeper.connect_string + zk_namespace
-    assert ask_java_peer(curator, [f"apply {connect} /migrations/meta app {_spec(V1)}"]) == ["ok"]
+    java = f"{zookeeper.connect_string}#{zk_namespace.lstrip('/')}"
+    sets = f"/migrations/meta app {_spec(V1)}|{_spec(V2)}"
+    assert ask_java_peer(curator, [f"apply {java} /migrations/meta app {_spec(V1)}"]) == ["ok"]
     assert (await client.get("/app/config"))[0] == b'{"replicas":1}'
     # Curator's record of V1 is ours: only V2 is left to apply.
     assert await manager(client).migrate(MigrationSet("app", [V1, V2])) == ["v2"]
+    # ...and Curator's MigrationManager would find both applied, ours as its own.
+    assert ask_java_peer(curator, [f"pending {java} {sets}"]) == ["0"]
+    (java_v2,) = ask_java_peer(curator, [f"hash {java} {_spec(V2)}"])
+    assert java_v2 == V2.digest(namespace=zk_namespace).hex() != V2.digest().hex()
+
+
+async def test_curator_with_the_chroot_in_its_connect_string_and_we_share_a_set(
+    curator: list[str], zookeeper: Any, zk_connect: Factory, zk_namespace: str
+) -> None:
+    # A Java client chrooted by its connect string hashes the paths it was given: namespace="".
+    client = await zk_connect()
+    java = zookeeper.connect_string + zk_namespace
+    assert ask_java_peer(curator, [f"apply {java} /migrations/meta app {_spec(V1)}"]) == ["ok"]
+    with pytest.raises(MigrationChangedError):  # hashed under the chroot: not Curator's hash
+        await manager(client).migrate(MigrationSet("app", [V1, V2]))
+    assert await manager(client, namespace="").migrate(MigrationSet("app", [V1, V2])) == ["v2"]
     names = await records(client)
     data = [(await client.get(f"/migrations/meta/app/{n}"))[0] for n in names]
-    (java_v2,) = ask_java_peer(curator, [f"hash {connect} {_spec(V2)}"])
+    (java_v2,) = ask_java_peer(curator, [f"hash {java} {_spec(V2)}"])
     assert [d.hex() for d in data] == [V1.digest().hex(), java_v2]
+    sets = f"/migrations/meta app {_spec(V1)}|{_spec(V2)}"
+    assert ask_java_peer(curator, [f"pending {java} {sets}"]) == ["0"]
+
+
+async def test_a_changed_migration_we_applied_is_refused_by_curator_too(
+    curator: list[str], zookeeper: Any, zk_connect: Factory, zk_namespace: str
+) -> None:
+    client = await zk_connect()
+    await manager(client).migrate(MigrationSet("app", [V1]))
+    java = f"{zookeeper.connect_string}#{zk_namespace.lstrip('/')}"
+    changed = Migration("v1", [create("/app", b"{}"), create("/app/config", b'{"replicas":2}')])
+    assert ask_java_peer(
+        curator,
+        [
+            f"pending {java} /migrations/meta app {_spec(V1)}|{_spec(V2)}",
+            f"pending {java} /migrations/meta app {_spec(changed)}",
+        ],
+    ) == ["1", "mismatch 0"]
+
+
+async def test_curators_lock_on_the_set_keeps_our_manager_out(
+    curator: list[str], zookeeper: Any, zk_connect: Factory, zk_namespace: str
+) -> None:
+    client = await zk_connect()
+    java = await start_java_peer(curator)
+    try:
+        assert java.stdin is not None
+        java_connect = f"{zookeeper.connect_string}#{zk_namespace.lstrip('/')}"
+        java.stdin.write(f"hold {java_connect} /migrations/locks/app\n".encode())
+        await java.stdin.drain()
+        assert await java_line(java) == "held"
+        # Curator's InterProcessSemaphoreMutex on <lock path>/<set id> is the set's lock here.
+        with pytest.raises(aiocoord.TimeoutError):
+            await manager(client).migrate(MigrationSet("app", [V1]), timeout=0.5)
+        assert await client.exists("/app") is None
+        assert await client.exists("/migrations/meta") is None
+        java.stdin.write(b"release\n")
+        await java.stdin.drain()
+        assert await java_line(java) == "released"
+        assert await manager(client).migrate(MigrationSet("app", [V1]), timeout=30) == ["v1"]
+        java.stdin.close()
+        assert await asyncio.wait_for(java.wait(), 60) == 0
+    finally:
+        if java.returncode is None:
+            java.kill()
+            await java.wait()
