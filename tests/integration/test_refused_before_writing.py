@@ -42,6 +42,7 @@ from aiocoord import (
     Election,
     GroupMember,
     IdQueue,
+    InvalidTypeError,
     LeaderLatch,
     Lock,
     LockingQueue,
@@ -93,6 +94,7 @@ LONE_PATH = "/bad" + LONE
 TOO_BIG = DataTooLargeError
 #: Unencodable text: BadArgumentsError (InvalidPathError in a path).
 NO_UTF8 = BadArgumentsError
+WRONG_TYPE = InvalidTypeError
 
 Attempt = Callable[[Client], Awaitable[object]]
 Row = tuple[type[Exception], Attempt]
@@ -116,17 +118,31 @@ async def _enter(recipe: Any) -> None:
 def _identifiers(make: Callable[[str], Attempt]) -> list[Row]:
     """An oversize identifier, one at the data limit (its node's create is over the request
     limit) and an unencodable one."""
-    return [(TOO_BIG, make(BIG_TEXT)), (TOO_BIG, make(EDGE_TEXT)), (NO_UTF8, make(LONE))]
+    return [
+        (TOO_BIG, make(BIG_TEXT)),
+        (TOO_BIG, make(EDGE_TEXT)),
+        (NO_UTF8, make(LONE)),
+        (WRONG_TYPE, make(b"bytes")),  # wrong on purpose
+    ]
 
 
 def _paths(make: Callable[[str], Attempt]) -> list[Row]:
-    """An oversize path and an unencodable one."""
-    return [(TOO_BIG, make(BIG_PATH)), (NO_UTF8, make(LONE_PATH))]
+    """An oversize path, an unencodable one, and bytes."""
+    return [
+        (TOO_BIG, make(BIG_PATH)),
+        (NO_UTF8, make(LONE_PATH)),
+        (WRONG_TYPE, make(b"/bytes")),  # wrong on purpose
+    ]
 
 
 def _payloads(make: Callable[[bytes], Attempt]) -> list[Row]:
-    """Data over the data limit, and data at it (its create is over the request limit)."""
-    return [(TOO_BIG, make(BIG)), (TOO_BIG, make(EDGE))]
+    """Data over the data limit, data at it (its create is over the request limit), and
+    text (no bytes: its encoding is the caller's to choose)."""
+    return [
+        (TOO_BIG, make(BIG)),
+        (TOO_BIG, make(EDGE)),
+        (WRONG_TYPE, make("text")),  # wrong on purpose
+    ]
 
 
 def _batches(put_all: Callable[[Client, list[bytes]], Awaitable[object]]) -> list[Row]:
@@ -231,7 +247,7 @@ def _persistent_rows() -> list[Row]:
                 return lambda c: _start(node(c))
 
             rows += _payloads(by_data)
-    rows += _paths(lambda p: lambda c: _start(PersistentNode(c, p + "/node")))
+    rows += _paths(lambda p: lambda c: _start(PersistentNode(c, p)))
     return rows
 
 
