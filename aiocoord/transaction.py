@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aiocoord._validation import (
+    MAX_REQUEST,
     MAX_TTL_MS,
     validate_duration_ms,
     validate_flag,
@@ -30,6 +31,7 @@ from aiocoord._wire.writes import (
 from aiocoord.compression import _payload
 from aiocoord.errors import (
     BadArgumentsError,
+    DataTooLargeError,
     ProtocolError,
     SessionExpiredError,
     TransactionFailedError,
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
     from aiocoord._client.requests import Requests
 
 __all__ = ["OpResult", "Transaction"]
+
+#: What a multi adds per op, and for its end marker: the op's type, a done flag, an error.
+_OP_HEADER = 4 + 1 + 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +62,28 @@ class OpResult:
 
 
 class Transaction:
-    """Ops applied atomically: all succeed or none does."""
+    """Ops applied atomically: all succeed or none does.
+
+    An op that makes the whole request larger than a server reads is refused as it is added
+    (DataTooLargeError), before anything is sent."""
 
     def __init__(self, requests: Requests) -> None:
         """Made by :meth:`Client.transaction <aiocoord.Client.transaction>`."""
         self._requests = requests
         self._ops: list[tuple[str, str, TxnOp]] = []
+        #: the request's size so far: its xid and opcode, and the multi's end marker
+        self._size = 8 + _OP_HEADER
+
+    def _add(self, name: str, path: str, req: TxnOp) -> Transaction:
+        # Refused as it is added, not when the whole is sent: the connection would refuse a
+        # multi over the server's request limit too, but only after whatever its caller wrote
+        # ahead of it (a recipe builds its transaction before it writes anything else).
+        size = self._size + _OP_HEADER + len(req.encode())
+        if size > MAX_REQUEST:
+            raise DataTooLargeError(size, MAX_REQUEST, path)
+        self._size = size
+        self._ops.append((name, path, req))
+        return self
 
     def create(
         self,
@@ -104,21 +125,15 @@ class Transaction:
             req = CreateTTLRequest(path=full, data=payload, acl=acls, flags=mode, ttl=ttl_ms)
         else:
             req = Create2Request(path=full, data=payload, acl=acls, flags=mode)
-        self._ops.append(("create", path, req))
-        return self
+        return self._add("create", path, req)
 
     def delete(self, path: str, version: int = -1) -> Transaction:
         """Add a delete."""
         validate_path(path)
         validate_version(version)
-        self._ops.append(
-            (
-                "delete",
-                path,
-                DeleteRequest(path=self._requests.full(path), version=version),
-            )
+        return self._add(
+            "delete", path, DeleteRequest(path=self._requests.full(path), version=version)
         )
-        return self
 
     def set(
         self, path: str, data: bytes, version: int = -1, *, compressed: bool = False
@@ -129,16 +144,14 @@ class Transaction:
         payload = _payload(data, path, compressed)
         validate_version(version)
         req = SetDataRequest(path=self._requests.full(path), data=payload, version=version)
-        self._ops.append(("set", path, req))
-        return self
+        return self._add("set", path, req)
 
     def check(self, path: str, version: int) -> Transaction:
         """Add a check that the node has ``version``."""
         validate_path(path)
         validate_version(version)
         req = CheckVersionRequest(path=self._requests.full(path), version=version)
-        self._ops.append(("check", path, req))
-        return self
+        return self._add("check", path, req)
 
     def __len__(self) -> int:
         return len(self._ops)

@@ -5,7 +5,7 @@ a write a schema refuses.
 
 from __future__ import annotations
 
-from aiocoord.errors import CoordinationError
+from aiocoord.errors import BadArgumentsError, CoordinationError
 
 __all__ = ["ModelDecodeError", "ModelEncodeError", "ModelError", "SchemaViolationError"]
 
@@ -30,9 +30,10 @@ class ModelDecodeError(ModelError):
         self.data = data
 
 
-class ModelEncodeError(ModelError):
+class ModelEncodeError(ModelError, BadArgumentsError):
     """A value cannot be written with the model's serializer (wrong type, a field that JSON
-    cannot carry); nothing was sent."""
+    cannot carry); nothing was sent. A :class:`~aiocoord.BadArgumentsError` too, as every
+    input refused before anything is sent."""
 
 
 class SchemaViolationError(ModelError):

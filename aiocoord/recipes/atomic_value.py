@@ -33,7 +33,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from aiocoord._validation import validate_data, validate_path, validate_timeout
+from aiocoord._validation import (
+    validate_create_size,
+    validate_data,
+    validate_path,
+    validate_timeout,
+)
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
 from aiocoord.client import Client
@@ -47,8 +52,9 @@ from aiocoord.errors import (
 )
 from aiocoord.errors import TimeoutError as CoordTimeoutError
 from aiocoord.recipes._args import check_client
+from aiocoord.recipes._contention.contender import check_entry
 from aiocoord.recipes._marker import MarkedCommit
-from aiocoord.recipes.lock import Lock
+from aiocoord.recipes.lock import LOCK_NAME, Lock
 from aiocoord.retry import ExponentialBackoff, NoRetry, RetryPolicy
 
 __all__ = [
@@ -193,8 +199,20 @@ class DistributedAtomicValue:
         self.retry: RetryPolicy = check_retry(retry)
         self.promoted_to_lock = check_promoted(promoted_to_lock)
         self.acl = check_acl(acl)
+        if self.promoted_to_lock is not None:
+            # The mutex is made only when a change is promoted, long after this: a lock path
+            # too long for its node is refused now rather than then.
+            check_entry(client, self.promoted_to_lock.lock_path, LOCK_NAME, b"", self.acl)
         self._marked = MarkedCommit(client, path, acl=self.acl)
         self._mutex: Lock | None = None
+
+    def _writable(self, value: Any) -> bytes:
+        """``value`` if a create of the node with it is a request a server reads (a typed
+        error otherwise): refused before the read that comes first, whether or not the
+        change would get as far as writing it."""
+        data = validate_data(value, self.path)
+        validate_create_size(self.path, data, self.acl, self.client.chroot)
+        return data
 
     async def close(self) -> None:
         """Delete the marker nodes of the last writes (they would go with the session)."""
@@ -223,7 +241,7 @@ class DistributedAtomicValue:
 
     async def force_set(self, value: bytes) -> None:
         """Write ``value`` whatever the current data (creating the node if needed)."""
-        data = validate_data(value, self.path)
+        data = self._writable(value)
         try:
             await self.client.set(self.path, data)
         except NoNodeError:
@@ -236,7 +254,7 @@ class DistributedAtomicValue:
 
     async def initialize(self, value: bytes) -> bool:
         """Create the node with ``value`` if it does not exist; True if this call did."""
-        data = validate_data(value, self.path)
+        data = self._writable(value)
         try:
             await self.client.create(
                 self.path, data, make_parents=True, parents_as_containers=True, acl=self.acl
@@ -249,7 +267,7 @@ class DistributedAtomicValue:
 
     async def try_set(self, value: bytes) -> AtomicValue[bytes]:
         """Write ``value`` on the version read; retried (then promoted) as configured."""
-        data = validate_data(value, self.path)
+        data = self._writable(value)
         return await self.change(lambda _current: data)
 
     async def compare_and_set(self, expected: bytes, new: bytes) -> AtomicValue[bytes]:
@@ -257,14 +275,14 @@ class DistributedAtomicValue:
         in Curator). One try: ``succeeded`` is False if the data differs or someone wrote
         between the read and the write."""
         want = validate_data(expected, self.path)
-        data = validate_data(new, self.path)
-        return await self.compare_with(lambda current: current == want, data)
+        return await self.compare_with(lambda current: current == want, new)
 
     async def compare_with(
         self, matches: Callable[[bytes | None], bool], new: bytes
     ) -> AtomicValue[bytes]:
         """Write ``new`` (creating the node if it is missing) only if ``matches`` holds for
         the data read (None: no node); one try. The mechanism of every compare-and-set."""
+        new = self._writable(new)
         attempt = _Attempt(post_value=new)
         started = time.monotonic()
         current, version = await self.read()

@@ -79,7 +79,7 @@ from aiocoord.acl import check_acl
 from aiocoord.client import Client, State
 from aiocoord.errors import LockLostError, LockNotOwnedError
 from aiocoord.recipes._args import check_client, check_identifier, current_task, default_identifier
-from aiocoord.recipes._contention.contender import QueueNode
+from aiocoord.recipes._contention.contender import QueueNode, check_entry
 from aiocoord.recipes._contention.drivers import Driver, LeaseDriver
 from aiocoord.recipes._contention.holding import Holding, LossEvent
 from aiocoord.recipes._contention.kernel import SequentialQueue
@@ -143,6 +143,11 @@ class _QueueLock:
         self.acl = check_acl(acl)
         #: whose node layout this lock speaks (:class:`~aiocoord.Layout`)
         self.layout = check_layout(layout, type(self).__name__)
+        # Refused here rather than at the first acquire: a lock that cannot make its node
+        # must not even be built, so that a MultiLock never takes the locks ahead of it (and
+        # writes their paths) before this one fails.
+        data = b"" if self.identifier is None else self.identifier.encode()
+        check_entry(client, self.path, self._LOCK_NAMES[self.layout], data, self.acl)
         self._queue = SequentialQueue(
             client,
             path,

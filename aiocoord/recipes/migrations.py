@@ -52,6 +52,7 @@ from aiocoord.client import Client
 from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError, NoNodeError
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes.semaphore import Semaphore
+from aiocoord.transaction import Transaction
 
 __all__ = [
     "META_NAME",
@@ -308,16 +309,28 @@ class MigrationManager:
         Raises :class:`MigrationChangedError` if an applied migration differs from the
         set's, or if more were applied than the set holds (nothing written either way),
         :class:`aiocoord.TimeoutError` if the lock did not come within ``timeout`` seconds,
-        TransactionFailedError if an operation failed (nothing applied, nothing recorded).
+        TransactionFailedError if an operation failed (nothing applied, nothing recorded),
+        DataTooLargeError if the migrations to apply make a transaction larger than a server
+        reads (nothing written, not even the lock).
         """
         migration_set = _check_set(migration_set)
         timeout = validate_timeout(timeout)
         lock = Semaphore(self.client, join(self.lock_path, migration_set.id), 1)
+        # Built before the lock is taken, so that a transaction the server would refuse (too
+        # large) is refused with nothing written, no lock path nor record path; read again
+        # under the lock, the migrations to apply can only be fewer.
+        self._transaction(
+            migration_set, self._to_apply(migration_set, await self.applied(migration_set))
+        )
         (lease,) = await lock.acquire(1, timeout)
         try:
             todo = self._to_apply(migration_set, await self.applied(migration_set))
             if todo:
-                await self._apply(migration_set, todo)
+                txn = self._transaction(migration_set, todo)
+                await self.client.ensure_path(
+                    join(self.metadata_path, migration_set.id), container=True
+                )
+                await txn.commit()
             return [m.id for m in todo]
         finally:
             await lease.release()
@@ -338,9 +351,9 @@ class MigrationManager:
                 )
         return list(migrations[len(records) :])
 
-    async def _apply(self, migration_set: MigrationSet, todo: list[Migration]) -> None:
+    def _transaction(self, migration_set: MigrationSet, todo: list[Migration]) -> Transaction:
+        """The one transaction applying ``todo`` and recording each (not sent)."""
         meta = join(self.metadata_path, migration_set.id)
-        await self.client.ensure_path(meta, container=True)
         txn = self.client.transaction()
         for migration in todo:
             for op in migration.operations:
@@ -360,7 +373,7 @@ class MigrationManager:
                     txn.check(op.path, op.version)
             record = migration.digest(namespace=self.namespace)
             txn.create(join(meta, META_NAME), record, sequential=True)
-        await txn.commit()
+        return txn
 
 
 def _check_set(value: object) -> MigrationSet:

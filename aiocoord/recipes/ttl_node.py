@@ -21,7 +21,12 @@ import contextlib
 import logging
 from collections.abc import Sequence
 
-from aiocoord._validation import MAX_TTL_MS, validate_duration_ms, validate_path
+from aiocoord._validation import (
+    MAX_TTL_MS,
+    validate_create_size,
+    validate_duration_ms,
+    validate_path,
+)
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
 from aiocoord.client import Client
@@ -103,6 +108,9 @@ class PersistentTtlNode:
             raise BadArgumentsError(f"touch_schedule_factor must be at least 2, got {factor}")
         self.touch_schedule_factor = factor
         self.acl = check_acl(acl)
+        # The child is written by the touch task, after the container: refused now, it
+        # would leave the container behind and fail in the background instead.
+        validate_create_size(self.child_path, b"", self.acl, self.client.chroot)
         self._node = _KeptNode(client, path, data, mode=CreateMode.CONTAINER, acl=self.acl)
         self._task: asyncio.Task[None] | None = None
         #: how many times the child was written (created or touched)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import aiocoord
+import aiocoord._validation
 from aiocoord import ACL, Client, EventType
 from aiocoord._wire.opcodes import OP_NAMES
 from aiocoord.errors import (
@@ -94,6 +95,16 @@ async def test_transaction_commits_all_or_names_the_failing_op(zk_client: Client
     assert info.value.failed_index == 1
     assert isinstance(info.value.cause, NoNodeError)
     assert await zk_client.exists("/z") is None  # rolled back
+
+
+async def test_transaction_refuses_the_op_that_makes_it_too_large(zk_client: Client) -> None:
+    half = b"x" * (aiocoord._validation.MAX_REQUEST // 2)
+    txn = zk_client.transaction().create("/a", half)
+    with pytest.raises(DataTooLargeError):
+        txn.create("/b", half)  # each fits alone, not both in one request
+    assert len(txn) == 1  # the refused op is not kept: the rest still commits
+    await txn.commit()
+    assert await zk_client.exists("/a") is not None and await zk_client.exists("/b") is None
 
 
 async def test_transaction_create_results_carry_the_servers_stat(
