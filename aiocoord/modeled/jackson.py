@@ -20,6 +20,10 @@ default, and so what this module does:
 - an enum is written as its constant's name (the Python member's ``name``);
 - non-finite doubles are refused (Jackson would write ``"NaN"`` as a string that no strict
   reader takes back as a number);
+- a number no double holds is refused both ways (an ``int`` past 1.8e308 written to a
+  ``float`` field, ``1e400`` read: Jackson would make it Infinity), and reading refuses
+  nesting deeper than :data:`aiocoord._json.MAX_DEPTH` before parsing (the library's one
+  foreign-JSON reader, :func:`aiocoord._json.load_foreign`);
 - reading ignores properties the type does not have (a newer writer's fields), as a mapper
   set up for rolling upgrades does; pass ``ignore_unknown=False`` for Jackson's stricter
   default.
@@ -35,14 +39,13 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
-import json
 import math
 import types
 import typing
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar, Union
 
-from aiocoord._json import dump_jackson
+from aiocoord._json import MAX_DEPTH, ForeignDataError, dump_jackson, load_foreign
 from aiocoord.errors import InvalidTypeError
 from aiocoord.modeled.exceptions import ModelDecodeError, ModelEncodeError
 
@@ -52,8 +55,6 @@ T = TypeVar("T")
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _MILLI = datetime.timedelta(milliseconds=1)
-#: Deeper than this is no model of ours: refused before Python's own recursion limit is met.
-_MAX_DEPTH = 200
 
 
 class _Bad(Exception):
@@ -97,7 +98,7 @@ class _Codec:
     # --- Python -> JSON --------------------------------------------------------------------
 
     def dump(self, tp: Any, value: Any, where: str, depth: int) -> Any:
-        if depth > _MAX_DEPTH:
+        if depth > MAX_DEPTH:
             raise _Bad(where, "nested too deep")
         if tp is Any or tp is object:
             return self._plain(value, where, depth)
@@ -181,9 +182,7 @@ class _Codec:
         if tp is float:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise _Bad(where, f"expected float, got {type(value).__name__}")
-            if not math.isfinite(value):
-                raise _Bad(where, f"{value} has no JSON number")
-            return float(value)
+            return _double(value, where)
         if tp is str:
             if not isinstance(value, str):
                 raise _Bad(where, f"expected str, got {type(value).__name__}")
@@ -191,7 +190,7 @@ class _Codec:
         raise _Bad(where, f"{tp!r} is not a type this serializer writes")
 
     def _plain(self, value: Any, where: str, depth: int) -> Any:
-        if depth > _MAX_DEPTH:
+        if depth > MAX_DEPTH:
             raise _Bad(where, "nested too deep")
         if value is None or isinstance(value, (str, bool, int)):
             return value
@@ -298,12 +297,25 @@ class _Codec:
         if tp is float:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise _Bad(where, f"expected a number, got {_kind(value)}")
-            return float(value)
+            return _double(value, where)
         if tp is str:
             if not isinstance(value, str):
                 raise _Bad(where, f"expected a string, got {_kind(value)}")
             return value
         raise _Bad(where, f"{tp!r} is not a type this serializer reads")
+
+
+def _double(value: float, where: str) -> float:
+    """``value`` (an int or a float) as the double a Java ``double`` field holds: a plain
+    float, whatever text it was read from (typed values are written with Java 17's digits)."""
+    try:
+        out = float(value)
+    except OverflowError:  # an int past 1.8e308: Jackson would make it Infinity
+        bits = int(value).bit_length()
+        raise _Bad(where, f"an integer of {bits} bits is out of a double's range") from None
+    if not math.isfinite(out):
+        raise _Bad(where, f"{value} has no JSON number")
+    return out
 
 
 def _kind(value: Any) -> str:
@@ -313,16 +325,6 @@ def _kind(value: Any) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"the number {value}"
     return names.get(type(value), type(value).__name__)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _loads(data: bytes) -> Any:
-    # Deep nesting ends in RecursionError (where depends on the Python), caught by the caller;
-    # values under an ``Any`` field are handed on as parsed, never walked again.
-    return json.loads(data.decode("utf-8"), parse_constant=_no_constant)
 
 
 class JsonSerializer(Generic[T]):
@@ -357,9 +359,12 @@ class JsonSerializer(Generic[T]):
     def deserialize(self, data: bytes) -> T:
         """The value ``data`` holds; ModelDecodeError (with ``data``) if it is none."""
         try:
-            plain = _loads(bytes(data))
-        except (ValueError, RecursionError) as exc:
-            raise ModelDecodeError(f"not JSON: {exc}", data=bytes(data)) from exc
+            # The library's one reader of foreign JSON: nesting bounded before parsing (a
+            # value under an ``Any`` field stays usable), NaN and out-of-range numbers refused.
+            plain = load_foreign(bytes(data))
+        except ForeignDataError as exc:
+            message = str(exc) if str(exc).startswith("not JSON") else f"not JSON: {exc}"
+            raise ModelDecodeError(message, data=bytes(data)) from exc
         try:
             out: T = self._codec.load(self.type, plain, "")
         except _Bad as exc:

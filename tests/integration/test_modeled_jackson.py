@@ -295,3 +295,51 @@ def test_our_doubles_are_jacksons_digit_for_digit(jackson_bytes: list[str]) -> N
         )
     # The doubles tried include many where Java 17 is not repr: the test can tell them apart.
     assert not_shortest > 20, not_shortest
+
+
+def _edges() -> list[float]:
+    """The doubles where Double.toString changes form or digit count: each power of ten and
+    of two with its neighbours (1e-3 and 1e7 bound the plain form), both signs."""
+    out: list[float] = []
+    for k in range(-324, 309):
+        power = float(f"1e{k}")
+        for start, toward in ((power, math.inf), (power, 0.0)):
+            value = start
+            for _ in range(3):
+                value = math.nextafter(value, toward)
+                out.append(value)
+        out.append(power)
+    for k in range(-1074, 1024):
+        power = math.ldexp(1.0, k)
+        out += [math.nextafter(power, 0.0), power, math.nextafter(power, math.inf)]
+    finite = [v for v in out if math.isfinite(v) and v != 0.0]
+    return finite + [-v for v in finite[::7]]
+
+
+def test_doubles_at_every_power_of_ten_and_two_are_jacksons(jackson_bytes: list[str]) -> None:
+    _java17(jackson_bytes)
+    values = _edges()
+    chunks = [values[i : i + 500] for i in range(0, len(values), 500)]
+    requests = ["doubles " + ",".join(struct.pack(">d", v).hex() for v in c) for c in chunks]
+    answers = ask_java_peer(jackson_bytes, requests)
+    assert len(answers) == len(chunks)
+    for chunk, answer in zip(chunks, answers, strict=True):
+        theirs = bytes.fromhex(answer).decode()[1:-1].split(",")
+        assert [(v, java_double(v)) for v in chunk] == list(zip(chunk, theirs, strict=True))
+
+
+def test_every_character_is_escaped_or_not_as_jackson_does(jackson_bytes: list[str]) -> None:
+    # Every BMP character but the surrogates (lone ones are refused, see docs/typed-state.md),
+    # in runs, and characters beyond the BMP, alone and beside others.
+    bmp = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
+    texts = ["".join(bmp[i : i + 256]) for i in range(0, len(bmp), 256)]
+    rng = random.Random(20261129)
+    astral = [chr(rng.randrange(0x10000, 0x110000)) for _ in range(2000)]
+    texts += astral + ["".join(astral[i : i + 20]) + "\x00é\x1f" for i in range(0, 2000, 20)]
+    texts += ["", "\U0010ffff\U00010000", "\ud7ff\ue000\uffff"]
+    chunks = [texts[i : i + 200] for i in range(0, len(texts), 200)]
+    requests = ["strings " + ",".join(t.encode().hex() for t in c) for c in chunks]
+    answers = ask_java_peer(jackson_bytes, requests)
+    assert len(answers) == len(chunks)
+    for chunk, answer in zip(chunks, answers, strict=True):
+        assert dump_jackson(chunk) == bytes.fromhex(answer)

@@ -194,6 +194,22 @@ def test_typeddicts_round_trip_with_their_optional_keys_left_out() -> None:
             b'"owner":null,"created":99999999999999999999}',
             "out of datetime's range",
         ),
+        # Numbers no double holds (Jackson would read Infinity, which it cannot write back).
+        (
+            b'{"name":"t","tier":"FREE","limits":{"maxJobs":1,"burst":1e400},"tags":[],'
+            b'"owner":null,"created":0}',
+            "out of range for a double",
+        ),
+        (
+            b'{"name":"t","tier":"FREE","limits":{"maxJobs":1,"burst":1' + b"0" * 400 + b"},"
+            b'"tags":[],"owner":null,"created":0}',
+            r"limits.burst: an integer of \d+ bits is out of a double's range",
+        ),
+        # Nesting is bounded before parsing, even under a property the type ignores.
+        (
+            b'{"name":"t","newerField":' + b"[" * 900 + b"]" * 900 + b"}",
+            "not JSON: JSON nested deeper than 200 levels",
+        ),
     ],
 )
 def test_bytes_that_are_no_value_are_a_typed_error_carrying_them(data: bytes, message: str) -> None:
@@ -208,6 +224,10 @@ def test_bytes_that_are_no_value_are_a_typed_error_carrying_them(data: bytes, me
     [
         (dataclasses.replace(_tenant(), created=datetime.datetime(2024, 1, 1)), "naive"),
         (dataclasses.replace(_tenant(), limits=Limits(1, float("nan"))), "no JSON number"),
+        (
+            dataclasses.replace(_tenant(), limits=Limits(1, 10**400)),
+            r"limits.burst: an integer of \d+ bits is out of a double's range",
+        ),
         (dataclasses.replace(_tenant(), tags=["a", 3]), r"tags\[1\]: expected str"),
         ({"name": "t1"}, "expected Tenant, got dict"),
     ],
@@ -374,6 +394,19 @@ def test_a_model_writes_jacksons_bytes_doubles_escapes_and_astral_characters() -
         b'1.0E-323],"text":"\\u001F\\u0000\\uD83D\\uDE00\xc3\xa9","nothing":null}'
     )
     assert JsonSerializer(_Doubles).deserialize(JsonSerializer(_Doubles).serialize(value)) == value
+
+
+def test_a_double_under_any_keeps_another_writers_digits_a_typed_one_gets_java_17s() -> None:
+    # Java 19+ writes 1e23 as 1.0E23, Java 17 (and so aiocoord) as 9.999999999999999E22
+    # (tests/unit/test_jackson_writer.py): an untyped value is written back as it was read,
+    # a float field holds a plain float.
+    anything: JsonSerializer[Any] = JsonSerializer(Any)
+    untyped = anything.deserialize(b'{"x":[1.0E23,0.5]}')
+    assert untyped == {"x": [1e23, 0.5]}
+    assert anything.serialize(untyped) == b'{"x":[1.0E23,0.5]}'
+    typed = JsonSerializer(Limits).deserialize(b'{"maxJobs":1,"burst":1.0E23}')
+    assert type(typed.burst) is float
+    assert JsonSerializer(Limits).serialize(typed) == b'{"maxJobs":1,"burst":9.999999999999999E22}'
 
 
 def test_a_lone_surrogate_is_a_model_encode_error() -> None:

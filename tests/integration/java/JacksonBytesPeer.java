@@ -18,6 +18,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * echo HEX           -> HEX(mapper.writeValueAsBytes(mapper.readValue(bytes, Sample.class)))
  * make               -> HEX(mapper.writeValueAsBytes(the Sample built below))
  * doubles BITS,BITS  -> HEX(mapper.writeValueAsBytes(double[] of those IEEE bit patterns))
+ * strings HEX,HEX    -> HEX(mapper.writeValueAsBytes(String[] of those UTF-8 texts))
  * java               -> JAVA feature version (Double.toString's digits changed in Java 19)
  * </pre>
  *
@@ -69,6 +70,13 @@ public class JacksonBytesPeer {
                 double[] values = new double[bits.length];
                 for (int i = 0; i < bits.length; i++) {
                     values[i] = Double.longBitsToDouble(Long.parseUnsignedLong(bits[i], 16));
+                }
+                System.out.println(hex.formatHex(mapper.writeValueAsBytes(values)));
+            } else if (words[0].equals("strings")) {
+                String[] texts = words[1].split(",", -1);
+                String[] values = new String[texts.length];
+                for (int i = 0; i < texts.length; i++) {
+                    values[i] = new String(hex.parseHex(texts[i]), StandardCharsets.UTF_8);
                 }
                 System.out.println(hex.formatHex(mapper.writeValueAsBytes(values)));
             } else {
