@@ -483,7 +483,12 @@ class GroupMember:
         return view
 
     def changes(self, *, buffer_size: int | None = None) -> EventSubscription[NodeEvent]:
-        """The membership change stream (the ChildrenCache's; see its ``changes()``)."""
+        """The membership change stream (the ChildrenCache's; see its ``changes()``).
+
+        The events name child nodes, as the cache sees them: in kazoo's layout a ``Party``
+        event names ``<uuid hex>__party__`` (the identifier is its data) and may be about a
+        child that is no member; :meth:`members` and :meth:`wait_for` read as kazoo does.
+        """
         return self._cache.changes(buffer_size=buffer_size)
 
     async def wait_for(
