@@ -1,18 +1,21 @@
 """kazoo's ``Queue`` (2.x, in threads) and aiocoord's ``Queue``/``PriorityQueue`` in kazoo's
 layout share one queue: items put by either side are taken exactly once by the consumers of
-both, in kazoo's priority order, also across an expiry of our consumer's session. kazoo's
-``LockingQueue`` and ours hand each item out once, and kazoo's ``TreeCache`` and ours see one
-tree."""
+both (also with every producer and consumer running at once), in kazoo's priority order, also
+across an expiry of our consumer's session; our get times out and cancels leaving nothing on
+kazoo's path. kazoo's ``LockingQueue`` and ours hand each item out once, and kazoo's
+``TreeCache`` and ours see one tree."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from typing import Any
 
 import pytest
 from support import Factory, eventually
 
+import aiocoord
 from aiocoord import BadArgumentsError, Client, LockingQueue, PriorityQueue, Queue, TreeCache
 from aiocoord.testing import expire_client
 
@@ -23,21 +26,27 @@ SEMANTICS = {
     "recipes/queues.md | Failure semantics | kazoo and aiocoord consumers on one queue, our "
     "consumer's session expires": [
         "test_items_of_both_sides_are_taken_exactly_once_by_both_sides",
+        "test_producers_and_consumers_of_both_sides_at_once_take_each_item_once",
         "test_an_expiry_of_our_consumer_loses_and_doubles_no_item",
     ],
 }
 
 
 class Taken:
-    """The items every consumer took, across threads and tasks."""
+    """The items every consumer took, across threads and tasks; ``all_taken`` is set once
+    ``expected`` items were (if given)."""
 
-    def __init__(self) -> None:
+    def __init__(self, expected: int | None = None) -> None:
         self._mutex = threading.Lock()
         self.items: list[bytes] = []
+        self.expected = expected
+        self.all_taken = threading.Event()
 
     def add(self, item: bytes) -> None:
         with self._mutex:
             self.items.append(item)
+            if self.expected is not None and len(self.items) >= self.expected:
+                self.all_taken.set()
 
 
 def _kazoo_consumes(kazoo: Any, path: str, taken: Taken) -> None:
@@ -87,6 +96,95 @@ async def test_items_of_both_sides_are_taken_exactly_once_by_both_sides(
     assert await a.children("/jobs") == []
     for queue in (producer, *consumers):
         await queue.close()
+
+
+def _kazoo_consumes_until_all_taken(kazoo: Any, path: str, taken: Taken) -> None:
+    queue = kazoo.Queue(path)
+    while not taken.all_taken.is_set():
+        item = queue.get()
+        if item is not None:
+            taken.add(item)
+            continue
+        names, changed = _kazoo_children_watched(kazoo, path)
+        if not names:
+            # Empty now: woken by the next put; the bound only notices that the others
+            # took the last item (no change of the children tells that).
+            changed.wait(0.2)
+
+
+def _kazoo_children_watched(kazoo: Any, path: str) -> tuple[list[str], threading.Event]:
+    """kazoo's listing of ``path`` and an event set when its children change."""
+    changed = threading.Event()
+    return kazoo.get_children(path, watch=lambda _event: changed.set()), changed
+
+
+async def _our_consumes_until_all_taken(queue: Queue, taken: Taken) -> None:
+    while not taken.all_taken.is_set():
+        # A get that times out after its claim went out keeps the item for the next get.
+        with contextlib.suppress(TimeoutError):
+            taken.add(await queue.get(timeout=0.2))
+
+
+async def test_producers_and_consumers_of_both_sides_at_once_take_each_item_once(
+    zk_connect: Factory, kazoo: Any
+) -> None:
+    a, b = await zk_connect(), await zk_connect()
+    n = 30
+    taken = Taken(expected=2 * n)
+    theirs = kazoo.Queue("/jobs")
+
+    def kazoo_puts() -> None:
+        for i in range(n):
+            theirs.put(f"kazoo-{i}".encode(), 50 + i % 3 * 50)
+
+    producer = PriorityQueue(a, "/jobs", layout="kazoo")
+
+    async def ours_put() -> None:
+        for i in range(n):
+            await producer.put(f"py-{i}".encode(), 50 + i % 3 * 50)
+
+    consumers = [Queue(c, "/jobs", layout="kazoo") for c in (a, b)]
+    try:
+        await asyncio.wait_for(
+            asyncio.gather(
+                ours_put(),
+                asyncio.to_thread(kazoo_puts),
+                *(_our_consumes_until_all_taken(q, taken) for q in consumers),
+                asyncio.to_thread(_kazoo_consumes_until_all_taken, kazoo, "/jobs", taken),
+                asyncio.to_thread(_kazoo_consumes_until_all_taken, kazoo, "/jobs", taken),
+            ),
+            timeout=60,
+        )
+    finally:
+        taken.all_taken.set()  # ends kazoo's threads whatever happened
+    expected = [f"{side}-{i}".encode() for side in ("py", "kazoo") for i in range(n)]
+    assert sorted(taken.items) == sorted(expected)  # each item once: none lost, none twice
+    assert await a.children("/jobs") == []
+    for queue in (producer, *consumers):
+        await queue.close()
+    assert await a.children("/jobs") == []  # nothing kept back to be put again
+
+
+async def test_our_get_in_kazoos_layout_times_out_and_cancels_leaving_nothing(
+    zk_connect: Factory, kazoo: Any
+) -> None:
+    client = await zk_connect()
+    ours = Queue(client, "/empty", layout="kazoo")
+    with pytest.raises(aiocoord.TimeoutError):
+        await ours.get(timeout=0.2)
+    waiting = asyncio.ensure_future(ours.get())
+    await eventually(lambda: _watched(client), what="our get waiting on the queue")
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert not await _watched(client)  # its watch went with it
+    await ours.close()
+    # Nothing of ours on the path: kazoo's consumer takes kazoo's item, first and alone.
+    theirs = kazoo.Queue("/empty")
+    await asyncio.to_thread(theirs.put, b"kazoo-1")
+    [name] = await client.children("/empty")
+    assert name.startswith("entry-100-")
+    assert await asyncio.to_thread(theirs.get) == b"kazoo-1"
 
 
 async def test_priorities_are_honoured_across_sides(zk_connect: Factory, kazoo: Any) -> None:
@@ -191,3 +289,7 @@ async def test_kazoos_tree_cache_and_ours_see_one_tree(zk_connect: Factory, kazo
 
 async def _kazoo_sees(cache: Any, path: str) -> bool:
     return cache.get_data(path) is not None
+
+
+async def _watched(client: Client) -> bool:
+    return client.session.watches.counts()["waiters"] > 0

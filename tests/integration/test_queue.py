@@ -287,13 +287,14 @@ async def test_fences_go_once_their_transactions_can_no_longer_arrive(
     await queue.close()
 
 
+@pytest.mark.parametrize("layout", ["curator", "kazoo"])
 async def test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get(
-    zk_connect: Factory, zk_fault_proxy: FaultProxy
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, layout: str
 ) -> None:
     client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=10)
     observer = await zk_connect()
-    await Queue(observer, "/cancelled").put(b"precious")
-    queue = Queue(client, "/cancelled")
+    await Queue(observer, "/cancelled", layout=layout).put(b"precious")
+    queue = Queue(client, "/cancelled", layout=layout)
     zk_fault_proxy.latency(0.3)
     multis = client.session.sent[Op.MULTI]
     getter = asyncio.ensure_future(queue.get(10))
@@ -303,7 +304,7 @@ async def test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get(
         await getter
     zk_fault_proxy.heal()
     assert await queue.get(5) == b"precious"
-    assert [n for n in await observer.children("/cancelled") if n.startswith("queue-")] == []
+    assert [n for n in await observer.children("/cancelled") if n.startswith(queue.item_name)] == []
     await queue.close()
     await client.close()
 
