@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import logging
 import struct
 from collections.abc import Sequence
@@ -83,6 +84,9 @@ _EOF = 0x02
 _HEADER = struct.Struct(">i")
 _ITEM_HEADER = struct.Struct(">bi")
 
+
+#: The digits of the sequence number the server appends to a sequential node's name.
+_SEQUENCE_DIGITS = 10
 
 #: kazoo's ``Queue`` item name, and its default priority.
 KAZOO_ITEM_NAME = "entry-"
@@ -184,9 +188,10 @@ class Queue:
         if self.layout is Layout.KAZOO:
             self.item_name = KAZOO_ITEM_NAME
         self._marked = MarkedCommit(client, path, acl=self.acl, marker_name=self.marker_name)
-        # Items claimed and not yet handed out: the rest of a multi-item node, and items
-        # whose get() was cancelled after the claim.
-        self._ready: collections.deque[bytes] = collections.deque()
+        # Items claimed and not yet handed out (the rest of a multi-item node, and items
+        # whose get() was cancelled after the claim), each with the prefix of the node it
+        # came from: close() puts it back there, at its priority (or time, or id).
+        self._ready: collections.deque[tuple[bytes, str]] = collections.deque()
         # Names from the last listing not tried yet, in queue order.
         self._candidates: collections.deque[str] = collections.deque()
         self._claims: set[asyncio.Task[list[bytes] | None]] = set()
@@ -270,12 +275,13 @@ class Queue:
         client = self.client
         while True:
             if self._ready:
-                return self._ready.popleft()
+                return self._ready.popleft()[0]
             while self._candidates:
                 name = self._candidates.popleft()
                 items = await self._claim_shielded(name)
                 if items:
-                    self._ready.extend(items[1:])
+                    origin = self._origin(name)
+                    self._ready.extend((item, origin) for item in items[1:])
                     return items[0]
             if self._claims:
                 # Claims of cancelled getters may still bring items (kept in _ready).
@@ -332,16 +338,22 @@ class Queue:
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
-            task.add_done_callback(self._keep)
+            task.add_done_callback(functools.partial(self._keep, self._origin(name)))
             raise
 
-    def _keep(self, task: asyncio.Task[list[bytes] | None]) -> None:
+    def _keep(self, origin: str, task: asyncio.Task[list[bytes] | None]) -> None:
         """The getter that waited for this claim was cancelled: keep its items for the next."""
         if task.cancelled() or task.exception() is not None:
             return
         items = task.result()
         if items:
-            self._ready.extend(items)
+            self._ready.extend((item, origin) for item in items)
+
+    def _origin(self, name: str) -> str:
+        """The path prefix item node ``name`` was put under: its name without the sequence
+        number the server appended (``%010d``), so its priority (kazoo's ``entry-050-``,
+        Curator's sign and hex), a DelayQueue's time or an IdQueue's id stay."""
+        return self.path.rstrip("/") + "/" + name[:-_SEQUENCE_DIGITS]
 
     async def _claim(self, name: str) -> list[bytes] | None:
         """The items of node ``name`` if this call removed it, None if someone else did
@@ -383,12 +395,14 @@ class Queue:
 
     async def close(self) -> None:
         """Wait for the claims in flight, put the items claimed but never handed out back
-        at the tail of the queue (the rest of a multi-item node, or what a cancelled
-        ``get()`` claimed), and delete this object's marker nodes."""
+        (the rest of a multi-item node, or what a cancelled ``get()`` claimed) under the
+        name they had but for its sequence number: at their priority (time, id), behind the
+        items of that priority waiting, and delete this object's marker nodes."""
         if self._claims:
             await asyncio.gather(*list(self._claims), return_exceptions=True)
         while self._ready:
-            await self._put([self._ready[0]], self._item_prefix())
+            item, origin = self._ready[0]
+            await self._put([item], origin)
             self._ready.popleft()
         await self._marked.close()
 

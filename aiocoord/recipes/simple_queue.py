@@ -104,7 +104,7 @@ class SimpleQueue(Queue):
             # A cancelled take's claim may still bring the head item.
             await asyncio.wait(list(self._claims))
         if self._ready:
-            return self._ready[0]  # claimed by a cancelled take: handed out first
+            return self._ready[0][0]  # claimed by a cancelled take: handed out first
         while True:
             try:
                 names = await self.client.children(self.path)

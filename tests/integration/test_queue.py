@@ -67,6 +67,7 @@ SEMANTICS = {
     "recipes/queues.md | Failure semantics | Cancellation": [
         "test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get",
         "test_close_puts_back_what_was_claimed_and_not_handed_out",
+        "test_close_puts_a_cancelled_gets_item_back_at_its_priority",
         "test_simple_queue.py::test_a_cancelled_take_leaves_no_watch_and_loses_no_item",
     ],
     "recipes/queues.md | Failure semantics | Timeout": [
@@ -306,6 +307,39 @@ async def test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get(
     assert await queue.get(5) == b"precious"
     assert [n for n in await observer.children("/cancelled") if n.startswith(queue.item_name)] == []
     await queue.close()
+    await client.close()
+
+
+@pytest.mark.parametrize("layout", ["curator", "kazoo"])
+async def test_close_puts_a_cancelled_gets_item_back_at_its_priority(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy, layout: str
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=10)
+    observer = await zk_connect()
+    other = PriorityQueue(observer, "/back", layout=layout)
+    await other.put(b"urgent", 5)
+    await other.put(b"later", 50)
+
+    async def item_names() -> list[str]:
+        return sorted(n for n in await observer.children("/back") if n.startswith(other.item_name))
+
+    before = await item_names()
+    queue = PriorityQueue(client, "/back", layout=layout)
+    zk_fault_proxy.latency(0.3)
+    multis = client.session.sent[Op.MULTI]
+    getter = asyncio.ensure_future(queue.get(10))
+    await eventually(lambda: _true(client.session.sent[Op.MULTI] > multis))
+    getter.cancel()  # the claim of b"urgent" is on its way to the server
+    with pytest.raises(asyncio.CancelledError):
+        await getter
+    zk_fault_proxy.heal()
+    await queue.close()
+    after = await item_names()
+    assert after != before  # b"urgent" was claimed, then put back as a new node
+    # Its name but for the sequence number: the same priority, so it still comes first.
+    assert [n[:-10] for n in after] == [n[:-10] for n in before]
+    assert [await other.get(5) for _ in range(2)] == [b"urgent", b"later"]
+    await other.close()
     await client.close()
 
 
