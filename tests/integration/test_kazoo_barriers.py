@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from support import Factory, eventually
 
+import aiocoord
 from aiocoord import Barrier, DoubleBarrier, NoNodeError
 from aiocoord.testing import expire_client, expire_session
 
@@ -248,3 +249,23 @@ async def test_a_kazoo_member_whose_session_expires_while_it_waits_is_not_counte
         await stuck
         await asyncio.to_thread(expiring.stop)
         await asyncio.to_thread(expiring.close)
+
+
+async def test_our_enter_that_times_out_beside_a_kazoo_member_leaves_nothing(
+    zk_connect: Factory, kazoo: Any
+) -> None:
+    client = await zk_connect()
+    theirs = kazoo.DoubleBarrier("/double", 2, "kazoo")
+    kazoo_in = asyncio.ensure_future(asyncio.to_thread(theirs.enter))
+    await eventually(lambda: _children(client, "/double", 1), what="kazoo's member")
+    late = DoubleBarrier(client, "/double", 3, layout="kazoo")  # waits for a third: times out
+    with pytest.raises(aiocoord.TimeoutError):
+        await late.enter(timeout=0.3)
+    assert await client.children("/double") == [theirs.node_name]  # ours is gone
+    assert not kazoo_in.done()  # and kazoo's member was not let in by it
+    ours = DoubleBarrier(client, "/double", 2, layout="kazoo")
+    assert await ours.enter(timeout=30)
+    await kazoo_in
+    leaving = asyncio.ensure_future(asyncio.to_thread(theirs.leave))
+    assert await ours.leave(timeout=30)
+    await leaving
