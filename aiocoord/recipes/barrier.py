@@ -13,6 +13,23 @@ each and no herd: the lowest node (by name) waits for the highest to go; every o
 deletes itself and waits for the lowest. When the last node is gone, everybody is out, and
 ``ready`` is deleted so the barrier can be used again.
 
+**kazoo's layout** (``layout="kazoo"``): kazoo's ``Barrier`` is the same single node, and
+kazoo's ``DoubleBarrier`` the same nodes left in the same order, with two differences that
+the layout takes up. kazoo names a member with a UUID's hex digits (Curator a dashed UUID; both
+sides sort every name alike). kazoo's leave counts ``ready`` as a member (it sorts after every
+UUID), so its lowest member waits for ``ready`` to go, and every kazoo member deletes it first
+thing when it leaves: in kazoo's layout ours does too, whenever it sees it while leaving. Share
+a double barrier with kazoo in kazoo's layout: in Curator's, a member of ours that made
+``ready`` again after a kazoo leaver deleted it (it counted ``n`` just before ``ready`` was
+made) would leave it there, and kazoo's lowest member would wait for it for ever.
+
+kazoo's own races stay kazoo's: its enter makes its node before it watches ``ready``, so a
+kazoo member that is that slow while the others enter and already leave misses ``ready`` and
+waits (as among kazoo members alone); and a kazoo member whose session expires while it waits
+to enter is left waiting (its watch went with the session; kazoo's docs say to listen for the
+session's loss). Its node went with its session, so the others do not count it, and nobody
+enters until an ``n``-th member arrives.
+
 **Timeouts** bound the waiting for the other participants; a request that has to wait for a
 reconnect meanwhile may take longer. **Cancellation and timeouts** leave nothing behind on
 entering: the participant node is
@@ -44,6 +61,7 @@ from aiocoord.errors import (
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._contention.contender import delete_node
 from aiocoord.recipes._watching import call_with_watch, wait_watches
+from aiocoord.recipes.layout import Layout, check_layout
 
 __all__ = ["READY_NODE", "Barrier", "BarrierError", "DoubleBarrier"]
 
@@ -64,14 +82,25 @@ class Barrier:
     raises :class:`aiocoord.TimeoutError` after ``timeout`` seconds. Waiting survives
     connection loss and session expiry.
     ``acl`` is the ACL of the node it creates, parents included (None: OPEN_ACL_UNSAFE).
+    ``layout`` is accepted for either peer: Curator's ``DistributedBarrier`` and kazoo's
+    ``Barrier`` are the same node.
     """
 
-    def __init__(self, client: Client, path: str, *, acl: Sequence[ACL] | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        acl: Sequence[ACL] | None = None,
+        layout: Layout | str = Layout.CURATOR,
+    ) -> None:
         self.client = check_client(client)
         self.path = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a Barrier cannot live on the root node")
         self.acl = check_acl(acl)
+        #: whose layout it speaks (:class:`~aiocoord.Layout`; the node is the same in both)
+        self.layout = check_layout(layout, "Barrier")
 
     async def set(self) -> None:
         """Put the barrier up (creating its node; a barrier already up stays up)."""
@@ -128,10 +157,18 @@ class DoubleBarrier:
     entered and exits once all of them have left. ``enter(timeout)`` and ``leave(timeout)``
     do the same explicitly and return False on timeout. One object is one participant.
     ``acl`` is the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
+    ``layout="kazoo"`` names the participant node and deletes ``ready`` on leaving as
+    kazoo's ``DoubleBarrier`` does: use it to share a barrier with kazoo's (module docstring).
     """
 
     def __init__(
-        self, client: Client, path: str, n: int, *, acl: Sequence[ACL] | None = None
+        self,
+        client: Client,
+        path: str,
+        n: int,
+        *,
+        acl: Sequence[ACL] | None = None,
+        layout: Layout | str = Layout.CURATOR,
     ) -> None:
         self.client = check_client(client)
         self.path = validate_path(path)
@@ -143,7 +180,11 @@ class DoubleBarrier:
             raise BadArgumentsError(f"n (the number of participants) must be >= 1, got {n}")
         self.n = n
         self.acl = check_acl(acl)
-        self.node_name = str(uuid.uuid4())
+        #: whose layout it speaks (:class:`~aiocoord.Layout`): the participant's name, and
+        #: when ``ready`` is deleted
+        self.layout = check_layout(layout, "DoubleBarrier")
+        member = uuid.uuid4()
+        self.node_name = member.hex if self.layout is Layout.KAZOO else str(member)
         self.node_path = self.path.rstrip("/") + "/" + self.node_name
         self.ready_path = self.path.rstrip("/") + "/" + READY_NODE
         self._entered = False
@@ -255,6 +296,13 @@ class DoubleBarrier:
                 names = []
             except SessionExpiredError:
                 continue
+            if READY_NODE in names and self.layout is Layout.KAZOO:
+                # kazoo's leave counts `ready` as a member, sorted after every UUID, so kazoo's
+                # lowest waits for it to go; kazoo's leavers delete it first thing, and so do
+                # we. It can be there again after a leaver deleted it: a member that counted
+                # n just before it was made makes it anew (ours, or kazoo's own enter).
+                with contextlib.suppress(NoNodeError):
+                    await client.delete(self.ready_path)
             nodes = sorted(n for n in names if n != READY_NODE)
             if not nodes:
                 break

@@ -1,20 +1,32 @@
 """kazoo's ``Counter`` (2.x, in threads) and aiocoord's counters count on one node: kazoo's
 text form with ``AtomicCounter(layout="kazoo")``, and kazoo's ``support_curator=True`` form
-(Curator's 4-byte ``SharedCount``) with :class:`SharedCount`. Both sides add concurrently and
-the total must come out exact; an expiry of the aiocoord side mid-count loses nothing.
+with :class:`SharedCount`: kazoo packs that one as ``">i"``, Curator's 4-byte ``SharedCount``,
+not the 8-byte ``DistributedAtomicLong`` that ``AtomicCounter`` speaks in Curator's layout (a
+test holds the bytes). Both sides add concurrently and the total must come out exact; an
+expiry of the aiocoord side with an add in flight counts that add once or reports it as
+unknowable, never twice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import struct
+import threading
 from typing import Any
 
 import pytest
 from support import Factory
 
-from aiocoord import AtomicCounter, BadArgumentsError, CorruptedValueError, SharedCount
-from aiocoord.testing import expire_client
+from aiocoord import (
+    AtomicCounter,
+    BadArgumentsError,
+    ConnectionLossError,
+    CorruptedValueError,
+    SharedCount,
+    State,
+)
+from aiocoord._wire.opcodes import Op
+from aiocoord.testing import FaultProxy, expire_client, expire_session
 
 pytest.importorskip("kazoo.client", reason="kazoo is not installed")
 
@@ -24,6 +36,8 @@ SEMANTICS = {
         "test_kazoos_curator_counter_and_our_shared_count_count_exactly_together",
         "test_kazoos_text_counter_and_ours_count_exactly_together",
         "test_an_expiry_of_our_side_mid_count_loses_and_doubles_nothing",
+        "test_an_add_waiting_offline_when_our_session_expires_is_counted_once",
+        "test_an_add_whose_reply_is_lost_before_our_session_expires_is_never_repeated",
     ],
 }
 
@@ -127,4 +141,88 @@ async def test_an_expiry_of_our_side_mid_count_loses_and_doubles_nothing(
     await _our_adds(counter, ROUNDS - ROUNDS // 2)
     await kazoo_side
     assert await counter.get() == 2 * ROUNDS
+    await counter.close()
+
+
+async def test_kazoos_curator_form_is_shared_counts_four_bytes_not_atomic_counters_eight(
+    zk_connect: Factory, kazoo: Any
+) -> None:
+    client = await zk_connect()
+    await asyncio.to_thread(_kazoo_adds, kazoo, "/theirs", 1, 5, support_curator=True)
+    theirs, _ = await client.get("/theirs")
+    async with SharedCount(client, "/shared", 5) as count:
+        shared, _ = await client.get("/shared")
+        assert theirs == shared == b"\x00\x00\x00\x05"  # the same bytes: struct ">i"
+        await count.set(-7)
+    value = await asyncio.to_thread(lambda: kazoo.Counter("/shared", support_curator=True).value)
+    assert value == -7
+    async with SharedCount(client, "/theirs", 0) as count:
+        assert count.value == 5
+    atomic = AtomicCounter(client, "/atomic")
+    await atomic.force_set(5)
+    eight, _ = await client.get("/atomic")
+    assert eight == b"\x00" * 7 + b"\x05" != theirs  # DistributedAtomicLong: 8 bytes
+    with pytest.raises(CorruptedValueError, match="8-byte"):
+        await AtomicCounter(client, "/theirs").get()  # refused, never read as another value
+    with pytest.raises(struct.error):  # and kazoo cannot read Curator's 8-byte long
+        await asyncio.to_thread(lambda: kazoo.Counter("/atomic", support_curator=True).value)
+
+
+async def test_an_add_waiting_offline_when_our_session_expires_is_counted_once(
+    zookeeper: Any, zk_connect: Factory, zk_fault_proxy: FaultProxy, kazoo: Any
+) -> None:
+    """Our session expires while an add's read waits offline: the add goes on in the new
+    session, with kazoo adding all along, and the total is exact."""
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=4)
+    counter = AtomicCounter(client, "/count", layout="kazoo")
+    kazoo_side = asyncio.ensure_future(asyncio.to_thread(_kazoo_adds, kazoo, "/count", ROUNDS))
+    await _our_adds(counter, 5)
+    session, password = client.session_id, client.session.password
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    await expire_session(session, password, zookeeper.connect_string)
+    changing = asyncio.ensure_future(counter.increment())  # held: nothing gets through
+    zk_fault_proxy.heal()
+    result = await asyncio.wait_for(changing, 20)
+    assert result.succeeded and client.session_id != session
+    await _our_adds(counter, ROUNDS - 6)
+    await kazoo_side
+    assert await counter.get() == 2 * ROUNDS
+    await counter.close()
+
+
+async def test_an_add_whose_reply_is_lost_before_our_session_expires_is_never_repeated(
+    zookeeper: Any, zk_connect: Factory, zk_fault_proxy: FaultProxy, kazoo: Any
+) -> None:
+    """The worst case: our add reached the server, its reply was lost, and the session
+    expired before the add's marker could be asked about. It may or may not have been
+    applied, and says so (ConnectionLossError); it is not sent again. kazoo adds before and
+    after (paused while the add is lost, so that the test knows it was applied)."""
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=2)
+    counter = AtomicCounter(client, "/count", layout="kazoo")
+    halfway, resume = threading.Event(), threading.Event()
+
+    def kazoo_adds() -> None:
+        _kazoo_adds(kazoo, "/count", ROUNDS)
+        halfway.set()
+        resume.wait(30)
+        _kazoo_adds(kazoo, "/count", ROUNDS)
+
+    kazoo_side = asyncio.ensure_future(asyncio.to_thread(kazoo_adds))
+    await _our_adds(counter, ROUNDS)
+    assert await asyncio.to_thread(halfway.wait, 30)
+    session, password = client.session_id, client.session.password
+    zk_fault_proxy.hold_new_connections()
+    lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
+    changing = asyncio.ensure_future(counter.increment())
+    await lost  # the add reached the server; its reply did not come back
+    await expire_session(session, password, zookeeper.connect_string)
+    zk_fault_proxy.hold_new_connections(False)
+    with pytest.raises(ConnectionLossError, match="may or may not"):
+        await asyncio.wait_for(changing, 20)
+    resume.set()
+    await _our_adds(counter, ROUNDS)
+    await kazoo_side
+    assert await counter.get() == 4 * ROUNDS + 1  # the lost add applied once, not twice
     await counter.close()

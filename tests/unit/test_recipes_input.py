@@ -48,6 +48,8 @@ CONSTRUCTORS: list[tuple[str, Make, type[CoordinationError]]] = [
     ("double barrier n=0", lambda c: DoubleBarrier(c, "/d", 0), BadArgumentsError),
     ("double barrier n str", lambda c: DoubleBarrier(c, "/d", "3"), InvalidTypeError),  # type: ignore[arg-type]
     ("double barrier n bool", lambda c: DoubleBarrier(c, "/d", True), InvalidTypeError),
+    ("barrier layout", lambda c: Barrier(c, "/b", layout="zk"), BadArgumentsError),
+    ("double barrier layout", lambda c: DoubleBarrier(c, "/d", 2, layout=2), InvalidTypeError),  # type: ignore[arg-type]
     ("shared count seed range", lambda c: SharedCount(c, "/s", 2**31), BadArgumentsError),
     ("shared count seed type", lambda c: SharedCount(c, "/s", "1"), InvalidTypeError),  # type: ignore[arg-type]
     ("counter retry", lambda c: AtomicCounter(c, "/a", retry=3), InvalidTypeError),  # type: ignore[arg-type]
