@@ -283,6 +283,8 @@ class Chaos:
             ]
             if told:
                 detail += f" (force-expired {told} had been told)"
+            if entering in self.force_expired:
+                detail += f" (the newcomer's 0x{entering:x}, force-expired, had been told)"
             self.violate(invariant, detail)
 
     def tolerate(self, kind: str, invariant: str, detail: str) -> None:

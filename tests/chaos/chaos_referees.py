@@ -250,6 +250,9 @@ class LeaderReferee:
 
     def _on_change(self, latch: LeaderLatch, change: LeadershipChange) -> None:
         if change.is_leader:
+            # The listener runs in the very step of the grant: a report of its client's before
+            # this stamp was about an earlier connection (one the session was taken back from,
+            # see Chaos.untold), and has not told this term anything.
             now = self.chaos.stamp()
             self.terms += 1
             self.chaos.events[f"{self.name}: terms"] += 1
@@ -266,10 +269,11 @@ class LeaderReferee:
                     entering=change.term.session_id if change.term is not None else 0,
                     other_tokens=[x.fencing_token for x in others],
                     entering_token=change.term.fencing_token if change.term is not None else None,
+                    entered=now,
                 )
             token = change.term.fencing_token if change.term is not None else 0
             stale = (
-                change.term is not None and self.chaos.excused(change.term.session_id)
+                change.term is not None and self.chaos.excused(change.term.session_id, now)
             ) or self.chaos.revoked(token)
             self.chaos.check(
                 stale or token > self.last_token,
