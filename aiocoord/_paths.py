@@ -21,9 +21,9 @@ __all__ = [
 ]
 
 #: The prefix of protected nodes, as Curator names them: ``_c_<uuid>-<name>``.
-PROTECTED_PREFIX = "_c_"
+PROTECTED_PREFIX: str = "_c_"
 #: Width of the counter ZooKeeper appends to sequential nodes.
-SEQUENCE_DIGITS = 10
+SEQUENCE_DIGITS: int = 10
 
 
 class Chroot:

@@ -8,8 +8,8 @@ name goes here, in ``__all__``.
 
 from aiocoord import compression, zkpaths
 from aiocoord._auth.gssapi import GSSAPI
-from aiocoord._client.connect import Connecting, ConnectOptions, connect, open_client
 from aiocoord._client.tracker import EnsembleTracker
+from aiocoord._connect import Connecting, ConnectOptions, connect, open_client
 from aiocoord._observe.metrics import ClientStats, OpStats, RecipeStats, WatchStats
 from aiocoord._session.ensemble_config import EnsembleConfig, EnsembleMember, MemberRole
 from aiocoord._session.session import State, StateChange

@@ -77,8 +77,11 @@ NO_WATCH: tuple[None, bool] = (None, False)
 class ChildData:
     """A node's path, data and stat (what caches hold)."""
 
+    #: the node's path, as the client sees it (without the chroot)
     path: str
+    #: the node's data as last read (``b""`` for none, or when the cache keeps no data)
     data: bytes
+    #: the node's :class:`~aiocoord.Stat` as last read
     stat: Stat
 
 
@@ -99,7 +102,7 @@ class Client:
         self._session = session
         session.recorder.telemetry = telemetry_for(self.stats)  # None: OpenTelemetry not set up
         #: the connect string's chroot ("" for none)
-        self.chroot = session.chroot
+        self.chroot: str = session.chroot
         self._requests = Requests(
             session, retry if retry is not None else ExponentialBackoff(), acl_provider
         )

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from aiocoord._client.connect import connect as connect_client
+from aiocoord._connect import connect as connect_client
 from aiocoord._session.servers import Server, parse_connect_string
 from aiocoord._validation import validate_path
 from aiocoord.client import Client

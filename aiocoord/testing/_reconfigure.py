@@ -15,7 +15,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from aiocoord._client.connect import open_client
+from aiocoord._connect import open_client
 from aiocoord._session.ensemble_config import EnsembleConfig, EnsembleMember
 from aiocoord.client import Client
 from aiocoord.testing._zkserver import SUPER_AUTH

@@ -186,6 +186,43 @@ def test_no_import_cycle_at_all() -> None:
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
 
 
+def _run_time_imports(module: str) -> list[str]:
+    """The ``aiocoord`` modules ``module`` imports when it runs: those of ``if TYPE_CHECKING:``
+    blocks left out (a type names what it does not call)."""
+    found: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] == "aiocoord":
+                found.append(node.module)
+                found.extend(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.extend(a.name for a in node.names if a.name.startswith("aiocoord"))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(MODULES[module].read_text()))
+    return found
+
+
+def test_the_client_parts_never_build_the_client() -> None:
+    """Arrows point down: the floors below the facade (``_client/``, ``_session/``, ``_wire/``)
+    never import ``aiocoord.client`` to call it, only to name its type. What builds a
+    :class:`~aiocoord.Client` (``connect()``, ``open_client()``) lives beside it, in
+    ``aiocoord/_connect.py``, not in the parts it is built from."""
+    floors = ("aiocoord._client", "aiocoord._session", "aiocoord._wire")
+    found = [
+        module
+        for module in MODULES
+        if module.startswith(floors) and "aiocoord.client" in _run_time_imports(module)
+    ]
+    assert not found, f"modules below the client that import it at run time: {found}"
+
+
 def test_no_recipe_reaches_below_the_client() -> None:
     """Recipes enter the client through one door (:mod:`aiocoord._client.door`): none imports
     the session manager or touches ``client.session``."""

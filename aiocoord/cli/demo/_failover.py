@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from aiocoord._client.connect import open_client
+from aiocoord._connect import open_client
 from aiocoord.cli.demo._board import yes
 from aiocoord.cli.demo._cast import (
     LOCK_PATH,

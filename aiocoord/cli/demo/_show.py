@@ -16,7 +16,7 @@ import uuid
 from dataclasses import asdict
 from typing import TextIO
 
-from aiocoord._client.connect import open_client
+from aiocoord._connect import open_client
 from aiocoord.cli.demo._board import LogToBoard
 from aiocoord.cli.demo._cast import (
     LEADER_PATH,
