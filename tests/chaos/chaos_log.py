@@ -193,8 +193,13 @@ class Chaos:
         and it entered; else None."""
         reports = self.told_suspended if suspended_is_loss else self.told_lost
         stamp, when = reports.get(session, (0, 0.0))
-        since = max(self.force_expired_at.get(session, 0), entered)
-        return when if stamp > since else None
+        began = self.force_expired_at.get(session, 0)
+        if stamp > max(began, entered):
+            return when
+        # LOST is final: no holder is granted on a session after its client reported it lost,
+        # so one that entered later was told before it began.
+        stamp, when = self.told_lost.get(session, (0, 0.0))
+        return when if stamp > began else None
 
     def revoke_upto(self, zxid: int) -> None:
         """The test deletes, as a third party, every recipe node created up to ``zxid``.

@@ -61,9 +61,11 @@ class MutexReferee:
         if token is None:
             self.chaos.violate(f"{self.name}: fencing", f"{who} holds with no fencing token")
             token = self.last_token + 1
+        # Its grant came right before (the worker enters in the step acquire returns): a report
+        # of its client's before this stamp told it nothing (see Chaos.untold).
         now = self.chaos.stamp()
         others = {w: s for w, s in self.inside.items() if w != who}
-        excused = self.chaos.excused(session, suspended_is_loss=self.suspended_is_loss)
+        excused = self.chaos.excused(session, now, suspended_is_loss=self.suspended_is_loss)
         stale = excused or self.chaos.revoked(token)
         if others:
             self.chaos.overlap(
@@ -73,6 +75,7 @@ class MutexReferee:
                 entering=session,
                 other_tokens=[self.tokens.get(w) for w in others],
                 entering_token=token,
+                entered=now,
                 suspended_is_loss=self.suspended_is_loss,
             )
         elif stale and token <= self.last_token:
@@ -140,9 +143,10 @@ class RWReferee:
                     f"writer {who} entered with writers={self.writers} readers={self.readers}",
                     [(s, self.entered.get(w, 0)) for w, s in others.items()],
                     entering=session,
+                    entered=now,
                     suspended_is_loss=policy,
                 )
-            if not self.chaos.excused(session, suspended_is_loss=policy):
+            if not self.chaos.excused(session, now, suspended_is_loss=policy):
                 self.chaos.check(
                     token is not None and token > self.last_write_token,
                     f"{self.name}: fencing",
@@ -158,6 +162,7 @@ class RWReferee:
                     f"reader {who} entered while {others} writes",
                     [(s, self.entered.get(w, 0)) for w, s in others.items()],
                     entering=session,
+                    entered=now,
                     suspended_is_loss=policy,
                 )
             self.readers[who] = session
@@ -209,9 +214,7 @@ class SemaphoreReferee:
                 w
                 for w, s in self.holders.items()
                 if not self.chaos.excused(
-                    s,
-                    0 if w == who else self.entered[w],
-                    suspended_is_loss=self.suspended_is_loss,
+                    s, self.entered[w], suspended_is_loss=self.suspended_is_loss
                 )
             ]
             detail = f"{held} leases held (max {self.max_leases}): {self.holders}"

@@ -128,7 +128,7 @@ def test_semaphore_referee_tolerates_an_excess_of_force_expired_holders(log: Cha
     log.force_expired.add(1)
     ref.enter("c", 3)
     assert log.violations == []
-    assert log.events["forced-expiry overlaps"] == 1
+    assert log.events["forced-expiry overlaps"] == 1  # the lease (no token)
     ref.enter("d", 4)  # a third live holder
     assert [v.invariant for v in log.violations] == ["s: lease bound"]
 
@@ -287,6 +287,26 @@ def test_a_holder_that_entered_after_its_client_was_told_is_not_told_yet(log: Ch
     ref.enter("b", 11, session=2)
     assert log.violations == []
     assert log.events["forced-expiry overlaps (fenced)"] == 1
+
+
+def test_a_holder_granted_after_its_client_took_the_session_back_is_untold(log: Chaos) -> None:
+    # The same as a newcomer: the attach cut the client, which took its session back; its
+    # holder was granted (before the close, in the server's order) and is heard of after the
+    # next holder's grant. The report before its grant told it nothing; its token is older.
+    ref = MutexReferee(log, "m")
+    rw = RWReferee(log, "rw")
+    sem = SemaphoreReferee(log, "s", 1)
+    log.expiring(1)
+    _told(log, 1)
+    ref.enter("b", 11, session=2)
+    ref.enter("a", 10, session=1)
+    rw.enter("w2", True, 11, session=2)
+    rw.enter("w1", True, 10, session=1)
+    sem.enter("s2", 2)
+    sem.enter("s1", 1)
+    assert log.violations == []
+    assert log.events["forced-expiry overlaps (fenced)"] == 2  # the lock, the writer
+    assert log.events["forced-expiry overlaps"] == 1  # the lease (no token)
 
 
 def test_a_told_force_expired_holder_entering_with_an_older_token_is_a_violation(
