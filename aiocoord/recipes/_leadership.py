@@ -57,9 +57,16 @@ class LeadershipChange:
     slow reader gets in place of those it missed: it gives the state now.
     """
 
+    #: whether the latch leads after this change
     is_leader: bool
+    #: the term that began (or ended); None only in a ``resynced`` change while the latch
+    #: does not lead
     term: LeadershipTerm | None
+    #: why a term ended (``"lost"``, ``"suspended"``, ``"closed"``, ``"deleted"`` or
+    #: ``"left"``); None when one began, and in a ``resynced`` change
     reason: str | None = None
+    #: True for the one change a slow reader gets in place of those it missed (the state
+    #: now)
     resynced: bool = False
 
 

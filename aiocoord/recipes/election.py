@@ -140,16 +140,22 @@ class Election:
         acl: Sequence[ACL] | None = None,
         layout: Layout | str = Layout.CURATOR,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client whose session holds this contender's nodes
+        self.client: Client = check_client(client)
+        #: the election's path, the parent of the contenders' nodes (as given)
+        self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError("an Election cannot live on the root node")
-        self.identifier = check_leader_identifier(identifier)
-        self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
-        self.acl = check_acl(acl)
+        #: this contender's identifier, its nodes' data (``host:pid`` unless given)
+        self.identifier: str = check_leader_identifier(identifier)
+        #: whether a lost connection (SUSPENDED) already ends a term (the default), not only
+        #: the session's end
+        self.suspended_is_loss: bool = validate_flag(suspended_is_loss, "suspended_is_loss")
+        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: whose node layout this election speaks (:class:`~aiocoord.Layout`): kazoo's
         #: ``Election`` is a kazoo ``Lock`` with identifiers
-        self.layout = check_layout(layout, "Election")
+        self.layout: Layout = check_layout(layout, "Election")
         name = KAZOO_LOCK if self.layout is Layout.KAZOO else ELECTION_NAME
         self._queue = SequentialQueue(
             client, path, name, LeaseDriver(1), acl=self.acl, layout=self.layout

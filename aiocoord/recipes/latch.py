@@ -98,14 +98,20 @@ class LeaderLatch:
         buffer_size: int = 1000,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client whose session holds this latch's node
+        self.client: Client = check_client(client)
+        #: the latch's path, the parent of the contenders' nodes (as given)
+        self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a LeaderLatch cannot live on the root node")
-        self.identifier = check_leader_identifier(identifier)
-        self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
+        #: this contender's identifier, its node's data (``host:pid`` unless given)
+        self.identifier: str = check_leader_identifier(identifier)
+        #: whether a lost connection (SUSPENDED) already ends leadership (the default), not
+        #: only the session's end
+        self.suspended_is_loss: bool = validate_flag(suspended_is_loss, "suspended_is_loss")
         self._buffer_size = check_buffer_size(buffer_size)
-        self.acl = check_acl(acl)
+        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         # Refused now: start() joins in a task of its own, which could only log it.
         check_entry(client, self.path, LATCH_NAME, self.identifier.encode(), self.acl)
         self._queue = SequentialQueue(client, path, LATCH_NAME, LeaseDriver(1), acl=self.acl)

@@ -95,16 +95,22 @@ class LeaseDataError(CoordinationError, ValueError):
             f"lease node {path} holds {data[:64]!r}, not a lease record ({why}); "
             "delete it if nothing else uses that path"
         )
-        self.path = path
-        self.data = data
+        #: the holder node's path
+        self.path: str = path
+        #: the data found on it
+        self.data: bytes = data
 
 
 @dataclass(frozen=True, slots=True)
 class LeaseHolder:
     """Who holds a lease until when, as its holder node says (``end`` is naive UTC)."""
 
+    #: the holder's identifier (``holder`` in the record)
     identifier: str
+    #: when the lease ends (naive UTC, to the second); ``datetime.max`` for a record of
+    #: another version
     end: datetime.datetime
+    #: the record's format version (kazoo's and ours: 1); another one is not read further
     version: int = FORMAT_VERSION
 
     def expired(self, now: datetime.datetime) -> bool:
@@ -203,17 +209,23 @@ class NonBlockingLease:
         utcnow: Clock = _utc_now,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client that reads and writes the lease
+        self.client: Client = check_client(client)
+        #: the lease's path (as given): the parent of its holder node and lock nodes
+        self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a lease cannot live on the root node")
-        self.duration = _check_duration(duration)
+        #: how long an ``obtain()`` takes or renews the lease for (at least one second)
+        self.duration: datetime.timedelta = _check_duration(duration)
         ident = check_identifier(identifier)
         #: the holder name written into the lease
-        self.identifier = ident if ident else socket.gethostname()
-        self.utcnow = _check_clock(utcnow)
-        self.acl = check_acl(acl)
-        self.holder_path = join(self.path, HOLDER_NODE)
+        self.identifier: str = ident if ident else socket.gethostname()
+        #: the clock the lease's end is computed and compared with (a naive datetime is UTC)
+        self.utcnow: Clock = _check_clock(utcnow)
+        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
+        #: the path of the holder node, ``<path>/lease_holder``
+        self.holder_path: str = join(self.path, HOLDER_NODE)
         # The record (the longest end a record has) and the lock node, refused before the
         # lock's path is made.
         validate_create_size(
@@ -225,7 +237,7 @@ class NonBlockingLease:
             client, self.path, KAZOO_LOCK_NAME, LeaseDriver(1), acl=self.acl, layout=Layout.KAZOO
         )
         #: the answer of the last ``obtain()`` (False before the first)
-        self.obtained = False
+        self.obtained: bool = False
         #: when the lease obtained last ends (naive UTC), None if the last obtain failed
         self.end: datetime.datetime | None = None
 
@@ -340,14 +352,18 @@ class MultiNonBlockingLease:
         utcnow: Clock = _utc_now,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client that reads and writes the leases
+        self.client: Client = check_client(client)
+        #: the parent of the leases' paths (as given)
+        self.path: str = validate_path(path)
         if isinstance(count, bool) or not isinstance(count, int):
             raise InvalidTypeError(f"count must be int, not {type(count).__name__}")
         if count < 1:
             raise BadArgumentsError(f"count (the number of leases) must be >= 1, got {count}")
-        self.count = count
-        self.leases = [
+        #: the number of leases, the most holders at a time
+        self.count: int = count
+        #: the leases, one per slot: ``leases[i]`` is on ``<path>/<i>``
+        self.leases: list[NonBlockingLease] = [
             NonBlockingLease(
                 client,
                 join(self.path, str(i)),
@@ -358,7 +374,8 @@ class MultiNonBlockingLease:
             )
             for i in range(count)
         ]
-        self.identifier = self.leases[0].identifier
+        #: the holder name written into the lease obtained (the host name unless given)
+        self.identifier: str = self.leases[0].identifier
         #: the index of the lease obtained last, None if the last obtain failed
         self.index: int | None = None
 

@@ -135,14 +135,24 @@ class _QueueLock:
         acl: Sequence[ACL] | None = None,
         layout: Layout | str = Layout.CURATOR,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
-        self.identifier = check_identifier(identifier)
-        self.cancel_on_loss = validate_flag(cancel_on_loss, "cancel_on_loss")
-        self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
-        self.acl = check_acl(acl)
+        #: the client whose session holds this lock's nodes
+        self.client: Client = check_client(client)
+        #: the lock's path, the parent of the contenders' nodes (as given, under the
+        #: client's chroot)
+        self.path: str = validate_path(path)
+        #: the data of this object's nodes; None: each node gets ``host:pid:task-name`` of
+        #: the task that acquires it
+        self.identifier: str | None = check_identifier(identifier)
+        #: whether a loss cancels the body of ``async with lock:`` (which then raises
+        #: :class:`~aiocoord.LockLostError`); see the module docstring
+        self.cancel_on_loss: bool = validate_flag(cancel_on_loss, "cancel_on_loss")
+        #: whether a lost connection (SUSPENDED) already loses the lock, not only the
+        #: session's end (the *standard* policy; see the module docstring)
+        self.suspended_is_loss: bool = validate_flag(suspended_is_loss, "suspended_is_loss")
+        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: whose node layout this lock speaks (:class:`~aiocoord.Layout`)
-        self.layout = check_layout(layout, type(self).__name__)
+        self.layout: Layout = check_layout(layout, type(self).__name__)
         # Refused here rather than at the first acquire: a lock that cannot make its node
         # must not even be built, so that a MultiLock never takes the locks ahead of it (and
         # writes their paths) before this one fails.
@@ -162,7 +172,7 @@ class _QueueLock:
         self._lost = LossEvent()
         self._revocation = RevocationEvent()
         #: True once :meth:`make_revocable` was called
-        self.revocable = False
+        self.revocable: bool = False
 
     def _new_driver(self) -> Driver:
         """The driver deciding who is through (a mutex: nothing ahead)."""

@@ -78,7 +78,8 @@ class MigrationError(CoordinationError):
 
     def __init__(self, set_id: str, message: str) -> None:
         super().__init__(f"migration set {set_id!r}: {message}")
-        self.set_id = set_id
+        #: the id of the migration set that does not fit
+        self.set_id: str = set_id
 
 
 class MigrationChangedError(MigrationError):
@@ -186,7 +187,9 @@ class Migration:
     """One migration: an id (for people and errors: it is not stored) and the operations of
     its transaction, in order."""
 
+    #: the migration's name, for people and errors (not stored)
     id: str
+    #: the operations of its transaction, in order (one or more)
     operations: tuple[MigrationOp, ...]
 
     def __init__(self, id: str, operations: Sequence[MigrationOp]) -> None:
@@ -220,7 +223,9 @@ class Migration:
 class MigrationSet:
     """A named, ordered list of migrations; new migrations are added at the end."""
 
+    #: the set's name: the node name of its lock and of its records' parent
     id: str
+    #: the migrations, in the order they are applied
     migrations: tuple[Migration, ...]
 
     def __init__(self, id: str, migrations: Sequence[Migration]) -> None:
@@ -278,11 +283,14 @@ class MigrationManager:
         *,
         namespace: str | None = None,
     ) -> None:
-        self.client = check_client(client)
-        self.lock_path = validate_path(lock_path)
-        self.metadata_path = validate_path(metadata_path)
-        #: the namespace the operations' paths are hashed under ("" for none)
-        self.namespace = _check_namespace(client.chroot if namespace is None else namespace)
+        #: the client that takes the locks, reads the records and applies the migrations
+        self.client: Client = check_client(client)
+        #: the parent of the sets' locks, ``<lock_path>/<set id>`` each
+        self.lock_path: str = validate_path(lock_path)
+        #: the parent of the sets' records, ``<metadata_path>/<set id>/meta-<seq>``
+        self.metadata_path: str = validate_path(metadata_path)
+        #: the namespace the operations' paths are hashed under (``"/app"``; ``""`` for none)
+        self.namespace: str = _check_namespace(client.chroot if namespace is None else namespace)
 
     async def applied(self, migration_set: MigrationSet) -> list[bytes]:
         """The records of the set's applied migrations, in order (their digests)."""

@@ -55,6 +55,7 @@ class MultiLock:
                 )
         if len({id(lock) for lock in locks}) != len(locks):
             raise BadArgumentsError("the same lock object appears twice")
+        #: the locks, in the order they are acquired
         self.locks: tuple[Lockable, ...] = tuple(locks)
 
     @property

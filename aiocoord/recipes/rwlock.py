@@ -179,18 +179,28 @@ class ReadWriteLock:
         acl: Sequence[ACL] | None = None,
         layout: Layout | str = Layout.CURATOR,
     ) -> None:
-        self.client = client
-        self.path = path
-        self.identifier = identifier
-        self.cancel_on_loss = cancel_on_loss
-        self.suspended_is_loss = suspended_is_loss
-        self.acl = check_acl(acl)
+        # The halves check the options they are given (below), before anything is sent.
+        #: the client whose session holds both halves' nodes
+        self.client: Client = client
+        #: the path both halves queue under, the parent of their nodes (as given)
+        self.path: str = path
+        #: the data of both halves' nodes; None: each node gets ``host:pid:task-name`` of
+        #: the task that acquires it
+        self.identifier: str | None = identifier
+        #: whether a loss cancels the body of ``async with rw.read:`` / ``rw.write:`` (which
+        #: then raises :class:`~aiocoord.LockLostError`), as for :class:`~aiocoord.Lock`
+        self.cancel_on_loss: bool = cancel_on_loss
+        #: whether a lost connection (SUSPENDED) already loses a hold, not only the
+        #: session's end, as for :class:`~aiocoord.Lock`
+        self.suspended_is_loss: bool = suspended_is_loss
+        #: the ACL of the nodes both halves create, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: whose node layout both halves speak (:class:`~aiocoord.Layout`)
-        self.layout = check_layout(layout, "ReadWriteLock")
+        self.layout: Layout = check_layout(layout, "ReadWriteLock")
         #: the exclusive half
-        self.write = WriteLock(self)
+        self.write: WriteLock = WriteLock(self)
         #: the shared half
-        self.read = ReadLock(self)
+        self.read: ReadLock = ReadLock(self)
 
     def __repr__(self) -> str:
         return f"<ReadWriteLock {self.path} read={self.read!r} write={self.write!r}>"

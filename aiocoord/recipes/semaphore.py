@@ -91,16 +91,20 @@ class MaxLeasesMismatchError(CoordinationError, ValueError):
             f"the semaphore {path} stores max_leases {stored}, this object was given {given}; "
             "every process on the path must use one number (delete the node to change it)"
         )
-        self.path = path
-        self.stored = stored
-        self.given = given
+        #: the semaphore's path, whose node stores ``max_leases``
+        self.path: str = path
+        #: the ``max_leases`` stored on the node (by the process that made it)
+        self.stored: int = stored
+        #: the ``max_leases`` this object was given
+        self.given: int = given
 
 
 class Lease:
     """One lease of a :class:`Semaphore`. Return it with :meth:`release`."""
 
     def __init__(self, semaphore: Semaphore, node: QueueNode) -> None:
-        self.semaphore = semaphore
+        #: the semaphore this lease was taken from
+        self.semaphore: Semaphore = semaphore
         # Made in the same step as the grant: no state change can fall in between.
         self._holding = Holding(
             semaphore.client,
@@ -207,21 +211,31 @@ class Semaphore:
         acl: Sequence[ACL] | None = None,
         layout: Layout | str = Layout.CURATOR,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client whose session holds the lease and lock nodes
+        self.client: Client = check_client(client)
+        #: the semaphore's path, as given (see the module docstring for what lives there)
+        self.path: str = validate_path(path)
         #: whose node layout the semaphore speaks (:class:`~aiocoord.Layout`)
-        self.layout = check_layout(layout, "Semaphore")
+        self.layout: Layout = check_layout(layout, "Semaphore")
         if self.layout is Layout.KAZOO and path == "/":
             raise BadArgumentsError("a Semaphore in kazoo's layout cannot live on the root node")
         if isinstance(max_leases, bool) or not isinstance(max_leases, int):
             raise InvalidTypeError(f"max_leases must be int, not {type(max_leases).__name__}")
         if max_leases < 1:
             raise BadArgumentsError(f"max_leases must be >= 1, got {max_leases}")
-        self.max_leases = max_leases
-        self.identifier = check_identifier(identifier)
-        self.cancel_on_loss = validate_flag(cancel_on_loss, "cancel_on_loss")
-        self.suspended_is_loss = validate_flag(suspended_is_loss, "suspended_is_loss")
-        self.acl = check_acl(acl)
+        #: the most leases held at once across every process using the path
+        self.max_leases: int = max_leases
+        #: the data of this object's lease and lock nodes; None: each gets
+        #: ``host:pid:task-name`` of the task that acquires
+        self.identifier: str | None = check_identifier(identifier)
+        #: whether a loss cancels the body of ``async with sem.lease():`` (which then raises
+        #: :class:`~aiocoord.LockLostError`)
+        self.cancel_on_loss: bool = validate_flag(cancel_on_loss, "cancel_on_loss")
+        #: whether a lost connection (SUSPENDED) already loses a lease, not only the
+        #: session's end
+        self.suspended_is_loss: bool = validate_flag(suspended_is_loss, "suspended_is_loss")
+        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         if self.layout is Layout.KAZOO:
             self._locks = SequentialQueue(
                 client,

@@ -54,7 +54,10 @@ class LossEvent:
 
     def __init__(self) -> None:
         self._event = asyncio.Event()
+        #: why the lock or lease was lost (LOST, SUSPENDED or CLOSED); None until it is
         self.state: State | None = None
+        #: the cause as a word (``"lost"``, ``"suspended"``, ``"closed"`` or ``"deleted"``);
+        #: None until the loss
         self.reason: str | None = None
 
     def is_set(self) -> bool:

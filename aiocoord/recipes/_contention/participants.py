@@ -18,8 +18,12 @@ class Participant:
     ``holds`` (it holds the lock or a lease, or leads; for a listing taken while a grant is
     under way, "nothing in the queue keeps it waiting") and ``node_name``."""
 
+    #: the node's data: the ``identifier=`` its recipe was given (or its default)
     identifier: str
+    #: it holds the lock or a lease, or leads (for a listing taken while a grant is under
+    #: way: nothing in the queue keeps it waiting)
     holds: bool
+    #: the name of its node (no path), as ``_c_<uuid>-lock-0000000042``
     node_name: str
 
     @property
