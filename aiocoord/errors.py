@@ -91,8 +91,10 @@ class InvalidPathError(BadArgumentsError):
 
     def __init__(self, path: object, reason: str) -> None:
         super().__init__(f"invalid znode path {path!r}: {reason}")
-        self.path = path
-        self.reason = reason
+        #: the path refused, exactly as given
+        self.path: object = path
+        #: which rule it breaks (``"path must start with '/'"``, ...)
+        self.reason: str = reason
 
 
 class DataTooLargeError(BadArgumentsError):
@@ -108,9 +110,12 @@ class DataTooLargeError(BadArgumentsError):
             f"data of {size} bytes{where} exceeds the {limit}-byte limit; "
             "store large values elsewhere and keep a reference in ZooKeeper"
         )
-        self.size = size
-        self.limit = limit
-        self.path = path
+        #: the size refused, in bytes: of the data, or of the whole request
+        self.size: int = size
+        #: the largest size accepted, in bytes
+        self.limit: int = limit
+        #: the node the data or request was for; None where none was named
+        self.path: str | None = path
 
 
 class InvalidTypeError(CoordinationError, TypeError):
@@ -134,7 +139,8 @@ class CompressedDataError(CoordinationError):
 
     def __init__(self, message: str, path: str | None = None) -> None:
         super().__init__(f"{message} (path={path})" if path else message)
-        self.path = path
+        #: the node read; None where the data was decompressed without naming one
+        self.path: str | None = path
 
 
 class FourLetterWordError(CoordinationError):
@@ -177,9 +183,13 @@ class TransactionFailedError(CoordinationError):
 
     def __init__(self, failed_index: int, failed_op: str, cause: ZooKeeperError) -> None:
         super().__init__(f"transaction op #{failed_index} ({failed_op}) failed: {cause}")
-        self.failed_index = failed_index
-        self.failed_op = failed_op
-        self.cause = cause
+        #: the position of the failing op in the transaction, from 0
+        self.failed_index: int = failed_index
+        #: the failing op and its path, as ``"create /a/b"``
+        self.failed_op: str = failed_op
+        #: the error the server gave for that op (a :class:`NodeExistsError`, ...); it names
+        #: the op and path too
+        self.cause: ZooKeeperError = cause
 
 
 # --- errors the server reports --------------------------------------------------------------
@@ -188,6 +198,8 @@ class TransactionFailedError(CoordinationError):
 class ZooKeeperError(CoordinationError):
     """A failure reported by ZooKeeper (or, for connection loss, by the session manager)."""
 
+    #: ZooKeeper's error code for this class (``KeeperException.Code``: -101 for
+    #: :class:`NoNodeError`); 0 on ZooKeeperError itself
     code: ClassVar[int] = 0
 
     def __init__(
@@ -199,8 +211,12 @@ class ZooKeeperError(CoordinationError):
         if path is not None:
             parts.append(f"path={path}")
         super().__init__(" ".join(p.strip() for p in parts))
-        self.path = path
-        self.op = op
+        #: the path of the failed request, as the caller named it (relative to the client's
+        #: chroot); None for a request that names none
+        self.path: str | None = path
+        #: the kind of the failed request (``"create"``, ``"get"``, ``"sasl"``...); None if
+        #: not known
+        self.op: str | None = op
 
 
 _BY_CODE: dict[int, type[ZooKeeperError]] = {}
@@ -420,8 +436,10 @@ class MixedLayoutWarning(CoordinationError, UserWarning):
             f"{path} has contenders of another layout than this recipe's ({layout}), which "
             f"may not see this recipe's nodes: {advice}"
         )
-        self.path = path
-        self.node = node
+        #: the recipe's path, whose children were listed
+        self.path: str = path
+        #: the name of the first contender found in the other layout (a child of ``path``)
+        self.node: str = node
 
 
 class LockUpgradeError(LockError):

@@ -78,8 +78,10 @@ class RetryNTimes(RetryPolicy):
     """Retry ``n`` times, sleeping ``sleep`` seconds before each retry."""
 
     def __init__(self, n: int, sleep: float = 0.1) -> None:
-        self.n = int(_number(n, "n", 0))
-        self.sleep = _number(sleep, "sleep", 0)
+        #: how many retries after the first attempt (0: none)
+        self.n: int = int(_number(n, "n", 0))
+        #: the sleep before each retry, in seconds
+        self.sleep: float = _number(sleep, "sleep", 0)
 
     def delays(self) -> Iterator[float]:
         for _ in range(self.n):
@@ -93,8 +95,11 @@ class RetryUntilElapsed(RetryPolicy):
     """Retry until ``max_elapsed`` seconds passed since the first attempt."""
 
     def __init__(self, max_elapsed: float, sleep: float = 0.1) -> None:
-        self.max_elapsed = _number(max_elapsed, "max_elapsed", 0)
-        self.sleep = _number(sleep, "sleep", 0)
+        #: seconds, counted from the first failure, within which retries are made: no retry
+        #: is made whose sleep would end after them
+        self.max_elapsed: float = _number(max_elapsed, "max_elapsed", 0)
+        #: the sleep before each retry, in seconds
+        self.sleep: float = _number(sleep, "sleep", 0)
 
     def delays(self) -> Iterator[float]:
         end = time.monotonic() + self.max_elapsed
@@ -109,9 +114,13 @@ class ExponentialBackoff(RetryPolicy):
     """Sleep ``base * 2**i`` (jittered, capped at ``max_sleep``) up to ``max_retries`` times."""
 
     def __init__(self, base: float = 0.05, max_retries: int = 10, max_sleep: float = 2.0) -> None:
-        self.base = _number(base, "base", 0)
-        self.max_retries = int(_number(max_retries, "max_retries", 0))
-        self.max_sleep = _number(max_sleep, "max_sleep", 0)
+        #: the sleep before the first retry, in seconds, doubled for each retry after it
+        #: (then jittered: each sleep is between half of it and all of it)
+        self.base: float = _number(base, "base", 0)
+        #: how many retries after the first attempt (0: none)
+        self.max_retries: int = int(_number(max_retries, "max_retries", 0))
+        #: the cap on a sleep before jitter, in seconds
+        self.max_sleep: float = _number(max_sleep, "max_sleep", 0)
 
     def delays(self) -> Iterator[float]:
         for i in range(self.max_retries):

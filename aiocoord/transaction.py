@@ -56,8 +56,12 @@ class OpResult:
     is None; read it with :meth:`Client.exists` if you need it (a later read, not part of
     the transaction). None for a delete and a check."""
 
+    #: the op's kind: ``"create"``, ``"set"``, ``"delete"`` or ``"check"``
     op: str
+    #: the node's path, relative to the client's chroot; for a create, the name the node got
+    #: (with its sequence number, for a sequential one)
     path: str
+    #: the node's Stat after the op, where the server returns one (see above); else None
     stat: Stat | None = None
 
 

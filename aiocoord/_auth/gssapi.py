@@ -71,8 +71,13 @@ class GSSAPI:
     ``sasl`` ACLs name. Needs ``pip install 'aiocoord[kerberos]'``.
     """
 
+    #: the first part of the servers' principal (``service/hostname@REALM``)
     service: str = "zookeeper"
+    #: the client principal to log in as (``"alice@EXAMPLE.COM"``); None for the
+    #: credential cache's default principal
     principal: str | None = None
+    #: the host part of the servers' principal; None for the host of the server being
+    #: connected to, as written in the connect string
     hostname: str | None = None
 
     def __post_init__(self) -> None:

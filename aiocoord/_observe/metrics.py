@@ -71,9 +71,12 @@ class OpStats:
     count: int
     #: errors by exception name (``"NoNodeError"``, ``"ConnectionLossError"``, ...)
     errors: Mapping[str, int]
-    #: latency percentiles from the write to the answer, in milliseconds (answered requests)
+    #: the median latency, from the write to the answer, in milliseconds (of the answered
+    #: requests; estimated from buckets a fourth of an octave wide; 0.0 before any answer)
     p50_ms: float
+    #: the 99th percentile of the latency, in milliseconds (estimated as ``p50_ms``)
     p99_ms: float
+    #: the longest latency, in milliseconds (exact; 0.0 before any answer)
     max_ms: float
 
 
@@ -102,8 +105,9 @@ class RecipeStats:
     holds: int = 0
     #: grants that had to wait for another holder first
     waits: int = 0
-    #: time spent waiting by those, in seconds: in all, and the longest
+    #: time spent waiting by those, in seconds, in all
     wait_seconds: float = 0.0
+    #: the longest of those waits, in seconds
     wait_seconds_max: float = 0.0
     #: holdings lost while held (session loss, node deleted)
     losses: int = 0
@@ -120,8 +124,12 @@ class ClientStats:
     requests: Mapping[str, OpStats]
     #: requests written and not yet answered
     in_flight: int
+    #: bytes read from the servers, over every connection (handshakes and pings included)
     bytes_in: int
+    #: bytes of the requests written to the servers, over every connection (the connect
+    #: handshakes and pings are not counted)
     bytes_out: int
+    #: the watches the client holds on the server now
     watches: WatchStats
     #: connections made after the first (a new one to the same session or a new session)
     reconnects: int
@@ -129,6 +137,8 @@ class ClientStats:
     session_expiries: int
     #: ``host:port`` of the server the client is connected to (None if none)
     server: str | None
+    #: the current session's id; 0 while the client has none (before the first connection,
+    #: after an expiry until the next session)
     session_id: int
     #: seconds, as negotiated with the server
     negotiated_timeout: float

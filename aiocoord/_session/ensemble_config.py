@@ -47,13 +47,23 @@ class EnsembleMember:
     (ZooKeeper 3.6+'s ``host:q:e|host2:q2:e2``).
     """
 
+    #: the server's id, the ``N`` of its ``server.N`` line (its ``myid``)
     id: int
+    #: the host of the member's (first) server address, where the other members reach it
     host: str
+    #: the port on which followers connect to the leader
     quorum_port: int
+    #: the port of leader election
     election_port: int
+    #: whether the member votes (``"participant"``) or only follows (``"observer"``)
     role: MemberRole = "participant"
+    #: the host the member serves clients on (``0.0.0.0`` for every interface); None when
+    #: the line names only a client port, or no client address at all
     client_host: str | None = None
+    #: the port the member serves clients on; None when the line names no client address
     client_port: int | None = None
+    #: the member's other server addresses, ``(host, quorum port, election port)`` each;
+    #: empty unless it is reachable on several networks
     more_addresses: tuple[tuple[str, int, int], ...] = ()
 
     @property
@@ -101,8 +111,12 @@ class EnsembleConfig:
     ``raw`` is the text as the server published it.
     """
 
+    #: every member (participants and observers), in ascending id order
     members: tuple[EnsembleMember, ...]
+    #: the configuration's version: the zxid that made it (the ``version=`` line, in hex);
+    #: -1 where the server publishes none
     version: int
+    #: the text as the server published it (all of it, lines not parsed included)
     raw: str
 
     @property

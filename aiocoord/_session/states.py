@@ -46,11 +46,17 @@ CONNECTED_STATES = frozenset({State.CONNECTED, State.RECONNECTED, State.READ_ONL
 class StateChange:
     """One transition of the session state."""
 
+    #: the state entered
     state: State
+    #: the state left; None on the first transition of a client
     previous: State | None
+    #: the session's id (on LOST, the id of the session that expired); 0 before the first
+    #: session was established
     session_id: int
     #: True on the first connection of a session started after the previous one was LOST
     new_session: bool = False
+    #: ``host:port`` of the server connected to last (on SUSPENDED, the one lost); None
+    #: before the first connection
     server: str | None = None
 
 

@@ -20,13 +20,21 @@ from aiocoord._futures import retrieve
 class EventType(enum.IntEnum):
     """What happened to a watched node."""
 
+    #: the node was created (a watch set by ``exists()`` on a missing node, a persistent
+    #: watch; a recursive one reports its descendants' creations too)
     CREATED = 1
+    #: the node was deleted (fires its data and child watches alike)
     DELETED = 2
+    #: the node's data was set (even to the same bytes)
     DATA_CHANGED = 3
+    #: a child of the node was created or deleted (a child watch, a non-recursive persistent
+    #: watch; a recursive one reports the child's CREATED or DELETED instead)
     CHILDREN_CHANGED = 4
     #: the watch was removed by :meth:`Client.remove_watches <aiocoord.Client.remove_watches>`
     #: (ZooKeeper's DataWatchRemoved / ChildWatchRemoved; never sent by the server)
     DATA_WATCH_REMOVED = 5
+    #: the child watch was removed by :meth:`Client.remove_watches
+    #: <aiocoord.Client.remove_watches>` (ZooKeeper's ChildWatchRemoved; never sent by the server)
     CHILD_WATCH_REMOVED = 6
 
 
@@ -34,7 +42,10 @@ class EventType(enum.IntEnum):
 class WatchEvent:
     """A fired watch: what happened, and to which path (relative to the client's chroot)."""
 
+    #: what happened
     type: EventType
+    #: the node it happened to, relative to the client's chroot: the watched path, or a
+    #: descendant of it for a recursive persistent watch
     path: str
 
 
@@ -69,6 +80,12 @@ class Watch:
     """
 
     __slots__ = ("_future", "_server_path", "kind", "path")
+
+    #: which of the node's server watches this is: data (``get``, ``exists``) or child
+    #: (``children``)
+    kind: WatchKind
+    #: the watched node's path, relative to the client's chroot (as the caller gave it)
+    path: str
 
     def __init__(
         self, future: asyncio.Future[WatchEvent], kind: WatchKind, path: str, server_path: str
@@ -143,11 +160,14 @@ class PersistentWatch:
     def __init__(
         self, path: str, recursive: bool, remove: Callable[[PersistentWatch], Any]
     ) -> None:
-        self.path = path
-        self.recursive = recursive
+        #: the watched node's path, relative to the client's chroot (as the caller gave it)
+        self.path: str = path
+        #: True if the watch also reports events on every descendant of ``path``
+        self.recursive: bool = recursive
         self._queue: asyncio.Queue[WatchEvent | BaseException | None] = asyncio.Queue()
         self._remove = remove
-        self.closed = False
+        #: True once :meth:`aclose` was called (the iteration then ends)
+        self.closed: bool = False
 
     def _put(self, item: WatchEvent | BaseException | None) -> None:
         self._queue.put_nowait(item)

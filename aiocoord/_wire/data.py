@@ -7,6 +7,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from aiocoord._wire.jute import INT, read_ustring, read_vector_size
 
@@ -23,16 +24,28 @@ _PERMS_SCHEME = struct.Struct("!ii")
 class Stat:
     """A znode's metadata, as the server reports it."""
 
+    #: the zxid of the transaction that created the node
     czxid: int
+    #: the zxid of the transaction that last set the node's data (``czxid`` if never set)
     mzxid: int
+    #: when the node was created: milliseconds since the epoch, by the leader's clock
     ctime: int
+    #: when the node's data was last set: milliseconds since the epoch (``ctime`` if never set)
     mtime: int
+    #: the data version: how many times the data was set (0 at creation); the ``version=``
+    #: that :meth:`~aiocoord.Client.set` and :meth:`~aiocoord.Client.delete` check
     version: int
+    #: the child version: how many times a child was created or deleted
     cversion: int
+    #: the ACL version: how many times the node's ACL was set
     aversion: int
+    #: the session id of the owner if the node is ephemeral, 0 otherwise
     ephemeral_owner: int
+    #: the length of the node's data, in bytes
     data_length: int
+    #: how many children the node has
     num_children: int
+    #: the zxid of the transaction that last created or deleted a child of the node
     pzxid: int
 
     @property
@@ -66,16 +79,27 @@ class Stat:
 class ACL:
     """One ACL entry: permission bits for an identity (``scheme``, ``id``)."""
 
+    #: the permissions granted: the bits below, OR-ed together (``ACL.READ | ACL.WRITE``)
     perms: int
+    #: the authentication scheme the identity belongs to: ``"world"``, ``"auth"``,
+    #: ``"digest"``, ``"ip"``, ``"sasl"``, ``"x509"``...
     scheme: str
+    #: the identity within the scheme: ``"anyone"`` for ``world``, ``"user:hash"`` for
+    #: ``digest``, an address or a CIDR range for ``ip``...
     id: str
 
-    READ = 1
-    WRITE = 2
-    CREATE = 4
-    DELETE = 8
-    ADMIN = 16
-    ALL = 31
+    #: permission to read the node's data and list its children
+    READ: ClassVar[int] = 1
+    #: permission to set the node's data
+    WRITE: ClassVar[int] = 2
+    #: permission to create children
+    CREATE: ClassVar[int] = 4
+    #: permission to delete children
+    DELETE: ClassVar[int] = 8
+    #: permission to set the node's ACL
+    ADMIN: ClassVar[int] = 16
+    #: all five permissions
+    ALL: ClassVar[int] = 31
 
     def encode(self) -> bytes:
         """The Jute encoding: perms, then the Id (scheme, id)."""

@@ -35,9 +35,16 @@ class Distribution:
     log file.
     """
 
+    #: the ``java`` executable that runs the servers (``$JAVA_HOME/bin/java``, else the
+    #: one on ``PATH``)
     java: str
+    #: the jars the servers run with, ZooKeeper's and a logging binding's
     classpath: tuple[str, ...]
+    #: where the distribution was found, for messages: ``"ZOOKEEPER_HOME=<dir>"``, the
+    #: Debian jar's path, or the ``/opt/.../lib`` directory
     source: str
+    #: the kind of logging configuration the JVM needs: ``"logback"``, ``"log4j"``,
+    #: ``"slf4j-simple"`` or ``"none"``
     log_config: str
 
     def logging_options(self, workdir: Path) -> list[str]:

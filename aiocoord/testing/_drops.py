@@ -18,7 +18,9 @@ __all__ = ["DroppedRequest", "PendingDrop"]
 class DroppedRequest:
     """A request whose reply :meth:`FaultProxy.drop_after_request` kept from the client."""
 
+    #: the request's xid, which its reply would have carried
     xid: int
+    #: the request's opcode (``ZooDefs.OpCode``: 1 for create, 5 for setData...)
     opcode: int
 
 
@@ -33,6 +35,7 @@ class PendingDrop:
     ) -> None:
         self._predicate = predicate
         self._future = future
+        #: the request taken, once one was; None while the drop waits for one
         self.request: DroppedRequest | None = None
 
     def matches(self, xid: int, opcode: int) -> bool:

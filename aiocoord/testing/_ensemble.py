@@ -41,7 +41,8 @@ class ZooKeeperEnsemble(StartClose):
     ``zoo.cfg`` instead, as ZooKeeper 3.4 needs.
     """
 
-    host = "127.0.0.1"
+    #: the loopback address every member listens on, for clients and for its peers
+    host: str = "127.0.0.1"
 
     def __init__(
         self,
@@ -62,8 +63,12 @@ class ZooKeeperEnsemble(StartClose):
     ) -> None:
         if n < 1:
             raise ServerSetupError(f"an ensemble needs at least one member, not {n}")
-        self.startup_timeout = startup_timeout
-        self.reconfig_enabled = reconfig_enabled
+        #: seconds :meth:`start` waits for the members to serve with a leader; also the
+        #: limit of each step of :meth:`add_member` and :meth:`remove_member`
+        self.startup_timeout: float = startup_timeout
+        #: True if the members run with ``reconfigEnabled=true`` and a dynamic config file
+        #: (membership readable and changeable by clients); False for a ZooKeeper 3.4 setup
+        self.reconfig_enabled: bool = reconfig_enabled
         ports = free_ports(3 * n, self.host)
         # With reconfig the lines carry the client addresses, which clients then learn.
         client_host = self.host if reconfig_enabled else None
@@ -106,6 +111,8 @@ class ZooKeeperEnsemble(StartClose):
             "die_with_parent": die_with_parent,
             "distribution": distribution,
         }
+        #: seconds the last start of every member (:meth:`start` without ``i``) took until
+        #: the quorum served; None before the first
         self.last_start_seconds: float | None = None
         dynamic = "".join(f"{s.spec}\n" for s in specs) if reconfig_enabled else None
         self._members = [self._new_member(spec, ports[i], dynamic) for i, spec in enumerate(specs)]

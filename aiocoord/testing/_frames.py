@@ -35,7 +35,8 @@ class FrameBuffer:
     def __init__(self, max_frame: int = MAX_FRAME) -> None:
         self._buffer = bytearray()
         self._max_frame = max_frame
-        self.raw = False
+        #: True once a frame length was implausible: the data is then passed on unframed
+        self.raw: bool = False
 
     def feed(self, data: bytes) -> list[bytes]:
         """Add ``data``; return the frames it completes (or, once raw, the data itself)."""

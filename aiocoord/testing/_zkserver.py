@@ -83,7 +83,8 @@ class ZooKeeperServer(StartClose):
     :meth:`start` and :meth:`close`.
     """
 
-    host = "127.0.0.1"
+    #: the loopback address the server listens on
+    host: str = "127.0.0.1"
 
     def __init__(
         self,
@@ -101,6 +102,8 @@ class ZooKeeperServer(StartClose):
         distribution: Distribution | None = None,
     ) -> None:
         self._auto_port = port is None
+        #: the client port; one picked at random for ``port=None``, kept across restarts
+        #: (picked anew only if :meth:`start` found it taken meanwhile)
         self.port: int = free_ports(1, self.host)[0] if port is None else port
         self._own_data_dir = data_dir is None
         self._data_dir = None if data_dir is None else Path(data_dir)
@@ -116,10 +119,15 @@ class ZooKeeperServer(StartClose):
             "preAllocSize": 1024,
             **dict(extra_config or {}),
         }
-        self.jvm_options = tuple(jvm_options)
-        self.startup_timeout = startup_timeout
-        self.stop_grace = stop_grace
-        self.die_with_parent = die_with_parent
+        #: extra options for the JVM, given after aiocoord's own (``DEFAULT_JVM_OPTIONS``, the
+        #: test properties), so that they override them
+        self.jvm_options: tuple[str, ...] = tuple(jvm_options)
+        #: seconds :meth:`start` waits for the server to serve before it gives up
+        self.startup_timeout: float = startup_timeout
+        #: seconds :meth:`stop` waits after SIGTERM before it sends SIGKILL
+        self.stop_grace: float = stop_grace
+        #: True if the kernel kills the JVM when this process dies (Linux only)
+        self.die_with_parent: bool = die_with_parent
         self._distribution = distribution
         self._myid: int | None = None  # set on ensemble members: run as a quorum peer
         # Set on members of a reconfigurable ensemble: the first dynamic config file's text.
@@ -127,6 +135,7 @@ class ZooKeeperServer(StartClose):
         self._workdir: Path | None = None
         self._process: JvmProcess | None = None
         self._lock = threading.RLock()
+        #: seconds the last :meth:`start` took until the server served; None before the first
         self.last_start_seconds: float | None = None
 
     # --- addresses and state ------------------------------------------------------------

@@ -34,9 +34,14 @@ class RawSession(NamedTuple):
     expired); the server then closes the connection. Close ``writer`` when done.
     """
 
+    #: the session's id, as the server answered; 0 if it refused the session asked for
     session_id: int
+    #: the session's password, as the server answered: with ``session_id``, what attaches
+    #: to the session (:func:`expire_session` takes both)
     password: bytes
+    #: the connection's read side, positioned after the handshake's reply
     reader: asyncio.StreamReader
+    #: the connection's write side; closing it leaves the session to expire
     writer: asyncio.StreamWriter
 
 

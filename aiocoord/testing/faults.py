@@ -116,19 +116,26 @@ class FaultProxy:
         port: int = 0,
         connect_timeout: float = 5.0,
     ) -> None:
-        self.target_host = target_host
-        self.target_port = target_port
-        self.host = host
-        self.port = port
-        self.connect_timeout = connect_timeout
+        #: the host of the server the proxy forwards to
+        self.target_host: str = target_host
+        #: the port of the server the proxy forwards to
+        self.target_port: int = target_port
+        #: the address the proxy listens on
+        self.host: str = host
+        #: the port the proxy listens on: as given until :meth:`start`, then the port bound
+        #: (the one picked, for ``port=0``)
+        self.port: int = port
+        #: seconds to wait for the server to accept a connection put through; past them the
+        #: client's connection is closed
+        self.connect_timeout: float = connect_timeout
         #: Connections accepted and served (refused ones are not counted).
-        self.connections_total = 0
+        self.connections_total: int = 0
         #: Connections cut by :meth:`drop` or :meth:`drop_after_request`.
-        self.drops = 0
+        self.drops: int = 0
         #: Connections put through to the server.
-        self.server_connections = 0
+        self.server_connections: int = 0
         #: Client frames forwarded after the handshake (pings included).
-        self.requests_forwarded = 0
+        self.requests_forwarded: int = 0
         self._flowing = True
         self._holding = False
         self._refusing = False
