@@ -60,7 +60,8 @@ class RetryPolicy:
     """Base class: yields the sleep before each retry; stops to give up."""
 
     def delays(self) -> Iterator[float]:
-        """A fresh iterator of sleeps for one operation."""
+        """A fresh iterator of sleeps for one operation, asked for as the operation starts
+        (before its first attempt)."""
         raise NotImplementedError
 
 
@@ -95,14 +96,18 @@ class RetryUntilElapsed(RetryPolicy):
     """Retry until ``max_elapsed`` seconds passed since the first attempt."""
 
     def __init__(self, max_elapsed: float, sleep: float = 0.1) -> None:
-        #: seconds, counted from the first failure, within which retries are made: no retry
+        #: seconds, counted from the first attempt, within which retries are made: no retry
         #: is made whose sleep would end after them
         self.max_elapsed: float = _number(max_elapsed, "max_elapsed", 0)
         #: the sleep before each retry, in seconds
         self.sleep: float = _number(sleep, "sleep", 0)
 
     def delays(self) -> Iterator[float]:
-        end = time.monotonic() + self.max_elapsed
+        # Taken now, as the operation starts (a generator's body would first run after the
+        # first failure, leaving the first attempt's time out of the budget).
+        return self._until(time.monotonic() + self.max_elapsed)
+
+    def _until(self, end: float) -> Iterator[float]:
         while time.monotonic() + self.sleep <= end:
             yield self.sleep
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import re
+from types import SimpleNamespace
 
 import pytest
 
+import aiocoord.retry
 from aiocoord import ExponentialBackoff, NoRetry, RetryNTimes, RetryUntilElapsed
 from aiocoord._session.servers import Server, parse_connect_string
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
@@ -18,6 +21,21 @@ def test_policies_yield_bounded_sleeps() -> None:
     assert len(sleeps) == 5
     assert all(0 < s <= 0.3 for s in sleeps)
     assert list(RetryUntilElapsed(0.0, 0.1).delays()) == []
+
+
+def test_retry_until_elapsed_counts_from_the_first_attempt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Curator's RetryUntilElapsed measures from the start of the operation: a first attempt
+    # that took (almost) the whole budget before it failed leaves no room for a retry.
+    now = [100.0]
+    monkeypatch.setattr(aiocoord.retry, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    delays = RetryUntilElapsed(1.0, 0.1).delays()  # made as the operation starts
+    now[0] += 0.95  # the first attempt fails after 0.95 s
+    assert list(itertools.islice(delays, 3)) == []
+    delays = RetryUntilElapsed(1.0, 0.1).delays()
+    now[0] += 0.5
+    assert list(itertools.islice(delays, 3)) == [0.1, 0.1, 0.1]  # time stands still here
 
 
 def test_policies_refuse_bad_parameters() -> None:
