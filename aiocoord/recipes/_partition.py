@@ -56,9 +56,14 @@ class PartitionChange:
     of those it missed: it gives the state now.
     """
 
+    #: the partitioner's state after the change
     state: PartitionState
+    #: this member's items at that moment (empty unless ACQUIRED or RELEASE)
     partition: tuple[str, ...]
+    #: the error that ended it (with FAILURE, whose ``__cause__`` says why), else None
     error: PartitionFailedError | None = None
+    #: True for the one change a slow reader gets in place of those it missed (the state
+    #: then); False for an ordinary change
     resynced: bool = False
 
 

@@ -94,13 +94,17 @@ class Barrier:
         acl: Sequence[ACL] | None = None,
         layout: Layout | str = Layout.CURATOR,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client whose session sets, removes and watches the barrier's node
+        self.client: Client = check_client(client)
+        #: the barrier's node, which exists while the barrier is up (as given, under the
+        #: client's chroot)
+        self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a Barrier cannot live on the root node")
-        self.acl = check_acl(acl)
+        #: the ACL of the node it creates, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: whose layout it speaks (:class:`~aiocoord.Layout`; the node is the same in both)
-        self.layout = check_layout(layout, "Barrier")
+        self.layout: Layout = check_layout(layout, "Barrier")
 
     async def set(self) -> None:
         """Put the barrier up (creating its node; a barrier already up stays up)."""
@@ -170,23 +174,32 @@ class DoubleBarrier:
         acl: Sequence[ACL] | None = None,
         layout: Layout | str = Layout.CURATOR,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client whose session holds this participant's ephemeral node
+        self.client: Client = check_client(client)
+        #: the barrier's path, the parent of the participants' nodes and of ``ready`` (as
+        #: given, under the client's chroot)
+        self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a DoubleBarrier cannot live on the root node")
         if isinstance(n, bool) or not isinstance(n, int):
             raise InvalidTypeError(f"n must be int, not {type(n).__name__}")
         if n < 1:
             raise BadArgumentsError(f"n (the number of participants) must be >= 1, got {n}")
-        self.n = n
-        self.acl = check_acl(acl)
+        #: the number of participants that must enter before any of them is let in
+        self.n: int = n
+        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: whose layout it speaks (:class:`~aiocoord.Layout`): the participant's name, and
         #: when ``ready`` is deleted
-        self.layout = check_layout(layout, "DoubleBarrier")
+        self.layout: Layout = check_layout(layout, "DoubleBarrier")
         member = uuid.uuid4()
-        self.node_name = member.hex if self.layout is Layout.KAZOO else str(member)
-        self.node_path = self.path.rstrip("/") + "/" + self.node_name
-        self.ready_path = self.path.rstrip("/") + "/" + READY_NODE
+        #: this participant's node name, a random UUID (dashed in Curator's layout, hex
+        #: digits in kazoo's), fixed for the object's life
+        self.node_name: str = member.hex if self.layout is Layout.KAZOO else str(member)
+        #: ``<path>/<node_name>``, this participant's ephemeral node
+        self.node_path: str = self.path.rstrip("/") + "/" + self.node_name
+        #: ``<path>/ready``, the node whose creation lets the participants in
+        self.ready_path: str = self.path.rstrip("/") + "/" + READY_NODE
         self._entered = False
         self._generation: int | None = None
 

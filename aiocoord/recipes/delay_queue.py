@@ -63,11 +63,12 @@ class DelayQueue(Queue):
     with an earlier time overtakes the ones waiting. ``acl`` is as for :class:`Queue`.
     """
 
+    #: The end of the marker nodes' names, ``op|7FFFFFFFFFFFFFFF|``.
     #: Markers carry the latest time there is, so that Curator's consumers, which sort the
     #: children by the time in their names and take a name without one as due long ago,
     #: sort them after every item: a marker first would hide the first item's time from them,
     #: and they would wait for the next change of the queue instead of for that time.
-    marker_name = f"op{_SEPARATOR}{_LONG_MAX:X}{_SEPARATOR}"
+    marker_name: str = f"op{_SEPARATOR}{_LONG_MAX:X}{_SEPARATOR}"
     _LAYOUTS = (Layout.CURATOR,)
 
     @staticmethod

@@ -70,9 +70,13 @@ class IdQueue:
 
     def __init__(self, client: Client, path: str, *, acl: Sequence[ACL] | None = None) -> None:
         self._queue = _IdItems(client, path, acl=acl)
-        self.client = self._queue.client
-        self.path = self._queue.path
-        self.acl = self._queue.acl
+        #: the client whose session makes and takes the queue's nodes
+        self.client: Client = self._queue.client
+        #: the queue's path, the parent of its item and marker nodes (as given, under the
+        #: client's chroot)
+        self.path: str = self._queue.path
+        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = self._queue.acl
 
     def _item_path(self, item_id: str) -> str:
         prefix = self._queue._item_prefix() + _SEPARATOR + _fix_id(item_id) + _SEPARATOR

@@ -54,9 +54,13 @@ class LockedItem:
     """
 
     def __init__(self, queue: LockingQueue, name: str, data: bytes, generation: int) -> None:
-        self.queue = queue
-        self.name = name
-        self.data = data
+        #: the queue the item was taken from
+        self.queue: LockingQueue = queue
+        #: the item's node name under ``entries`` (``entry-<priority>-<sequence>``), also
+        #: its lock node's name under ``taken``
+        self.name: str = name
+        #: the item, as put
+        self.data: bytes = data
         self._generation = generation
         self._done = False
 
@@ -162,16 +166,23 @@ class LockingQueue:
     """
 
     def __init__(self, client: Client, path: str, *, acl: Sequence[ACL] | None = None) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client whose session makes the nodes and holds the items' locks
+        self.client: Client = check_client(client)
+        #: the queue's path, the parent of ``entries`` and ``taken`` (as given, under the
+        #: client's chroot)
+        self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a queue cannot live on the root node")
         base = self.path.rstrip("/")
-        self.entries_path = f"{base}/{ENTRIES}"
-        self.taken_path = f"{base}/{TAKEN}"
-        #: stored in the lock nodes of the items this object takes (kazoo's queue id)
-        self.id = uuid.uuid4().hex.encode()
-        self.acl = check_acl(acl)
+        #: ``<path>/entries``, the parent of the item nodes
+        self.entries_path: str = f"{base}/{ENTRIES}"
+        #: ``<path>/taken``, the parent of the lock nodes of the items taken
+        self.taken_path: str = f"{base}/{TAKEN}"
+        #: stored in the lock nodes of the items this object takes (kazoo's queue id: a
+        #: random UUID's hex digits, as bytes)
+        self.id: bytes = uuid.uuid4().hex.encode()
+        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         # Markers go in the queue's root, where kazoo consumers do not look for entries.
         self._marked = MarkedCommit(client, self.path, acl=self.acl)
 

@@ -86,15 +86,20 @@ KAZOO_PARTY = "__party__"
 class CreateMode(enum.Enum):
     """How a :class:`PersistentNode` is created (ZooKeeper's ``CreateMode``)."""
 
+    #: a node that stays until it is deleted
     PERSISTENT = "persistent"
+    #: a node the server deletes when the session that made it ends
     EPHEMERAL = "ephemeral"
+    #: a persistent node whose name gets a sequence number (a new one at each re-creation)
     PERSISTENT_SEQUENTIAL = "persistent_sequential"
+    #: an ephemeral node whose name gets a sequence number (a new one at each re-creation)
     EPHEMERAL_SEQUENTIAL = "ephemeral_sequential"
     #: a node the server deletes once its last child is gone
     CONTAINER = "container"
     #: a persistent node the server deletes once it has gone ``ttl`` without a change or a
     #: child (ZooKeeper 3.5.3+, server option ``zookeeper.extendedTypesEnabled=true``)
     PERSISTENT_WITH_TTL = "persistent_with_ttl"
+    #: a persistent TTL node (as PERSISTENT_WITH_TTL) whose name gets a sequence number
     PERSISTENT_SEQUENTIAL_WITH_TTL = "persistent_sequential_with_ttl"
 
     @property
@@ -143,10 +148,13 @@ class PersistentNode:
         ttl: float | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        self.client = check_client(client)
+        #: the client whose session creates the node (and holds it, if ephemeral)
+        self.client: Client = check_client(client)
         if not isinstance(mode, CreateMode):
             raise InvalidTypeError(f"mode must be a CreateMode, not {type(mode).__name__}")
-        self.path = validate_path(path, sequential=mode.sequential)
+        #: the node's path as given, before any protected prefix or sequence number (see
+        #: :attr:`actual_path`)
+        self.path: str = validate_path(path, sequential=mode.sequential)
         if path == "/":
             raise BadArgumentsError("a PersistentNode cannot be the root node")
         if not isinstance(protected, bool):
@@ -157,20 +165,27 @@ class PersistentNode:
             raise BadArgumentsError(f"mode {mode.name} needs a ttl (seconds)")
         if not mode.ttl and ttl is not None:
             raise BadArgumentsError(f"ttl goes with the TTL modes only, not with {mode.name}")
-        #: the TTL in seconds (TTL modes only)
-        self.ttl = None if ttl is None else validate_duration_ms(ttl, "ttl", MAX_TTL_MS) / 1000
-        self.mode = mode
-        self.protected = protected or mode.sequential
+        #: the TTL in seconds, as sent (whole milliseconds); None but in the TTL modes
+        self.ttl: float | None = (
+            None if ttl is None else validate_duration_ms(ttl, "ttl", MAX_TTL_MS) / 1000
+        )
+        #: how the node is created
+        self.mode: CreateMode = mode
+        #: whether the node's name gets the protected prefix ``_c_<uuid>-`` (always in the
+        #: sequential modes)
+        self.protected: bool = protected or mode.sequential
         self._data = validate_data(data, path)
-        self.acl = check_acl(acl)
+        #: the ACL of the node and of the parents it makes (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         # Refused now, not at every attempt of the task that keeps the node.
         validate_create_size(path, self._data, self.acl, self.client.chroot)
         self._actual: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._created = asyncio.Event()
         self._closed = False
-        #: how many times the node was created (1 after the first creation)
-        self.creations = 0
+        #: how many times the node was created, or an existing persistent node adopted
+        #: (0 before, 1 after the first creation; one more at each re-creation)
+        self.creations: int = 0
 
     # --- state ---------------------------------------------------------------------------
 
@@ -391,13 +406,16 @@ class GroupMember:
         layout: Layout | str = Layout.CURATOR,
         shallow: bool = False,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client whose session holds the member node and follows the group
+        self.client: Client = check_client(client)
+        #: the group's path, the parent of the member nodes (as given, under the client's
+        #: chroot)
+        self.path: str = validate_path(path)
         #: whose layout the membership speaks (:class:`~aiocoord.Layout`): Curator's
         #: ``GroupMember``, or kazoo's ``Party`` (``ShallowParty`` when :attr:`shallow`)
-        self.layout = check_layout(layout, "GroupMember")
+        self.layout: Layout = check_layout(layout, "GroupMember")
         #: kazoo's ``ShallowParty``: the identifier in the node's name
-        self.shallow = validate_flag(shallow, "shallow")
+        self.shallow: bool = validate_flag(shallow, "shallow")
         if not isinstance(member_id, str):
             raise InvalidTypeError(f"member_id must be str, not {type(member_id).__name__}")
         kazoo = self.layout is Layout.KAZOO
@@ -418,10 +436,14 @@ class GroupMember:
                     "leave data empty with layout='kazoo'"
                 )
             data = encode_utf8(member_id, "member_id")
-        self.member_id = member_id
+        #: this member's identifier, its key in :meth:`members`: the member node's name in
+        #: Curator's layout; in kazoo's, the node's data (and the end of its name when
+        #: :attr:`shallow`)
+        self.member_id: str = member_id
         member_path = self.path.rstrip("/") + "/" + name
         validate_path(member_path)
-        self.acl = check_acl(acl)
+        #: the ACL of the member node and of the parents it makes (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         self._node = PersistentNode(
             client, member_path, data, mode=CreateMode.EPHEMERAL, acl=self.acl
         )

@@ -124,17 +124,26 @@ class SetPartitioner:
         time_boundary: float = 30.0,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client whose session holds the member node and the item locks
+        self.client: Client = check_client(client)
+        #: the group's path, the parent of ``party`` and ``locks`` (as given, under the
+        #: client's chroot)
+        self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a SetPartitioner cannot live on the root node")
-        self.locks_path = join(self.path, LOCKS)
-        self.items = self._check_items(items)
+        #: ``<path>/locks``, the parent of the items' lock paths
+        self.locks_path: str = join(self.path, LOCKS)
+        #: the items to split, in the order given, duplicates dropped
+        self.items: tuple[str, ...] = self._check_items(items)
         checked = check_identifier(identifier)
         identifier = default_identifier() if checked is None else checked
-        self.identifier = identifier
+        #: this member's name in the group (its member node is ``<uuid hex>-<identifier>``)
+        #: and the data of its nodes (default: ``host-pid-<random>``)
+        self.identifier: str = identifier
         if partition_func is not None and not callable(partition_func):
             raise InvalidTypeError("partition_func must be callable")
+        #: ``partition_func(identifier, members, items)``, which computes this member's
+        #: share (default: :meth:`round_robin`)
         self.partition_func: PartitionFunc = partition_func or self.round_robin
         if (
             isinstance(time_boundary, bool)
@@ -145,8 +154,11 @@ class SetPartitioner:
             raise BadArgumentsError(
                 f"time_boundary must be a finite number of seconds >= 0, got {time_boundary!r}"
             )
-        self.time_boundary = float(time_boundary)
-        self.acl = check_acl(acl)
+        #: how long, in seconds, the membership must stay unchanged before the share is
+        #: computed
+        self.time_boundary: float = float(time_boundary)
+        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         data = identifier.encode()
         for item in self.items:  # each item's lock node holds the identifier
             check_entry(client, join(self.locks_path, item), KAZOO_LOCK_NAME, data, self.acl)

@@ -162,10 +162,11 @@ class Queue:
     ``acl`` is the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
     """
 
-    #: The item node name before the sequence number (and any tag a subclass adds).
-    item_name = QUEUE_ITEM_NAME
+    #: The item node name before the sequence number (and any tag a subclass adds):
+    #: Curator's ``queue-``, kazoo's ``entry-`` in kazoo's layout.
+    item_name: str = QUEUE_ITEM_NAME
     #: The end of the marker nodes' names (see :mod:`aiocoord.recipes._marker`).
-    marker_name = MARKER_NAME
+    marker_name: str = MARKER_NAME
     #: The layouts this class speaks (Curator's queues built on this one have no kazoo twin).
     _LAYOUTS: ClassVar[tuple[Layout, ...]] = (Layout.CURATOR, Layout.KAZOO)
 
@@ -177,14 +178,18 @@ class Queue:
         acl: Sequence[ACL] | None = None,
         layout: Layout | str = Layout.CURATOR,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client whose session makes and takes the queue's nodes
+        self.client: Client = check_client(client)
+        #: the queue's path, the parent of its item and marker nodes (as given, under the
+        #: client's chroot)
+        self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a queue cannot live on the root node")
-        self.acl = check_acl(acl)
+        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: whose node layout the queue speaks (:class:`~aiocoord.Layout`; see the module
         #: docstring for what kazoo's cannot carry)
-        self.layout = check_layout(layout, type(self).__name__, self._LAYOUTS)
+        self.layout: Layout = check_layout(layout, type(self).__name__, self._LAYOUTS)
         if self.layout is Layout.KAZOO:
             self.item_name = KAZOO_ITEM_NAME
         self._marked = MarkedCommit(client, path, acl=self.acl, marker_name=self.marker_name)

@@ -166,17 +166,26 @@ class QueueSharder:
         policies: QueueSharderPolicies | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client whose session makes and takes the shards' nodes
+        self.client: Client = check_client(client)
+        #: the sharder's path, a container whose children are the shards (as given, under
+        #: the client's chroot)
+        self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a QueueSharder cannot live on the root node")
         if policies is not None and not isinstance(policies, QueueSharderPolicies):
             raise InvalidTypeError(
                 f"policies must be QueueSharderPolicies, not {type(policies).__name__}"
             )
-        self.policies = policies if policies is not None else QueueSharderPolicies()
-        self.acl = check_acl(acl)
-        self.latch = LeaderLatch(client, leader_path, acl=self.acl)
+        #: when shards are added (Curator's defaults if none was given)
+        self.policies: QueueSharderPolicies = (
+            policies if policies is not None else QueueSharderPolicies()
+        )
+        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
+        #: this sharder's part in the election at ``leader_path`` (only the leader adds
+        #: shards); started by :meth:`start`, closed by :meth:`close`
+        self.latch: LeaderLatch = LeaderLatch(client, leader_path, acl=self.acl)
         self._shards: dict[str, Queue] = {}
         self._preferred: frozenset[str] = frozenset()
         self._task: asyncio.Task[None] | None = None

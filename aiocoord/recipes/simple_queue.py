@@ -41,7 +41,8 @@ class QueueEmptyError(CoordinationError):
 
     def __init__(self, path: str) -> None:
         super().__init__(f"the queue {path} is empty; use poll() or take() to wait for an item")
-        self.path = path
+        #: the path of the queue that was empty
+        self.path: str = path
 
 
 class SimpleQueue(Queue):
@@ -56,7 +57,8 @@ class SimpleQueue(Queue):
     of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
     """
 
-    item_name = SIMPLE_QUEUE_ITEM_NAME
+    #: The item node name before the sequence number: Curator's (and ZooKeeper's) ``qn-``.
+    item_name: str = SIMPLE_QUEUE_ITEM_NAME
     _LAYOUTS = (Layout.CURATOR,)
 
     def _payloads(self, items: list[bytes]) -> list[bytes]:

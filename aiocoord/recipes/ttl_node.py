@@ -86,17 +86,20 @@ class PersistentTtlNode:
         touch_schedule_factor: int = DEFAULT_TOUCH_SCHEDULE_FACTOR,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client whose session creates the node and touches its child
+        self.client: Client = check_client(client)
+        #: the container node kept present (as given, under the client's chroot)
+        self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a PersistentTtlNode cannot be the root node")
-        #: the TTL of the child, in seconds
-        self.ttl = validate_duration_ms(ttl, "ttl", MAX_TTL_MS) / 1000
+        #: the TTL of the child, in seconds, as sent (whole milliseconds)
+        self.ttl: float = validate_duration_ms(ttl, "ttl", MAX_TTL_MS) / 1000
         if not isinstance(child_name, str):
             raise InvalidTypeError(f"child_name must be str, not {type(child_name).__name__}")
         if not child_name or "/" in child_name:
             raise BadArgumentsError(f"child_name must be a node name without '/': {child_name!r}")
-        self.child_path = validate_path(self.path.rstrip("/") + "/" + child_name)
+        #: ``<path>/<child_name>``, the TTL child that is touched (Curator's ``touch``)
+        self.child_path: str = validate_path(self.path.rstrip("/") + "/" + child_name)
         factor = touch_schedule_factor
         if isinstance(factor, bool) or not isinstance(factor, int):
             raise InvalidTypeError(
@@ -106,15 +109,17 @@ class PersistentTtlNode:
             # At a factor of 1 the touch is due exactly when the TTL runs out: any delay
             # lets the server reap the node under a running object.
             raise BadArgumentsError(f"touch_schedule_factor must be at least 2, got {factor}")
-        self.touch_schedule_factor = factor
-        self.acl = check_acl(acl)
+        #: the child is touched every ``ttl / touch_schedule_factor`` seconds (at least 2)
+        self.touch_schedule_factor: int = factor
+        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         # The child is written by the touch task, after the container: refused now, it
         # would leave the container behind and fail in the background instead.
         validate_create_size(self.child_path, b"", self.acl, self.client.chroot)
         self._node = _KeptNode(client, path, data, mode=CreateMode.CONTAINER, acl=self.acl)
         self._task: asyncio.Task[None] | None = None
-        #: how many times the child was written (created or touched)
-        self.touches = 0
+        #: how many times the child was written (created or touched); 0 before the first
+        self.touches: int = 0
         self._failure: UnimplementedError | None = None
 
     @property
