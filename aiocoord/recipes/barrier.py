@@ -159,7 +159,8 @@ class DoubleBarrier:
 
     ``async with DoubleBarrier(client, path, n):`` returns once ``n`` participants have
     entered and exits once all of them have left. ``enter(timeout)`` and ``leave(timeout)``
-    do the same explicitly and return False on timeout. One object is one participant.
+    do the same explicitly and raise :class:`aiocoord.TimeoutError` on timeout (an ``enter``
+    then leaves no node; a ``leave`` may be called again). One object is one participant.
     ``acl`` is the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
     ``layout="kazoo"`` names the participant node and deletes ``ready`` on leaving as
     kazoo's ``DoubleBarrier`` does: use it to share a barrier with kazoo's (module docstring).
