@@ -290,7 +290,8 @@ class Client:
             watches=session.watches.stats(),
             reconnects=max(recorder.connections - 1, 0),
             session_expiries=recorder.expiries,
-            server=None if session.server is None else str(session.server),
+            # The session keeps the last server (the next connection tries another first).
+            server=str(session.server) if session.server is not None and self.connected else None,
             session_id=session.session_id,
             negotiated_timeout=session.negotiated_timeout,
             pending_deletes=self._work.pending(),

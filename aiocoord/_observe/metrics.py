@@ -126,8 +126,7 @@ class ClientStats:
     in_flight: int
     #: bytes read from the servers, over every connection (handshakes and pings included)
     bytes_in: int
-    #: bytes of the requests written to the servers, over every connection (the connect
-    #: handshakes and pings are not counted)
+    #: bytes written to the servers, over every connection (handshakes and pings included)
     bytes_out: int
     #: the watches the client holds on the server now
     watches: WatchStats

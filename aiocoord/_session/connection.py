@@ -169,16 +169,16 @@ class Connection(asyncio.BufferedProtocol):
                 conn.connection_made(transport)
             assert conn._transport is not None
             sent = time.monotonic()
-            conn._transport.write(
-                ConnectRequest(
-                    protocol_version=0,
-                    last_zxid=last_zxid,
-                    timeout_ms=session_timeout_ms,
-                    session_id=session_id,
-                    password=password,
-                    read_only=read_only,
-                ).frame()
-            )
+            frame = ConnectRequest(
+                protocol_version=0,
+                last_zxid=last_zxid,
+                timeout_ms=session_timeout_ms,
+                session_id=session_id,
+                password=password,
+                read_only=read_only,
+            ).frame()
+            conn._transport.write(frame)
+            conn.recorder.bytes_out += len(frame)
             reply = await conn._handshake
             conn.proof = sent
             if reply.timeout_ms > 0:  # else the session expired: no connection served it
@@ -510,6 +510,7 @@ class Connection(asyncio.BufferedProtocol):
                 return
             if now - self.last_send >= interval:
                 self._transport.write(ping)
+                self.recorder.bytes_out += len(ping)
                 self.last_send = now
                 self._pings.append(now)
             self._keepalive = self._loop.call_later(tick, check)

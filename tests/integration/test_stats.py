@@ -12,7 +12,7 @@ from support import Factory, eventually
 import aiocoord
 from aiocoord import Client, ClientStats, Lock, State
 from aiocoord.errors import NoNodeError
-from aiocoord.testing import expire_session
+from aiocoord.testing import FaultProxy, expire_session
 
 
 async def test_requests_are_counted_by_operation_with_errors_and_latency(
@@ -43,6 +43,44 @@ async def test_requests_are_counted_by_operation_with_errors_and_latency(
     assert after.session_id == zk_client.session_id
     assert after.server is not None and after.negotiated_timeout > 0
     assert after.reconnects == 0 and after.session_expiries == 0
+
+
+async def test_bytes_out_counts_what_an_idle_client_writes(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    # bytes_in counts every byte read; bytes_out must count every byte written too: the
+    # pings of an idle client, and the handshake of a reconnect.
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=2)
+    idle = client.stats().bytes_out
+
+    async def pinged() -> bool:
+        return client.stats().bytes_out > idle
+
+    await eventually(pinged, timeout=5, what="a ping counted")
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    before = client.stats().bytes_out
+    await client.wait_for(State.RECONNECTED, timeout=10)
+    assert client.stats().bytes_out >= before + CONNECT_REQUEST_BYTES
+
+
+async def test_stats_name_no_server_while_disconnected(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
+    assert client.stats().server == zk_fault_proxy.connect_string
+    zk_fault_proxy.blackhole()
+    zk_fault_proxy.drop()
+    await client.wait_for(State.SUSPENDED, timeout=5)
+    assert client.stats().server is None
+    zk_fault_proxy.heal()
+    await client.wait_for(State.RECONNECTED, timeout=10)
+    assert client.stats().server == zk_fault_proxy.connect_string
+
+
+#: A connect request's frame: its length, then protocol version, last zxid, timeout, session
+#: id, password (length and 16 bytes) and the read-only flag.
+CONNECT_REQUEST_BYTES = 4 + 4 + 8 + 4 + 8 + 4 + 16 + 1
 
 
 async def test_watches_are_counted_by_kind(zk_client: Client) -> None:
