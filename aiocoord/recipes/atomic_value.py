@@ -192,7 +192,7 @@ class DistributedAtomicValue:
     the data, ``initialize`` creates the node if it does not exist. Each change returns an
     :class:`AtomicValue`. ``close()`` (or leaving ``async with``) deletes the marker nodes of
     its last writes; the node stays. ``acl`` is the ACL of the nodes it creates, parents
-    included (None: OPEN_ACL_UNSAFE).
+    included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
 
     **Cancellation.** A change cancelled while a write is in flight may or may not have been
     applied, as for any write; one cancelled while it waits for the promoted mutex leaves no
@@ -220,7 +220,8 @@ class DistributedAtomicValue:
         #: where a change the optimistic phase could not get through is tried again under a
         #: mutex; None: never promoted
         self.promoted_to_lock: PromotedToLock | None = check_promoted(promoted_to_lock)
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's
+        #: ``acl_provider``, else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         if self.promoted_to_lock is not None:
             # The mutex is made only when a change is promoted, long after this: a lock path

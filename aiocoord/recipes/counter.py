@@ -87,8 +87,9 @@ class SharedCount(_SharedNode[int]):
     :class:`CorruptedValueError` (``value``, ``versioned``); the change stream and
     ``wait_for`` skip such a version (logged once, counted in
     ``client.stats().recipes["shared_count"].undecodable``) and go on. ``acl`` is the ACL
-    of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE). It is
-    :class:`~aiocoord.SharedValue`'s mechanism over Curator's 4-byte big-endian integer.
+    of the nodes it creates, parents included (None: the client's ``acl_provider``, else
+    OPEN_ACL_UNSAFE). It is :class:`~aiocoord.SharedValue`'s mechanism over Curator's 4-byte
+    big-endian integer.
     """
 
     _kind = "shared_count"
@@ -123,7 +124,7 @@ class AtomicCounter:
     ``succeeded=False``. It is :class:`~aiocoord.DistributedAtomicValue`'s mechanism over an
     8-byte big-endian integer. ``close()`` (or leaving ``async with``) deletes the marker
     nodes of its last writes; the counter node stays. ``acl`` is the ACL of the nodes it
-    creates, parents included (None: OPEN_ACL_UNSAFE).
+    creates, parents included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -159,7 +160,8 @@ class AtomicCounter:
         #: where a change the optimistic phase could not get through is tried again under a
         #: mutex; None: never promoted
         self.promoted_to_lock: PromotedToLock | None = self._value.promoted_to_lock
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's
+        #: ``acl_provider``, else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = self._value.acl
 
     async def close(self) -> None:

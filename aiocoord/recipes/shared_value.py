@@ -128,7 +128,8 @@ class _SharedNode(Generic[T]):
         self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError(f"a {type(self).__name__} cannot live on the root node")
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's
+        #: ``acl_provider``, else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         self._seed_data = seed
         self._cache = NodeCache(client, path)
@@ -320,7 +321,8 @@ class SharedValue(_SharedNode[bytes]):
     shared.try_set(b"...", expected_version)`` only if nobody wrote since that version.
     ``shared.changes()`` streams every change; ``await shared.wait_for(predicate)`` waits for
     a value. ``close()`` stops the cache and its tasks; the node stays. ``acl`` is the ACL
-    of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
+    of the nodes it creates, parents included (None: the client's ``acl_provider``, else
+    OPEN_ACL_UNSAFE).
     """
 
     def __init__(
