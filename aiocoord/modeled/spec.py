@@ -84,8 +84,8 @@ class Model(Generic[T]):
             raise InvalidTypeError("serializer must have serialize() and deserialize()")
         #: the type of the model's values, as given
         self.type: builtins.type[T] = type
-        #: turns values into node data and back (given, or :func:`~aiocoord.modeled.serializer_for`
-        #: ``(type)``)
+        #: turns values into node data and back: the one given, else the default for ``type``
+        #: (see :func:`~aiocoord.modeled.serializer_for`)
         self.serializer: Serializer[T] = serializer
         #: how :meth:`ModeledNode.create` makes nodes
         self.mode: CreateMode = mode
