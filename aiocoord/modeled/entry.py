@@ -38,11 +38,19 @@ class ModelEntry(Generic[T]):
     out entries, so a node that does not decode is reported, not fatal.
     """
 
+    #: the node's path, as read (under the client's chroot)
     path: str
+    #: the template's parameters for the path, by name (``{"tenant": "t1"}``); empty if the
+    #: path does not match the model's template
     params: Mapping[str, str]
+    #: the node's Stat as read with ``data`` (``stat.version`` for a conditional write)
     stat: Stat
+    #: the node's bytes as read, whether or not they decoded
     data: bytes
+    #: why ``data`` is no value of the model's type; None if it decoded
     error: ModelDecodeError | None = None
+    #: the decoded value, None if it did not decode (read :attr:`value`, which raises
+    #: :attr:`error` instead)
     decoded: T | None = field(default=None, repr=False)
 
     @property

@@ -15,7 +15,9 @@ class ModelError(CoordinationError, ValueError):
 
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message if path is None else f"{path}: {message}")
-        self.path = path
+        #: the path of the node concerned (under the client's chroot); None when raised by a
+        #: serializer called on its own (a model's operations always give the path)
+        self.path: str | None = path
 
 
 class ModelDecodeError(ModelError):
@@ -27,7 +29,8 @@ class ModelDecodeError(ModelError):
 
     def __init__(self, message: str, *, data: bytes, path: str | None = None) -> None:
         super().__init__(message, path=path)
-        self.data = data
+        #: the node's bytes as read, which are no value of the model's type
+        self.data: bytes = data
 
 
 class ModelEncodeError(ModelError, BadArgumentsError):
@@ -42,4 +45,6 @@ class SchemaViolationError(ModelError):
 
     def __init__(self, message: str, *, schema: str, path: str | None = None) -> None:
         super().__init__(message, path=path)
-        self.schema = schema
+        #: the rule broken: the governing :class:`~aiocoord.modeled.Schema`'s ``name`` (or
+        #: its pattern), or ``"<none>"`` for a path no schema of a strict set governs
+        self.schema: str = schema

@@ -342,7 +342,8 @@ class JsonSerializer(Generic[T]):
             raise InvalidTypeError(f"type must be a type, not the name {type!r}")
         if dataclasses.is_dataclass(type) or _is_typeddict(type):
             _hints(type)  # unresolvable annotations are a setup error, found now
-        self.type = type
+        #: the type of the values written and read, as given
+        self.type: Any = type
         self._codec = _Codec(ignore_unknown)
 
     def serialize(self, value: T) -> bytes:

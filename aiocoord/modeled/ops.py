@@ -35,6 +35,7 @@ from aiocoord._wire.data import Stat
 from aiocoord.client import Client
 from aiocoord.errors import BadArgumentsError, BadVersionError, InvalidTypeError
 from aiocoord.modeled.entry import ModelEntry, ModelLike, count_undecodable
+from aiocoord.modeled.template import PathTemplate
 from aiocoord.modeled.views import ModelCache, ModelChanges
 from aiocoord.recipes.cache import ChildrenCache, NodeCache, TreeCache
 from aiocoord.recipes.nodes import CreateMode
@@ -60,10 +61,13 @@ class ModeledNode(Generic[T]):
             raise InvalidTypeError(
                 f"client must be an aiocoord.Client, not {type(client).__name__}"
             )
-        self.client = client
-        self.model = model
-        #: The model's template with the bound parameters filled in.
-        self.template = model.template.partial(params)
+        #: the client the operations run on
+        self.client: Client = client
+        #: the model bound (its template, serializer, create mode and schemas)
+        self.model: ModelLike[T] = model
+        #: the model's template with the bound parameters filled in, the others left open
+        self.template: PathTemplate = model.template.partial(params)
+        #: the bound parameters by name, each as the path segment it fills in
         self.params: dict[str, str] = {
             name: model.template.segment(name, params) for name in params
         }

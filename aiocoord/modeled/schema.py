@@ -39,11 +39,19 @@ class Schema:
         refuses the write (the exception's text is the reason).
     """
 
+    #: the paths this rule governs: a :class:`~aiocoord.modeled.PathTemplate` (a pattern
+    #: given as a string is compiled to one) or a compiled regular expression
     pattern: PathTemplate | str | re.Pattern[str]
+    #: how errors name the rule; empty: by its pattern (see :attr:`label`)
     name: str = ""
+    #: the create modes allowed here; None: any
     modes: frozenset[CreateMode] | None = None
+    #: True: nodes here must be ephemeral; False: must not be; None: either
     ephemeral: bool | None = None
+    #: False refuses deletes of nodes here
     deletable: bool = True
+    #: called with each value written here; a false result or an exception refuses the
+    #: write; None: any value
     validator: Callable[[Any], object] | None = None
 
     def __post_init__(self) -> None:
@@ -118,10 +126,12 @@ class SchemaSet:
     matches may be written freely, unless ``strict`` (then it is refused)."""
 
     def __init__(self, schemas: Iterable[Schema], *, strict: bool = False) -> None:
+        #: the schemas, in the order they are tried (the first whose pattern matches governs)
         self.schemas: tuple[Schema, ...] = tuple(schemas)
         if not all(isinstance(s, Schema) for s in self.schemas):
             raise InvalidTypeError("a SchemaSet holds Schema objects")
-        self.strict = bool(strict)
+        #: whether a path no schema matches is refused (False: written freely)
+        self.strict: bool = bool(strict)
 
     def find(self, path: str) -> Schema | None:
         """The schema governing ``path``, or None."""

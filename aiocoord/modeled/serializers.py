@@ -60,7 +60,8 @@ class PydanticSerializer(Generic[T]):
         pydantic = _module("pydantic", "pydantic")
         if not (isinstance(type, builtins.type) and issubclass(type, pydantic.BaseModel)):
             raise InvalidTypeError(f"{type!r} is not a pydantic BaseModel")
-        self.type = type
+        #: the pydantic model class of the values written and read
+        self.type: builtins.type[T] = type
         self._error = pydantic.ValidationError
 
     def serialize(self, value: T) -> bytes:
@@ -88,7 +89,9 @@ class MsgspecSerializer(Generic[T]):
 
     def __init__(self, type: Any) -> None:
         msgspec = _module("msgspec", "msgspec")
-        self.type = type
+        #: the type of the values written and read (a msgspec ``Struct`` or any type msgspec
+        #: knows), as given
+        self.type: Any = type
         self._decoder = msgspec.json.Decoder(type)
         self._encoder = msgspec.json.Encoder()
         self._errors = (msgspec.DecodeError, msgspec.ValidationError)

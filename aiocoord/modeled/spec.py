@@ -10,6 +10,7 @@ becomes a typed error carrying the node's path (and, decoding, its bytes).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -65,7 +66,8 @@ class Model(Generic[T]):
         make_parents: bool = True,
         parents_as_containers: bool = False,
     ) -> None:
-        self.template = path if isinstance(path, PathTemplate) else PathTemplate(path)
+        #: the paths of the model's nodes (a pattern given as a string is compiled)
+        self.template: PathTemplate = path if isinstance(path, PathTemplate) else PathTemplate(path)
         if not isinstance(mode, CreateMode):
             raise InvalidTypeError(f"mode must be a CreateMode, not {mode.__class__.__name__}")
         if mode.ttl and ttl is None:
@@ -80,14 +82,24 @@ class Model(Generic[T]):
             serializer = serializer_for(type)
         elif not isinstance(serializer, Serializer):
             raise InvalidTypeError("serializer must have serialize() and deserialize()")
-        self.type = type
+        #: the type of the model's values, as given
+        self.type: builtins.type[T] = type
+        #: turns values into node data and back: the one given, else the default for ``type``
+        #: (see :func:`~aiocoord.modeled.serializer_for`)
         self.serializer: Serializer[T] = serializer
-        self.mode = mode
+        #: how :meth:`ModeledNode.create` makes nodes
+        self.mode: CreateMode = mode
+        #: the ACL of created nodes and of the parents made for them (None: the client's ACL
+        #: provider, else open)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
-        self.ttl = ttl
-        self.schemas = schemas
-        self.make_parents = bool(make_parents)
-        self.parents_as_containers = bool(parents_as_containers)
+        #: the time to live of created nodes in seconds, for the TTL modes; None for the others
+        self.ttl: float | None = ttl
+        #: the rules every write is checked against before it is sent; None: no checks
+        self.schemas: SchemaSet | None = schemas
+        #: whether :meth:`ModeledNode.create` creates missing parents
+        self.make_parents: bool = bool(make_parents)
+        #: whether the parents it creates are containers (deleted by the server once empty)
+        self.parents_as_containers: bool = bool(parents_as_containers)
 
     def bind(self, client: Client, /, **params: Any) -> ModeledNode[T]:
         """The typed operations of this model on ``client``, with ``params`` filled in (the

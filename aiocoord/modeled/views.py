@@ -50,9 +50,14 @@ class ModelChange(Generic[T]):
     bytes (``change.entry.ok`` is False).
     """
 
+    #: what happened, the cache's event type
     type: CacheEventType
+    #: the node's path (for INITIALIZED, connection events and RESYNCED the cache's path)
     path: str
+    #: the node's new entry; None when it was removed, and for INITIALIZED, connection
+    #: events and RESYNCED
     entry: ModelEntry[T] | None = None
+    #: the node's entry before the change; None when it was added
     previous: ModelEntry[T] | None = None
 
     @property
@@ -141,10 +146,14 @@ class ModelCache(Generic[T]):
             raise InvalidTypeError(
                 f"cache must be a NodeCache, ChildrenCache or TreeCache, not {type(cache).__name__}"
             )
-        self.client = client
-        self.cache = cache
-        self.model = model
-        self.template = template if template is not None else model.template
+        #: the client of the cache, whose stats count the nodes that do not decode
+        self.client: Client = client
+        #: the cache viewed, which holds the nodes' bytes
+        self.cache: NodeCache | ChildrenCache | TreeCache = cache
+        #: the model the nodes are decoded with
+        self.model: ModelLike[T] = model
+        #: which paths of the cache are the model's (default: the model's template)
+        self.template: PathTemplate = template if template is not None else model.template
         self._memo: dict[str, tuple[ChildData, ModelEntry[T]]] = {}
 
     # --- lifecycle (the cache's) ---------------------------------------------------------

@@ -47,8 +47,10 @@ class CorruptedValueError(CoordinationError, ValueError):
             f"counter node {path} holds {len(data)} bytes ({data[:16]!r}), not {form}; "
             "was it written by something else?"
         )
-        self.path = path
-        self.data = data
+        #: the counter node's path (under the client's chroot)
+        self.path: str = path
+        #: the node's data as read, which is no value of the counter's form
+        self.data: bytes = data
 
 
 def decode_text(path: str, data: bytes) -> int:

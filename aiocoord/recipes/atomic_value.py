@@ -73,9 +73,15 @@ class AtomicStats:
     seconds each phase took. The promoted phase counts only with a :class:`PromotedToLock`
     and only when the optimistic phase gave up; its time includes waiting for the lock."""
 
+    #: the writes tried in the optimistic phase (0 for a compare-and-set whose value did
+    #: not match)
     optimistic_tries: int = 0
+    #: the writes tried under the promoted mutex (0 unless the change was promoted)
     promoted_lock_tries: int = 0
+    #: the seconds the optimistic phase took, its reads and retry sleeps included
     optimistic_time: float = 0.0
+    #: the seconds the promoted phase took, the wait for the mutex included (0.0 unless the
+    #: change was promoted)
     promoted_time: float = 0.0
 
 
@@ -90,8 +96,13 @@ class AtomicValue(Generic[T]):
     last, None if the node did not exist.
     """
 
+    #: whether the write got through; False when the retry policies gave up or a
+    #: compare-and-set found another value (then nothing was written)
     succeeded: bool
+    #: the value read last, on which the write was made or tried; None if the node did not
+    #: exist
     pre_value: T | None
+    #: the value written; when ``succeeded`` is False, the value that was attempted
     post_value: T
     #: how many writes were attempted (both phases)
     attempts: int = 1
@@ -111,8 +122,13 @@ class PromotedToLock:
     ``RetryNTimes(0, 0)``).
     """
 
+    #: the mutex's node (Curator's ``InterProcessMutex`` layout, so a Java client promoted
+    #: on the same path excludes ours)
     lock_path: str
+    #: the longest wait for the mutex in seconds (None: no bound); when it passes the change
+    #: fails, nothing written
     timeout: float | None = None
+    #: how often a write is tried again while the mutex is held (default: never, one try)
     retry: RetryPolicy = field(default_factory=NoRetry)
 
     def __post_init__(self) -> None:
@@ -176,7 +192,7 @@ class DistributedAtomicValue:
     the data, ``initialize`` creates the node if it does not exist. Each change returns an
     :class:`AtomicValue`. ``close()`` (or leaving ``async with``) deletes the marker nodes of
     its last writes; the node stays. ``acl`` is the ACL of the nodes it creates, parents
-    included (None: OPEN_ACL_UNSAFE).
+    included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
 
     **Cancellation.** A change cancelled while a write is in flight may or may not have been
     applied, as for any write; one cancelled while it waits for the promoted mutex leaves no
@@ -192,13 +208,21 @@ class DistributedAtomicValue:
         promoted_to_lock: PromotedToLock | None = None,
         acl: Sequence[ACL] | None = None,
     ) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client whose session reads and writes the node
+        self.client: Client = check_client(client)
+        #: the value's node (as given, under the client's chroot)
+        self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError(f"a {type(self).__name__} cannot live on the root node")
+        #: how often a change that lost a race is tried again in the optimistic phase (an
+        #: :class:`~aiocoord.ExponentialBackoff` unless one was given)
         self.retry: RetryPolicy = check_retry(retry)
-        self.promoted_to_lock = check_promoted(promoted_to_lock)
-        self.acl = check_acl(acl)
+        #: where a change the optimistic phase could not get through is tried again under a
+        #: mutex; None: never promoted
+        self.promoted_to_lock: PromotedToLock | None = check_promoted(promoted_to_lock)
+        #: the ACL of the nodes it creates, parents included (None: the client's
+        #: ``acl_provider``, else OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         if self.promoted_to_lock is not None:
             # The mutex is made only when a change is promoted, long after this: a lock path
             # too long for its node is refused now rather than then.

@@ -87,8 +87,9 @@ class SharedCount(_SharedNode[int]):
     :class:`CorruptedValueError` (``value``, ``versioned``); the change stream and
     ``wait_for`` skip such a version (logged once, counted in
     ``client.stats().recipes["shared_count"].undecodable``) and go on. ``acl`` is the ACL
-    of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE). It is
-    :class:`~aiocoord.SharedValue`'s mechanism over Curator's 4-byte big-endian integer.
+    of the nodes it creates, parents included (None: the client's ``acl_provider``, else
+    OPEN_ACL_UNSAFE). It is :class:`~aiocoord.SharedValue`'s mechanism over Curator's 4-byte
+    big-endian integer.
     """
 
     _kind = "shared_count"
@@ -96,7 +97,8 @@ class SharedCount(_SharedNode[int]):
     def __init__(
         self, client: Client, path: str, seed: int = 0, *, acl: Sequence[ACL] | None = None
     ) -> None:
-        self.seed = check_int(seed, "seed", INT32_MIN, INT32_MAX)
+        #: the value :meth:`start` creates the node with if it does not exist
+        self.seed: int = check_int(seed, "seed", INT32_MIN, INT32_MAX)
         super().__init__(client, path, INT32.pack(self.seed), acl)
 
     def _encode(self, value: int) -> bytes:
@@ -122,7 +124,7 @@ class AtomicCounter:
     ``succeeded=False``. It is :class:`~aiocoord.DistributedAtomicValue`'s mechanism over an
     8-byte big-endian integer. ``close()`` (or leaving ``async with``) deletes the marker
     nodes of its last writes; the counter node stays. ``acl`` is the ACL of the nodes it
-    creates, parents included (None: OPEN_ACL_UNSAFE).
+    creates, parents included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -140,19 +142,27 @@ class AtomicCounter:
         if validate_path(path) == "/":
             raise BadArgumentsError("an AtomicCounter cannot live on the root node")
         #: whose node format the counter speaks (:class:`~aiocoord.Layout`)
-        self.layout = check_layout(layout, "AtomicCounter")
+        self.layout: Layout = check_layout(layout, "AtomicCounter")
         #: the value of a node with empty data (kazoo's ``default``; 0 in Curator's layout)
-        self.default = check_int(default, "default", INT64_MIN, INT64_MAX)
+        self.default: int = check_int(default, "default", INT64_MIN, INT64_MAX)
         if self.default and self.layout is Layout.CURATOR:
             raise BadArgumentsError("default= is kazoo's: Curator's layout reads empty data as 0")
         self._value = DistributedAtomicValue(
             client, path, retry=retry, promoted_to_lock=promoted_to_lock, acl=acl
         )
-        self.client = self._value.client
-        self.path = self._value.path
+        #: the client whose session reads and writes the counter's node
+        self.client: Client = self._value.client
+        #: the counter's node (as given, under the client's chroot)
+        self.path: str = self._value.path
+        #: how often a change that lost a race is tried again in the optimistic phase (an
+        #: :class:`~aiocoord.ExponentialBackoff` unless one was given)
         self.retry: RetryPolicy = self._value.retry
-        self.promoted_to_lock = self._value.promoted_to_lock
-        self.acl = self._value.acl
+        #: where a change the optimistic phase could not get through is tried again under a
+        #: mutex; None: never promoted
+        self.promoted_to_lock: PromotedToLock | None = self._value.promoted_to_lock
+        #: the ACL of the nodes it creates, parents included (None: the client's
+        #: ``acl_provider``, else OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = self._value.acl
 
     async def close(self) -> None:
         """Delete the marker nodes of the last writes (they would go with the session)."""

@@ -57,7 +57,10 @@ _S = TypeVar("_S", bound="_SharedNode[Any]")
 class VersionedValue(Generic[T]):
     """A value with the node version it was read at (pass it to ``try_set``)."""
 
+    #: the value as read
     value: T
+    #: the node's data version it was read at (``stat.version``), the ``expected_version``
+    #: of a ``try_set``
     version: int
 
 
@@ -70,8 +73,12 @@ class ValueChange(Generic[T]):
     gets in place of the changes it missed (its value is the current one).
     """
 
+    #: the node's new value; None when the node was deleted
     value: T | None
+    #: the node's data version with that value (``stat.version``); -1 when it was deleted
     version: int
+    #: True for the one change a reader that fell behind gets in place of those it missed
+    #: (its value is the current one)
     resynced: bool = False
 
 
@@ -115,11 +122,15 @@ class _SharedNode(Generic[T]):
     _kind = "shared_value"
 
     def __init__(self, client: Client, path: str, seed: bytes, acl: Sequence[ACL] | None) -> None:
-        self.client = check_client(client)
-        self.path = validate_path(path)
+        #: the client whose session reads, writes and follows the node
+        self.client: Client = check_client(client)
+        #: the value's node (as given, under the client's chroot)
+        self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError(f"a {type(self).__name__} cannot live on the root node")
-        self.acl = check_acl(acl)
+        #: the ACL of the nodes it creates, parents included (None: the client's
+        #: ``acl_provider``, else OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
         self._seed_data = seed
         self._cache = NodeCache(client, path)
         self._marked = MarkedCommit(client, path, acl=self.acl)
@@ -310,13 +321,15 @@ class SharedValue(_SharedNode[bytes]):
     shared.try_set(b"...", expected_version)`` only if nobody wrote since that version.
     ``shared.changes()`` streams every change; ``await shared.wait_for(predicate)`` waits for
     a value. ``close()`` stops the cache and its tasks; the node stays. ``acl`` is the ACL
-    of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
+    of the nodes it creates, parents included (None: the client's ``acl_provider``, else
+    OPEN_ACL_UNSAFE).
     """
 
     def __init__(
         self, client: Client, path: str, seed: bytes = b"", *, acl: Sequence[ACL] | None = None
     ) -> None:
-        self.seed = validate_data(seed, path)
+        #: the data :meth:`start` creates the node with if it does not exist
+        self.seed: bytes = validate_data(seed, path)
         super().__init__(client, path, self.seed, acl)
 
     def _encode(self, value: bytes) -> bytes:

@@ -139,7 +139,9 @@ class _Cache(Generic[V]):
                 f"watch_mode must be a WatchMode or one of {names}, got {watch_mode!r}"
             ) from None
         self._client = client
-        self.path = path
+        #: the node the cache is rooted at (as given, under the client's chroot): a
+        #: NodeCache's node, the parent of a ChildrenCache's children, a TreeCache's root
+        self.path: str = path
         self._cache_data = cache_data
         self._buffer_size = buffer_size
         self._watch_mode = mode

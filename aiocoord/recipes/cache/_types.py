@@ -43,17 +43,23 @@ class CacheError(CoordinationError, RuntimeError):
 class CacheEventType(enum.Enum):
     """What a :class:`NodeEvent` reports. Each cache uses its own three node kinds."""
 
-    #: NodeCache: the node appeared / changed / disappeared.
+    #: NodeCache: the node appeared.
     CREATED = "created"
+    #: NodeCache: the node's data was written (its ``mzxid`` moved).
     UPDATED = "updated"
+    #: NodeCache: the node disappeared.
     DELETED = "deleted"
-    #: ChildrenCache: a child appeared / changed / disappeared.
+    #: ChildrenCache: a child appeared.
     CHILD_ADDED = "child_added"
+    #: ChildrenCache: a child's data was written (its ``mzxid`` moved).
     CHILD_UPDATED = "child_updated"
+    #: ChildrenCache: a child disappeared.
     CHILD_REMOVED = "child_removed"
-    #: TreeCache: a node of the subtree appeared / changed / disappeared.
+    #: TreeCache: a node of the subtree appeared.
     NODE_ADDED = "node_added"
+    #: TreeCache: a node of the subtree had its data written (its ``mzxid`` moved).
     NODE_UPDATED = "node_updated"
+    #: TreeCache: a node of the subtree disappeared.
     NODE_REMOVED = "node_removed"
     #: Every cache: the initial load is done (the events before it describe that state).
     INITIALIZED = "initialized"
@@ -76,9 +82,16 @@ class NodeEvent:
     cache's path and both are None.
     """
 
+    #: what happened
     type: CacheEventType
+    #: the path of the node concerned; for INITIALIZED, connection events and RESYNCED, the
+    #: cache's path
     path: str
+    #: the node's new state; None when it was removed, and for the events that concern
+    #: no node
     data: ChildData | None = None
+    #: the node's state before the change; None when it was added, and for the events that
+    #: concern no node
     previous: ChildData | None = None
 
     @property

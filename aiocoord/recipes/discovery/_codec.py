@@ -76,9 +76,14 @@ class ServiceType(str, enum.Enum):
     that goes with its session, DYNAMIC_SEQUENTIAL an ephemeral sequential one, STATIC and
     PERMANENT persistent nodes. The JSON form is the name."""
 
+    #: an ephemeral node, which goes with the registering session (and is made again on its
+    #: next session while registered)
     DYNAMIC = "DYNAMIC"
+    #: a persistent node
     STATIC = "STATIC"
+    #: a persistent node, as STATIC: the two differ only in the name written
     PERMANENT = "PERMANENT"
+    #: an ephemeral sequential node, named ``_c_<uuid>-<id><sequence number>``
     DYNAMIC_SEQUENTIAL = "DYNAMIC_SEQUENTIAL"
 
     @property
@@ -91,7 +96,9 @@ class ServiceType(str, enum.Enum):
 class UriPart:
     """One piece of a :class:`UriSpec`: literal text, or (``variable``) a field name."""
 
+    #: the literal text, or the field's name (trimmed) when ``variable``
     value: str
+    #: True: ``value`` is a field :meth:`UriSpec.build` replaces; False: literal text
     variable: bool = False
 
 
@@ -263,15 +270,29 @@ class ServiceInstance:
     out the payload and the URI spec as well.
     """
 
+    #: the service's name, the node ``<base_path>/<name>`` its instances are under
     name: str
+    #: the instance's id, unique in its service: its node's name (with a prefix and a
+    #: sequence number added for DYNAMIC_SEQUENTIAL)
     id: str
+    #: the address clients reach the instance at (:meth:`build`: this host's); None: none
     address: str | None = None
+    #: the port clients connect to; None: none
     port: int | None = None
+    #: the port of SSL connections; None: none (with one, the URI's ``{scheme}`` is https)
     ssl_port: int | None = None
+    #: any JSON value the service adds, Curator's type hints as they are; None: none
     payload: Any = field(default=None, hash=False)
+    #: when the instance was built (:meth:`build`), in milliseconds since the epoch (0: not
+    #: known)
     registration_time_utc: int = 0
+    #: how the instance's node is made: ephemeral (with the session) or persistent
     service_type: ServiceType = ServiceType.DYNAMIC
+    #: the template of the instance's URI (:meth:`build_uri_spec`); None: none (a template
+    #: given as a string is parsed)
     uri_spec: UriSpec | None = field(default=None, hash=False)
+    #: False leaves the instance out of what a :class:`ServiceProvider` hands out (an
+    #: operator may write it to the node)
     enabled: bool = True
     #: JSON keys this version does not know, kept as read so that an update writes them back
     _extra: Mapping[str, Any] = field(

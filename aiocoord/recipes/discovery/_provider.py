@@ -84,9 +84,12 @@ class Sticky:
             raise InvalidTypeError(
                 f"inner must be a strategy with choose(), not {type(inner).__name__}"
             )
-        self.inner = inner
+        #: the strategy that picks a new instance when the sticky one is not usable
+        self.inner: ProviderStrategy = inner
         self._id: str | None = None
-        self.instance_number = -1
+        #: how many times ``inner`` was asked for a new instance, less one (-1 before the
+        #: first pick, 0 after it, as Curator's)
+        self.instance_number: int = -1
 
     def choose(self, instances: Sequence[ServiceInstance]) -> ServiceInstance:
         """The sticky instance, or a new pick of ``inner``'s."""
@@ -105,7 +108,10 @@ class DownInstancePolicy:
     after ``error_threshold`` errors noted within ``timeout`` seconds of its first one,
     until ``timeout`` seconds after that first error."""
 
+    #: the seconds after an instance's first noted error during which its errors count: one
+    #: with ``error_threshold`` of them is down until then, and then counted from zero again
     timeout: float = 30.0
+    #: how many errors noted within ``timeout`` make an instance down (at least 1)
     error_threshold: int = 2
 
     def __post_init__(self) -> None:
@@ -155,16 +161,21 @@ class ServiceProvider:
             raise InvalidTypeError(
                 f"down_policy must be a DownInstancePolicy, not {type(down_policy).__name__}"
             )
-        self.filters = tuple(filters)
+        #: the predicates an instance must pass to be handed out (empty: none)
+        self.filters: tuple[Callable[[ServiceInstance], bool], ...] = tuple(filters)
         if not all(callable(f) for f in self.filters):
             raise InvalidTypeError("filters must be callables taking a ServiceInstance")
         if not callable(clock):
             raise InvalidTypeError("clock must be callable")
         self._cache = ServiceCache(discovery, name, **cache_options)
-        self.discovery = discovery
-        self.name = name
-        self.strategy = strategy
-        self.down_policy = down_policy
+        #: the discovery the provider was made from, which closes it on its own close
+        self.discovery: ServiceDiscovery = discovery
+        #: the name of the service whose instances it hands out
+        self.name: str = name
+        #: how one of the usable instances is picked
+        self.strategy: ProviderStrategy = strategy
+        #: when an instance whose errors were noted (:meth:`note_error`) is left out
+        self.down_policy: DownInstancePolicy = down_policy
         self._clock = clock
         #: instance id -> (time of the first error, errors since)
         self._errors: dict[str, tuple[float, int]] = {}

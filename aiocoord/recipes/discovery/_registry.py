@@ -162,10 +162,17 @@ class ServiceDiscovery:
         acl: Sequence[ACL] | None = None,
         watch_instances: bool = False,
     ) -> None:
-        self.client = check_client(client)
-        self.base_path = validate_path(base_path)
-        self.acl = check_acl(acl)
-        self.watch_instances = validate_flag(watch_instances, "watch_instances")
+        #: the client whose session registers and reads the instances
+        self.client: Client = check_client(client)
+        #: the node under which each service has its node, ``<base_path>/<name>`` (as given,
+        #: under the client's chroot)
+        self.base_path: str = validate_path(base_path)
+        #: the ACL of the instance nodes and of the parents made for them (None: the client's
+        #: ``acl_provider``, else OPEN_ACL_UNSAFE)
+        self.acl: tuple[ACL, ...] | None = check_acl(acl)
+        #: whether a registration follows its node, so that data written by someone else is
+        #: what the node is made again with (Curator's option; see the module docstring)
+        self.watch_instances: bool = validate_flag(watch_instances, "watch_instances")
         self._registrations: dict[str, _Registration] = {}
         self._opened: set[ServiceCache | ServiceProvider] = set()
         self._closed = False

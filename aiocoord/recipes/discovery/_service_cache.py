@@ -51,9 +51,16 @@ class InstanceEvent:
     after RESYNCED read ``cache.instances()``).
     """
 
+    #: CHILD_ADDED, CHILD_UPDATED or CHILD_REMOVED for an instance; else the cache's
+    #: INITIALIZED, SUSPENDED, RECONNECTED, LOST or RESYNCED
     type: CacheEventType
+    #: the instance's node name (its id); None for the events that concern no instance
     id: str | None = None
+    #: the instance's new state; None when it was removed (or no longer reads as an
+    #: instance), and for the events that concern no instance
     instance: ServiceInstance | None = None
+    #: the instance's state before the change; None when it was added (or reads as an
+    #: instance only now), and for the events that concern no instance
     previous: ServiceInstance | None = None
 
 
@@ -159,9 +166,12 @@ class ServiceCache:
             raise InvalidTypeError(
                 f"discovery must be a ServiceDiscovery, not {type(discovery).__name__}"
             )
-        self.discovery = discovery
-        self.name = name
-        self.path = discovery.path_for_name(name)
+        #: the discovery the cache was made from, which closes it on its own close
+        self.discovery: ServiceDiscovery = discovery
+        #: the name of the service whose instances it follows
+        self.name: str = name
+        #: the service's node, ``<base_path>/<name>``, whose children are the instances' nodes
+        self.path: str = discovery.path_for_name(name)
         self._cache = ChildrenCache(discovery.client, self.path, **options)
         self._decode = InstanceDecoder(discovery.client)
 
