@@ -35,7 +35,8 @@ ACLProvider = Callable[[str], Sequence[ACL] | None]
 
 
 def wire_acl(acl: Sequence[ACL] | None) -> Sequence[ACL]:
-    """``acl`` (None: OPEN_ACL_UNSAFE) checked, as the sequence a create sends."""
+    """``acl`` (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE) checked, as the sequence
+    a create sends."""
     if acl is None or acl is OPEN_ACL_UNSAFE:
         # A tuple of one frozen, well-formed entry: nothing to check, and its encoding is
         # made once (see write_acls).

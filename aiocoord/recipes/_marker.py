@@ -78,9 +78,9 @@ class _Unapplied(Exception):
 class MarkedCommit:
     """Commits transactions exactly once under ``parent``; see the module docstring.
 
-    Any number of tasks may share one object. Each commit costs one round trip when
-    nothing goes wrong, plus a ``sync`` and an ``exists`` after a connection loss.
-    ``acl`` is the markers' ACL (None: OPEN_ACL_UNSAFE); ``marker_name`` ends their names.
+    Any number of tasks may share one object. Each commit costs one round trip when nothing goes
+    wrong, plus a ``sync`` and an ``exists`` after a connection loss. ``acl`` is the markers' ACL
+    (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE); ``marker_name`` ends their names.
     """
 
     def __init__(

@@ -78,12 +78,11 @@ class Barrier:
     """A gate clients wait at until it is removed (Curator's ``DistributedBarrier``).
 
     ``await barrier.set()`` puts it up, ``await barrier.remove()`` takes it down, ``await
-    barrier.wait(timeout)`` returns True once it is down (at once if it is not up), and
-    raises :class:`aiocoord.TimeoutError` after ``timeout`` seconds. Waiting survives
-    connection loss and session expiry.
-    ``acl`` is the ACL of the node it creates, parents included (None: OPEN_ACL_UNSAFE).
-    ``layout`` is accepted for either peer: Curator's ``DistributedBarrier`` and kazoo's
-    ``Barrier`` are the same node.
+    barrier.wait(timeout)`` returns True once it is down (at once if it is not up), and raises
+    :class:`aiocoord.TimeoutError` after ``timeout`` seconds. Waiting survives connection loss and
+    session expiry. ``acl`` is the ACL of the node it creates, parents included (None: the client's
+    ``acl_provider``, else OPEN_ACL_UNSAFE). ``layout`` is accepted for either peer: Curator's
+    ``DistributedBarrier`` and kazoo's ``Barrier`` are the same node.
     """
 
     def __init__(
@@ -101,7 +100,8 @@ class Barrier:
         self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a Barrier cannot live on the root node")
-        #: the ACL of the node it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the node it creates, parents included (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: whose layout it speaks (:class:`~aiocoord.Layout`; the node is the same in both)
         self.layout: Layout = check_layout(layout, "Barrier")
@@ -157,13 +157,13 @@ class DoubleBarrier:
     """``n`` participants enter together and leave together (Curator's
     ``DistributedDoubleBarrier``); see the module docstring.
 
-    ``async with DoubleBarrier(client, path, n):`` returns once ``n`` participants have
-    entered and exits once all of them have left. ``enter(timeout)`` and ``leave(timeout)``
-    do the same explicitly and raise :class:`aiocoord.TimeoutError` on timeout (an ``enter``
-    then leaves no node; a ``leave`` may be called again). One object is one participant.
-    ``acl`` is the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
-    ``layout="kazoo"`` names the participant node and deletes ``ready`` on leaving as
-    kazoo's ``DoubleBarrier`` does: use it to share a barrier with kazoo's (module docstring).
+    ``async with DoubleBarrier(client, path, n):`` returns once ``n`` participants have entered and
+    exits once all of them have left. ``enter(timeout)`` and ``leave(timeout)`` do the same
+    explicitly and raise :class:`aiocoord.TimeoutError` on timeout (an ``enter`` then leaves no
+    node; a ``leave`` may be called again). One object is one participant. ``acl`` is the ACL of the
+    nodes it creates, parents included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
+    ``layout="kazoo"`` names the participant node and deletes ``ready`` on leaving as kazoo's
+    ``DoubleBarrier`` does: use it to share a barrier with kazoo's (module docstring).
     """
 
     def __init__(
@@ -188,7 +188,8 @@ class DoubleBarrier:
             raise BadArgumentsError(f"n (the number of participants) must be >= 1, got {n}")
         #: the number of participants that must enter before any of them is let in
         self.n: int = n
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: whose layout it speaks (:class:`~aiocoord.Layout`): the participant's name, and
         #: when ``ready`` is deleted

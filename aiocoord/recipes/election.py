@@ -127,7 +127,7 @@ class Election:
     ``election.start(func)`` does the same in a task the election owns, ``requeue()`` joins
     once more after a single term, and ``close()`` ends it all. ``await election.leader()``
     and ``await election.contenders()`` show who takes part. ``acl`` is the ACL of the nodes
-    it creates, parents included (None: OPEN_ACL_UNSAFE).
+    it creates, parents included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -151,7 +151,8 @@ class Election:
         #: whether a lost connection (SUSPENDED) already ends a term (the default), not only
         #: the session's end
         self.suspended_is_loss: bool = validate_flag(suspended_is_loss, "suspended_is_loss")
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: whose node layout this election speaks (:class:`~aiocoord.Layout`): kazoo's
         #: ``Election`` is a kazoo ``Lock`` with identifiers

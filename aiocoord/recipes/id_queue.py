@@ -65,7 +65,7 @@ class IdQueue:
     ``await q.put(b"job", "order-17")``; ``await q.get(timeout)`` takes the head item (its
     data); ``await q.remove("order-17")`` removes the items with that id still queued.
     ``close()`` (or leaving ``async with``) is :meth:`Queue.close`. ``acl`` is the ACL of the
-    nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
+    nodes it creates, parents included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     def __init__(self, client: Client, path: str, *, acl: Sequence[ACL] | None = None) -> None:
@@ -75,7 +75,8 @@ class IdQueue:
         #: the queue's path, the parent of its item and marker nodes (as given, under the
         #: client's chroot)
         self.path: str = self._queue.path
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = self._queue.acl
 
     def _item_path(self, item_id: str) -> str:

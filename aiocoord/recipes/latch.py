@@ -85,7 +85,7 @@ class LeaderLatch:
 
     ``suspended_is_loss`` (default True) ends leadership as soon as the connection is lost;
     False keeps it until the session is lost. ``acl`` is the ACL of the nodes it creates,
-    parents included (None: OPEN_ACL_UNSAFE).
+    parents included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -110,7 +110,8 @@ class LeaderLatch:
         #: only the session's end
         self.suspended_is_loss: bool = validate_flag(suspended_is_loss, "suspended_is_loss")
         self._buffer_size = check_buffer_size(buffer_size)
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         # Refused now: start() joins in a task of its own, which could only log it.
         check_entry(client, self.path, LATCH_NAME, self.identifier.encode(), self.acl)

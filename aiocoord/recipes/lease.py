@@ -194,9 +194,10 @@ class NonBlockingLease:
     ``now + duration``); otherwise ``obtain()`` returns False at once, it never waits for the
     lease. ``bool(lease)`` is the last answer, as kazoo's object is.
 
-    ``identifier`` defaults to the host name (kazoo's default), so a job started again on the
-    same host renews its lease. ``utcnow`` is the clock (a naive datetime is UTC). ``acl`` is
-    the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
+    ``identifier`` defaults to the host name (kazoo's default), so a job started again on the same
+    host renews its lease. ``utcnow`` is the clock (a naive datetime is UTC). ``acl`` is the ACL of
+    the nodes it creates, parents included (None: the client's ``acl_provider``, else
+    OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -222,7 +223,8 @@ class NonBlockingLease:
         self.identifier: str = ident if ident else socket.gethostname()
         #: the clock the lease's end is computed and compared with (a naive datetime is UTC)
         self.utcnow: Clock = _check_clock(utcnow)
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: the path of the holder node, ``<path>/lease_holder``
         self.holder_path: str = join(self.path, HOLDER_NODE)

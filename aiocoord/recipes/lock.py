@@ -149,7 +149,8 @@ class _QueueLock:
         #: whether a lost connection (SUSPENDED) already loses the lock, not only the
         #: session's end (the *standard* policy; see the module docstring)
         self.suspended_is_loss: bool = validate_flag(suspended_is_loss, "suspended_is_loss")
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: whose node layout this lock speaks (:class:`~aiocoord.Layout`)
         self.layout: Layout = check_layout(layout, type(self).__name__)
@@ -436,7 +437,8 @@ class Lock(_QueueLock):
     ``asyncio.wait_for(lock.acquire(), t)``: before Python 3.12, ``wait_for`` runs the
     coroutine in a task of its own, which would then own the lock.
 
-    ``acl`` is the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
+    ``acl`` is the ACL of the nodes it creates, parents included (None: the client's
+    ``acl_provider``, else OPEN_ACL_UNSAFE).
 
     Bad arguments raise InvalidPathError/BadArgumentsError/InvalidTypeError before anything
     is sent.
@@ -475,7 +477,7 @@ class Mutex(_QueueLock):
     Lock and Java ``InterProcessMutex`` on one path exclude each other. (Curator's own
     ``InterProcessSemaphoreMutex`` uses the semaphore layout; share with it through
     ``Semaphore(client, path, 1)``.) ``acl`` is the ACL of the nodes it creates, parents
-    included (None: OPEN_ACL_UNSAFE).
+    included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     async def acquire(self, timeout: float | None = None, blocking: bool = True) -> bool:

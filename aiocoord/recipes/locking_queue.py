@@ -181,7 +181,8 @@ class LockingQueue:
         #: stored in the lock nodes of the items this object takes (kazoo's queue id: a
         #: random UUID's hex digits, as bytes)
         self.id: bytes = uuid.uuid4().hex.encode()
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         # Markers go in the queue's root, where kazoo consumers do not look for entries.
         self._marked = MarkedCommit(client, self.path, acl=self.acl)

@@ -126,12 +126,12 @@ class PersistentNode:
     """A node kept present while the object runs (Curator's ``PersistentNode``); see the
     module docstring.
 
-    ``async with PersistentNode(client, "/services/api/a", b"10.0.0.1:80") as node:``
-    creates it in the background (``await node.wait_for_initial_create(timeout)`` waits for
-    that) and keeps it there; leaving deletes it. ``protected`` names a non-sequential node
-    ``_c_<uuid>-<name>`` (sequential modes always are; a CONTAINER cannot be). ``ttl``
-    (seconds) is required by the TTL modes and refused by the others. ``acl`` is the ACL of
-    the node and of the parents it makes (None: OPEN_ACL_UNSAFE).
+    ``async with PersistentNode(client, "/services/api/a", b"10.0.0.1:80") as node:`` creates it in
+    the background (``await node.wait_for_initial_create(timeout)`` waits for that) and keeps it
+    there; leaving deletes it. ``protected`` names a non-sequential node ``_c_<uuid>-<name>``
+    (sequential modes always are; a CONTAINER cannot be). ``ttl`` (seconds) is required by the TTL
+    modes and refused by the others. ``acl`` is the ACL of the node and of the parents it makes
+    (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     #: Whether close() deletes the node (PersistentTtlNode leaves it to its TTL).
@@ -175,7 +175,8 @@ class PersistentNode:
         #: sequential modes)
         self.protected: bool = protected or mode.sequential
         self._data = validate_data(data, path)
-        #: the ACL of the node and of the parents it makes (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the node and of the parents it makes (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         # Refused now, not at every attempt of the task that keeps the node.
         validate_create_size(path, self._data, self.acl, self.client.chroot)
@@ -392,7 +393,7 @@ class GroupMember:
     member always included), ``me.changes()`` streams the cache's CHILD_ADDED /
     CHILD_UPDATED / CHILD_REMOVED events, and ``await me.wait_for(predicate, timeout)``
     waits for a membership. ``close()`` leaves the group. ``acl`` is the ACL of the member
-    node and of the parents it makes (None: OPEN_ACL_UNSAFE).
+    node and of the parents it makes (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -442,7 +443,8 @@ class GroupMember:
         self.member_id: str = member_id
         member_path = self.path.rstrip("/") + "/" + name
         validate_path(member_path)
-        #: the ACL of the member node and of the parents it makes (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the member node and of the parents it makes (None: the client's
+        #: ``acl_provider``, else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         self._node = PersistentNode(
             client, member_path, data, mode=CreateMode.EPHEMERAL, acl=self.acl

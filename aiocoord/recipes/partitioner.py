@@ -110,7 +110,7 @@ class SetPartitioner:
     count once and contend for the same share. ``partition_func(identifier, members,
     items)`` returns this member's share, from the sorted identifiers and the items in the
     order given; every member must use the same function. ``acl`` is the ACL of the nodes it
-    creates, parents included (None: OPEN_ACL_UNSAFE).
+    creates, parents included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -157,7 +157,8 @@ class SetPartitioner:
         #: how long, in seconds, the membership must stay unchanged before the share is
         #: computed
         self.time_boundary: float = float(time_boundary)
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         data = identifier.encode()
         for item in self.items:  # each item's lock node holds the identifier

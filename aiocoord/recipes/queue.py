@@ -159,7 +159,8 @@ class Queue:
     removed when claimed, so an item whose consumer crashes while working on it is lost;
     use :class:`LockingQueue` when every item must be worked on to the end.
 
-    ``acl`` is the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
+    ``acl`` is the ACL of the nodes it creates, parents included (None: the client's
+    ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     #: The item node name before the sequence number (and any tag a subclass adds):
@@ -185,7 +186,8 @@ class Queue:
         self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a queue cannot live on the root node")
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: whose node layout the queue speaks (:class:`~aiocoord.Layout`; see the module
         #: docstring for what kazoo's cannot carry)

@@ -143,14 +143,14 @@ class QueueSharder:
     """A queue spread over :class:`~aiocoord.Queue` shards that a leader adds as they fill
     (Curator's ``QueueSharder``); see the module docstring.
 
-    ``async with QueueSharder(client, "/jobs", "/jobs-leader") as sharder:`` starts it (a
-    first shard is made if there is none) and closes it. ``await sharder.put(b"job")`` adds
-    an item to a random preferred shard; ``await sharder.get(timeout)`` takes one from any
-    shard, waiting for one if all are empty (``aiocoord.TimeoutError`` after ``timeout``
-    seconds). :meth:`queue` is a shard to put to (Curator's ``getQueue``),
-    :attr:`shard_paths` the shards known, :meth:`check` runs the periodic check now.
-    ``policies`` is a :class:`QueueSharderPolicies` (None: Curator's defaults); ``acl`` is the
-    ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
+    ``async with QueueSharder(client, "/jobs", "/jobs-leader") as sharder:`` starts it (a first
+    shard is made if there is none) and closes it. ``await sharder.put(b"job")`` adds an item to a
+    random preferred shard; ``await sharder.get(timeout)`` takes one from any shard, waiting for one
+    if all are empty (``aiocoord.TimeoutError`` after ``timeout`` seconds). :meth:`queue` is a shard
+    to put to (Curator's ``getQueue``), :attr:`shard_paths` the shards known, :meth:`check` runs the
+    periodic check now. ``policies`` is a :class:`QueueSharderPolicies` (None: Curator's defaults);
+    ``acl`` is the ACL of the nodes it creates, parents included (None: the client's
+    ``acl_provider``, else OPEN_ACL_UNSAFE).
 
     **Cancellation.** A cancelled ``get()`` never loses an item (see
     :class:`~aiocoord.Queue`): what its claim took is kept by the shard for the next
@@ -181,7 +181,8 @@ class QueueSharder:
         self.policies: QueueSharderPolicies = (
             policies if policies is not None else QueueSharderPolicies()
         )
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: this sharder's part in the election at ``leader_path`` (only the leader adds
         #: shards); started by :meth:`start`, closed by :meth:`close`

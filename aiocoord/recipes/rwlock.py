@@ -162,10 +162,10 @@ class WriteLock(_RWPart):
 class ReadWriteLock:
     """A pair of locks on one path: :attr:`read` (shared) and :attr:`write` (exclusive).
 
-    ``async with rw.read:`` / ``async with rw.write:``; both are reentrant per task and take
-    the same options as :class:`~aiocoord.recipes.lock.Lock`. See the module docstring for
-    the layout, downgrading and why upgrading is refused. ``acl`` is the ACL of the nodes
-    both halves create, parents included (None: OPEN_ACL_UNSAFE).
+    ``async with rw.read:`` / ``async with rw.write:``; both are reentrant per task and take the
+    same options as :class:`~aiocoord.recipes.lock.Lock`. See the module docstring for the layout,
+    downgrading and why upgrading is refused. ``acl`` is the ACL of the nodes both halves create,
+    parents included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -193,7 +193,8 @@ class ReadWriteLock:
         #: whether a lost connection (SUSPENDED) already loses a hold, not only the
         #: session's end, as for :class:`~aiocoord.Lock`
         self.suspended_is_loss: bool = suspended_is_loss
-        #: the ACL of the nodes both halves create, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes both halves create, parents included (None: the client's
+        #: ``acl_provider``, else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         #: whose node layout both halves speak (:class:`~aiocoord.Layout`)
         self.layout: Layout = check_layout(layout, "ReadWriteLock")

@@ -193,9 +193,9 @@ class _LeaseContext:
 class Semaphore:
     """At most ``max_leases`` leases held at once across every process using ``path``.
 
-    ``async with sem.lease():`` for one lease, or ``leases = await sem.acquire(n)`` and
-    ``await lease.release()`` for each. ``acl`` is the ACL of the nodes it creates, parents
-    included (None: OPEN_ACL_UNSAFE). Bad arguments raise BadArgumentsError/
+    ``async with sem.lease():`` for one lease, or ``leases = await sem.acquire(n)`` and ``await
+    lease.release()`` for each. ``acl`` is the ACL of the nodes it creates, parents included (None:
+    the client's ``acl_provider``, else OPEN_ACL_UNSAFE). Bad arguments raise BadArgumentsError/
     InvalidPathError/InvalidTypeError before anything is sent.
     """
 
@@ -234,7 +234,8 @@ class Semaphore:
         #: whether a lost connection (SUSPENDED) already loses a lease, not only the
         #: session's end
         self.suspended_is_loss: bool = validate_flag(suspended_is_loss, "suspended_is_loss")
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         if self.layout is Layout.KAZOO:
             self._locks = SequentialQueue(

@@ -51,10 +51,10 @@ class SimpleQueue(Queue):
 
     ``await q.offer(b"job")``; ``await q.take()`` waits for the head item; ``await
     q.poll(timeout=5)`` gives it or None. :meth:`Queue.put` and :meth:`Queue.get` work too.
-    ``put_all`` makes one node per item in one transaction: all are added or none, in this
-    order, with nothing of other producers in between. ``close()`` puts back what a
-    cancelled ``take`` claimed (at the tail) and deletes the marker nodes. ``acl`` is the ACL
-    of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE).
+    ``put_all`` makes one node per item in one transaction: all are added or none, in this order,
+    with nothing of other producers in between. ``close()`` puts back what a cancelled ``take``
+    claimed (at the tail) and deletes the marker nodes. ``acl`` is the ACL of the nodes it creates,
+    parents included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     #: The item node name before the sequence number: Curator's (and ZooKeeper's) ``qn-``.

@@ -72,7 +72,7 @@ class PersistentTtlNode:
     node about ``ttl`` seconds later (unless another PersistentTtlNode on the same path still
     touches it). ``await node.wait_for_initial_create(timeout)`` waits for the first
     creation; ``set_data`` changes the node's data. ``acl`` is the ACL of the nodes it
-    creates, parents included (None: OPEN_ACL_UNSAFE).
+    creates, parents included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -111,7 +111,8 @@ class PersistentTtlNode:
             raise BadArgumentsError(f"touch_schedule_factor must be at least 2, got {factor}")
         #: the child is touched every ``ttl / touch_schedule_factor`` seconds (at least 2)
         self.touch_schedule_factor: int = factor
-        #: the ACL of the nodes it creates, parents included (None: OPEN_ACL_UNSAFE)
+        #: the ACL of the nodes it creates, parents included (None: the client's ``acl_provider``,
+        #: else OPEN_ACL_UNSAFE)
         self.acl: tuple[ACL, ...] | None = check_acl(acl)
         # The child is written by the touch task, after the container: refused now, it
         # would leave the container behind and fail in the background instead.

@@ -177,15 +177,14 @@ class ProtectedNode:
     """One protected ephemeral node being created: ``<parent>/<prefix><name>[<seq>]``, the
     prefix Curator's ``_c_<uuid>-`` unless given (kazoo's ``<uuid hex>``).
 
-    The create is written at once, from the caller's step, so that it pipelines with whatever
-    the caller sends next; the client follows its answer (:meth:`Client.follow`). A missing
-    parent is created right before it is sent again (:meth:`_write_parent`); a task of the
-    client's takes over when the create must wait for a connection or make more levels.
-    :meth:`result` waits for it; after a connection loss it finds the node by its
-    prefix (after a ``sync``, so a create still on its way is ordered first) or creates it
-    again. :meth:`discard` makes sure the node does not outlive its caller, whatever state
-    the create is in.
-    ``acl`` is the node's, and its parents' if they are made (None: OPEN_ACL_UNSAFE).
+    The create is written at once, from the caller's step, so that it pipelines with whatever the
+    caller sends next; the client follows its answer (:meth:`Client.follow`). A missing parent is
+    created right before it is sent again (:meth:`_write_parent`); a task of the client's takes over
+    when the create must wait for a connection or make more levels. :meth:`result` waits for it;
+    after a connection loss it finds the node by its prefix (after a ``sync``, so a create still on
+    its way is ordered first) or creates it again. :meth:`discard` makes sure the node does not
+    outlive its caller, whatever state the create is in. ``acl`` is the node's, and its parents' if
+    they are made (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     def __init__(

@@ -130,7 +130,7 @@ class SequentialQueue:
     ``lock_name`` is the node name before the sequence (``lock-``, ``__READ__``, ``lease-``),
     ``driver`` decides who is through. The object holds no state about its contenders, so any
     number of tasks may use one queue at the same time. ``acl`` goes to every node it creates,
-    parents included (None: OPEN_ACL_UNSAFE).
+    parents included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
     """
 
     def __init__(
