@@ -12,7 +12,10 @@ A page fails on:
   API pages (``api/``) do not document under its public name with a typed signature: every
   parameter annotated, a function's return annotated, a module attribute's type shown. A class
   whose constructor is not aiocoord's own (an enum, an exception without ``__init__``) needs
-  its entry only.
+  its entry only;
+* an attribute on the API pages (a class's field, instance attribute, property or enum
+  member, a module's constant) shown without a type (an annotation, or the value of an enum
+  member or alias) or without a description: the empty boxes a reader met on every recipe.
 """
 
 from __future__ import annotations
@@ -155,6 +158,31 @@ def untyped_public_names(api_pages: dict[str, str]) -> Iterator[Defect]:
             yield Defect(page, f"{name}: {why}")
 
 
+ATTRIBUTE = re.compile(
+    r'<div class="doc doc-object doc-attribute">(?P<head>.*?)'
+    r'<div class="doc doc-contents ?[^"]*">(?P<body>.*?)</div>',
+    re.S,
+)
+ANCHOR = re.compile(r'<h\d id="(?P<id>[^"]+)"')
+
+
+def bare_attributes(page: str, source: str) -> Iterator[Defect]:
+    """Each attribute entry of an API page without a type or a description."""
+    for match in ATTRIBUTE.finditer(source):
+        anchor = ANCHOR.search(match["head"])
+        name = anchor["id"] if anchor else "?"
+        signature = SIGNATURE.search(match["head"])
+        shown = " ".join(text_of(signature.group(1)).split()) if signature else ""
+        short = re.escape(name.rsplit(".", 1)[-1])
+        missing = []
+        if not re.search(rf"\b{short}\s*[:=]", shown):
+            missing.append("a type")
+        if not text_of(match["body"]).strip():
+            missing.append("a description")
+        if missing:
+            yield Defect(page, f"attribute {name} shown without {' or '.join(missing)}")
+
+
 #: What the site's stylesheet must say for a reader: long code lines wrap instead of scrolling
 #: sideways, and a table's words (option names) are not broken mid-word.
 STYLE_RULES = {
@@ -196,6 +224,7 @@ def check(site: Path) -> list[Defect]:
             defects += home(page, source)
         if page.startswith("api/"):
             api_pages[page] = source
+            defects += bare_attributes(page, source)
     defects += untyped_public_names(api_pages)
     return defects
 
