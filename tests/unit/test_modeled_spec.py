@@ -409,6 +409,23 @@ def test_a_double_under_any_keeps_another_writers_digits_a_typed_one_gets_java_1
     assert JsonSerializer(Limits).serialize(typed) == b'{"maxJobs":1,"burst":9.999999999999999E22}'
 
 
+def test_java_names_the_peers_jvm_whose_double_digits_are_written() -> None:
+    # Double.toString's digits changed in Java 19 (tests/integration/test_modeled_jackson.py
+    # asks Jackson on Java 17 and 21): a Java 21 service's bytes are the shortest digits,
+    # two at least.
+    value = _Doubles([1e23, 5e-324, 2.0**60, 0.002], "", None)
+    assert JsonSerializer(_Doubles, java=21).serialize(value) == (
+        b'{"values":[1.0E23,4.9E-324,1.152921504606847E18,0.002],"text":"","nothing":null}'
+    )
+    assert JsonSerializer(_Doubles, java=17).serialize(value) == JsonSerializer(_Doubles).serialize(
+        value
+    )
+    assert b"9.999999999999999E22" in JsonSerializer(_Doubles).serialize(value)
+    for bad, error in ((True, InvalidTypeError), ("21", InvalidTypeError), (7, BadArgumentsError)):
+        with pytest.raises(error, match="java"):
+            JsonSerializer(_Doubles, java=bad)
+
+
 def test_a_lone_surrogate_is_a_model_encode_error() -> None:
     with pytest.raises(ModelEncodeError):
         JsonSerializer(_Doubles).serialize(_Doubles([], "\ud800", None))
