@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from aiocoord._auth.gssapi import GSSAPI
 from aiocoord._client.tracker import EnsembleTracker
+from aiocoord._paths import components, join
 from aiocoord._session.servers import parse_connect_string
 from aiocoord._session.session import Session
 from aiocoord._validation import (
@@ -207,9 +208,9 @@ async def _ensure_chroot(client: Client, chroot: str) -> None:
     except NoNodeError:
         pass
     acl = wire_acl(client.acl_provider("/") if client.acl_provider is not None else None)
-    prefix = ""
-    for part in chroot.strip("/").split("/"):
-        prefix += "/" + part
+    prefix = "/"
+    for part in components(chroot):
+        prefix = join(prefix, part)
         with contextlib.suppress(NodeExistsError):
             await session.request(
                 Create2Request(path=prefix, data=b"", acl=acl, flags=0), path=prefix

@@ -11,6 +11,7 @@ __all__ = [
     "PROTECTED_PREFIX",
     "SEQUENCE_DIGITS",
     "Chroot",
+    "components",
     "join",
     "kazoo_prefix",
     "protected_id",
@@ -64,6 +65,11 @@ def split(path: str) -> tuple[str, str]:
     """``(parent, name)`` of an absolute path; the root's children have parent ``/``."""
     parent, _, name = path.rpartition("/")
     return parent or "/", name
+
+
+def components(path: str) -> list[str]:
+    """The node names along an absolute ``path``, from the root down (``[]`` for ``/``)."""
+    return path[1:].split("/") if path != "/" else []
 
 
 # A random (version 4, RFC 4122 variant) UUID from 128 random bits: the version nibble and

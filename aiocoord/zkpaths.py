@@ -89,7 +89,7 @@ def components(path: str) -> list[str]:
     :raises InvalidPathError: ``path`` is no valid path.
     """
     validate_path(path)
-    return path[1:].split("/") if path != "/" else []
+    return _paths.components(path)
 
 
 def sequence_of(name: str) -> int | None:

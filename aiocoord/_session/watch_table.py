@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from aiocoord._observe.metrics import WatchStats
+from aiocoord._paths import split
 from aiocoord._session.connection import Reply
 from aiocoord._session.watch import (
     REMOVED,
@@ -398,13 +399,13 @@ class WatchTable:
         recursive watch reports, is the child-list change it does not report: fire the
         parent's one-shot child waiters from it. (Where the server sends the change itself
         too, the first one fires the waiters and the other finds none.)"""
-        parent = server_path.rsplit("/", 1)[0] or "/"
+        parent = split(server_path)[0]
         if (True, parent) not in self._persistent:
             return
         entry = self._one_shot.pop((WatchKind.CHILD, parent), None)
         if entry is None:
             return
-        user_parent = user_path.rsplit("/", 1)[0] or "/"
+        user_parent = split(user_path)[0]
         event = WatchEvent(EventType.CHILDREN_CHANGED, user_parent)
         for fut in entry.waiters:
             if not fut.done():
@@ -528,7 +529,7 @@ class WatchTable:
 def _ancestors(path: str) -> Iterator[str]:
     yield path
     while path != "/":
-        path = path.rsplit("/", 1)[0] or "/"
+        path = split(path)[0]
         yield path
 
 

@@ -13,7 +13,7 @@ import contextlib
 import json
 from dataclasses import dataclass
 
-from aiocoord._paths import join, sequence_of
+from aiocoord._paths import join, sequence_of, split
 from aiocoord._wire.data import Stat
 from aiocoord.cli._common import (
     EXIT_USAGE,
@@ -120,7 +120,7 @@ def tree_lines(nodes: list[TreeNode]) -> list[str]:
     for ephemeral nodes and, when the data was read, a preview of it."""
     lines = []
     for n in nodes:
-        label = n.path if n.depth == 0 else n.path.rsplit("/", 1)[1]
+        label = n.path if n.depth == 0 else split(n.path)[1]
         line = f"{'  ' * n.depth}{label}  ({n.stat.data_length} B)"
         if n.stat.ephemeral_owner:
             line += f"  [ephemeral 0x{n.stat.ephemeral_owner:x}]"

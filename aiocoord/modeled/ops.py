@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 from aiocoord._deadline import within
+from aiocoord._paths import components
 from aiocoord._validation import validate_timeout, validate_version
 from aiocoord._wire.data import Stat
 from aiocoord.client import Client
@@ -246,7 +247,7 @@ class ModeledNode(Generic[T]):
         """A typed view over a new :class:`~aiocoord.TreeCache` rooted at the template's
         longest resolved prefix and as deep as the template: every node of the model under
         it, whatever the open parameters (``/tenants/{tenant}/config`` for all tenants)."""
-        segments = [] if self.template.pattern == "/" else self.template.pattern[1:].split("/")
+        segments = components(self.template.pattern)
         fixed: list[str] = []
         for segment in segments:
             if segment.startswith("{"):

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from aiocoord._paths import components, join, split
 from aiocoord._validation import validate_path
 from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError
 
@@ -35,7 +36,7 @@ class PathTemplate:
         if not isinstance(pattern, str):
             raise InvalidTypeError(f"pattern must be str, not {type(pattern).__name__}")
         # The fixed parts must be a valid path on their own: check with placeholders.
-        segments = [] if pattern == "/" else pattern[1:].split("/")
+        segments = components(pattern)
         params: list[str] = []
         probe: list[str] = []
         for segment in segments:
@@ -80,13 +81,11 @@ class PathTemplate:
     @property
     def parent(self) -> PathTemplate:
         """The template of the parent node (``/`` for a top-level one)."""
-        cut = self._pattern.rpartition("/")[0]
-        return PathTemplate(cut or "/")
+        return PathTemplate(split(self._pattern)[0])
 
     def child(self, segment: str) -> PathTemplate:
         """This template with one more segment (fixed, or ``{name}`` for a parameter)."""
-        base = "" if self._pattern == "/" else self._pattern
-        return PathTemplate(f"{base}/{segment}")
+        return PathTemplate(join(self._pattern, segment))
 
     def resolve(self, params: Mapping[str, Any] | None = None, /, **more: Any) -> str:
         """The concrete path with every parameter filled (``resolve(tenant="t1")``).
@@ -128,7 +127,7 @@ class PathTemplate:
         """The parameters that make this template ``path``, or None if it does not fit."""
         if not isinstance(path, str):
             return None
-        segments = [] if path == "/" else path[1:].split("/")
+        segments = components(path)
         if len(segments) != len(self._segments):
             return None
         out: dict[str, str] = {}

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from aiocoord._paths import split
 from aiocoord._validation import (
     validate_create_size,
     validate_data,
@@ -402,8 +403,8 @@ class DistributedAtomicValue:
                     raise
                 if isinstance(exc.cause, NoNodeError) and version < 0:
                     # The parent is missing: make it (as a container, as Curator does).
-                    parent = path.rsplit("/", 1)[0]
-                    if parent:
+                    parent = split(path)[0]
+                    if parent != "/":
                         await self.client.ensure_path(parent, container=True, acl=acl)
                         continue
                 if isinstance(exc.cause, (BadVersionError, NodeExistsError, NoNodeError)):

@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from types import TracebackType
 
 from aiocoord._deadline import Expired, deadline_after, timed_out
+from aiocoord._paths import join
 from aiocoord._validation import validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -199,9 +200,9 @@ class DoubleBarrier:
         #: digits in kazoo's), fixed for the object's life
         self.node_name: str = member.hex if self.layout is Layout.KAZOO else str(member)
         #: ``<path>/<node_name>``, this participant's ephemeral node
-        self.node_path: str = self.path.rstrip("/") + "/" + self.node_name
+        self.node_path: str = join(self.path, self.node_name)
         #: ``<path>/ready``, the node whose creation lets the participants in
-        self.ready_path: str = self.path.rstrip("/") + "/" + READY_NODE
+        self.ready_path: str = join(self.path, READY_NODE)
         self._entered = False
         self._generation: int | None = None
 

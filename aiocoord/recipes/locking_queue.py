@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiocoord._deadline import Deadline, deadline_after, expiring
+from aiocoord._paths import join
 from aiocoord._validation import validate_data, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -173,11 +174,10 @@ class LockingQueue:
         self.path: str = validate_path(path)
         if path == "/":
             raise BadArgumentsError("a queue cannot live on the root node")
-        base = self.path.rstrip("/")
         #: ``<path>/entries``, the parent of the item nodes
-        self.entries_path: str = f"{base}/{ENTRIES}"
+        self.entries_path: str = join(self.path, ENTRIES)
         #: ``<path>/taken``, the parent of the lock nodes of the items taken
-        self.taken_path: str = f"{base}/{TAKEN}"
+        self.taken_path: str = join(self.path, TAKEN)
         #: stored in the lock nodes of the items this object takes (kazoo's queue id: a
         #: random UUID's hex digits, as bytes)
         self.id: bytes = uuid.uuid4().hex.encode()

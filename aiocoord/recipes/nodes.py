@@ -45,7 +45,7 @@ from typing import Any
 
 from aiocoord._client import door
 from aiocoord._deadline import within
-from aiocoord._paths import kazoo_prefix
+from aiocoord._paths import join, kazoo_prefix
 from aiocoord._validation import (
     MAX_TTL_MS,
     encode_utf8,
@@ -441,7 +441,7 @@ class GroupMember:
         #: Curator's layout; in kazoo's, the node's data (and the end of its name when
         #: :attr:`shallow`)
         self.member_id: str = member_id
-        member_path = self.path.rstrip("/") + "/" + name
+        member_path = join(self.path, name)
         validate_path(member_path)
         #: the ACL of the member node and of the parents it makes (None: the client's
         #: ``acl_provider``, else OPEN_ACL_UNSAFE)

@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, TypeVar
 
 from aiocoord._deadline import Deadline, Expired, deadline_after, expiring, time_left
+from aiocoord._paths import join
 from aiocoord._validation import validate_data, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -206,7 +207,7 @@ class Queue:
     # --- producing -------------------------------------------------------------------------
 
     def _item_prefix(self) -> str:
-        prefix = self.path.rstrip("/") + "/" + self.item_name
+        prefix = join(self.path, self.item_name)
         if self.layout is Layout.KAZOO:
             return prefix + _kazoo_priority(None)
         return prefix
@@ -360,12 +361,12 @@ class Queue:
         """The path prefix item node ``name`` was put under: its name without the sequence
         number the server appended (``%010d``), so its priority (kazoo's ``entry-050-``,
         Curator's sign and hex), a DelayQueue's time or an IdQueue's id stay."""
-        return self.path.rstrip("/") + "/" + name[:-_SEQUENCE_DIGITS]
+        return join(self.path, name[:-_SEQUENCE_DIGITS])
 
     async def _claim(self, name: str) -> list[bytes] | None:
         """The items of node ``name`` if this call removed it, None if someone else did
         (exactly once: the delete goes in a marked transaction, on the version read)."""
-        path = self.path.rstrip("/") + "/" + name
+        path = join(self.path, name)
         try:
             data, stat = await self.client.get(path)
         except NoNodeError:
@@ -444,7 +445,7 @@ class PriorityQueue(Queue):
         return ("1" if priority >= 0 else "0") + f"{priority & 0xFFFFFFFF:08X}"
 
     def _item_base(self) -> str:
-        return self.path.rstrip("/") + "/" + self.item_name
+        return join(self.path, self.item_name)
 
     async def put(self, data: bytes, priority: int | None = None) -> None:
         """Add ``data`` with ``priority`` (lower numbers come out first; None: 0 in Curator's

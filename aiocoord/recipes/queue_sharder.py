@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from aiocoord._deadline import Deadline, deadline_after, expiring
+from aiocoord._paths import join
 from aiocoord._validation import validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -265,7 +266,7 @@ class QueueSharder:
             raise CoordinationError(f"the QueueSharder on {self.path} is {state}")
 
     def _shard_path(self, name: str) -> str:
-        return self.path.rstrip("/") + "/" + name
+        return join(self.path, name)
 
     def _adopt(self, shard_path: str) -> None:
         """Know the shard at ``shard_path`` (Curator's ``addNewQueueIfNeeded``): a new one is

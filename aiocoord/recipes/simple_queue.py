@@ -24,6 +24,7 @@ import asyncio
 from collections.abc import Sequence
 
 from aiocoord._deadline import Expired, deadline_after
+from aiocoord._paths import join
 from aiocoord._validation import validate_timeout
 from aiocoord.errors import CoordinationError, NoNodeError, SessionExpiredError
 from aiocoord.recipes.layout import Layout
@@ -116,7 +117,7 @@ class SimpleQueue(Queue):
                 continue
             for name in self._due(names)[0]:
                 try:
-                    data, _ = await self.client.get(self.path.rstrip("/") + "/" + name)
+                    data, _ = await self.client.get(join(self.path, name))
                 except NoNodeError:
                     continue  # taken meanwhile: the next one is the head
                 return data

@@ -21,6 +21,7 @@ import contextlib
 import logging
 from collections.abc import Sequence
 
+from aiocoord._paths import join
 from aiocoord._validation import (
     MAX_TTL_MS,
     validate_create_size,
@@ -99,7 +100,7 @@ class PersistentTtlNode:
         if not child_name or "/" in child_name:
             raise BadArgumentsError(f"child_name must be a node name without '/': {child_name!r}")
         #: ``<path>/<child_name>``, the TTL child that is touched (Curator's ``touch``)
-        self.child_path: str = validate_path(self.path.rstrip("/") + "/" + child_name)
+        self.child_path: str = validate_path(join(self.path, child_name))
         factor = touch_schedule_factor
         if isinstance(factor, bool) or not isinstance(factor, int):
             raise InvalidTypeError(

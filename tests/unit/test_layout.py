@@ -5,6 +5,7 @@ sibling's or a child's)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -221,6 +222,28 @@ def test_the_client_parts_never_build_the_client() -> None:
         if module.startswith(floors) and "aiocoord.client" in _run_time_imports(module)
     ]
     assert not found, f"modules below the client that import it at run time: {found}"
+
+
+#: Path syntax written by hand: a join, a parent, a name, the components of a path.
+_PATH_SYNTAX = re.compile(
+    r'rstrip\("/"\)\s*\+|rpartition\("/"\)|rsplit\("/"|\[1:\]\.split\("/"\)|strip\("/"\)\.split'
+)
+
+
+def test_path_syntax_lives_in_one_module() -> None:
+    """One concept, one module: joining, splitting and walking paths is ``aiocoord._paths``'s
+    (``join``, ``split``, ``components``); ``zkpaths`` checks the caller's input and calls it,
+    ``_validation`` reads a path to refuse it. Anywhere else it was written by hand, a dozen
+    times, each slightly differently at the root."""
+    allowed = {"aiocoord._paths", "aiocoord._validation"}
+    found = [
+        f"{module}:{n}: {line.strip()}"
+        for module, path in MODULES.items()
+        if module not in allowed
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if _PATH_SYNTAX.search(line)
+    ]
+    assert not found, "\n".join(found)
 
 
 def test_no_recipe_reaches_below_the_client() -> None:

@@ -35,7 +35,7 @@ from aiocoord._client.door import Reply
 from aiocoord._client.pathops import find_protected, protected_matches
 from aiocoord._deadline import Deadline, bounded, result_by
 from aiocoord._futures import fail
-from aiocoord._paths import join, protected_prefix, sequence_of
+from aiocoord._paths import join, protected_prefix, sequence_of, split
 from aiocoord._validation import validate_create_size
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.opcodes import CreateFlag
@@ -370,7 +370,7 @@ class ProtectedNode:
                 path, stat = found
             if stat.ephemeral_owner != client.session_id:
                 raise Restart()  # made by a session that has ended: it vanishes with it
-            name = path.rsplit("/", 1)[1]
+            name = split(path)[1]
             seq = sequence_of(name)
             # A plain node (kazoo's semaphore lease, ``<uuid hex>``) has no place in a queue.
             assert seq is not None or not self._sequential, name

@@ -24,7 +24,7 @@ import itertools
 
 from aiocoord._client.door import children_now
 from aiocoord._futures import fail
-from aiocoord._paths import join, sequence_of, sort_by_sequence
+from aiocoord._paths import join, sequence_of, sort_by_sequence, split
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError
 from aiocoord.recipes._contention.drivers import Driver
@@ -286,8 +286,8 @@ def leave_state(client: Client, path: str, state: QueueState) -> None:
 
 def forget_node(client: Client, path: str, cleared: bool = False) -> None:
     """Tell this client's waiters on the node's queue that the node is gone."""
-    parent, _, name = path.rpartition("/")
-    state = _states(client).get(parent or "/")
+    parent, name = split(path)
+    state = _states(client).get(parent)
     if state is not None:
         state.mark_gone(name, cleared)
 

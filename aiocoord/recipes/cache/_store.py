@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 
+from aiocoord._paths import split
 from aiocoord._wire.data import Stat
 from aiocoord.client import ChildData
 from aiocoord.errors import InvalidTypeError
@@ -86,7 +87,7 @@ class Store:
     def _selected(self, path: str) -> bool:
         """The selector's rule (TreeCacheSelector's docstring) for ``path`` below the root."""
         assert self.selector is not None
-        parent = path.rpartition("/")[0] or "/"
+        parent = split(path)[0]
         if not (self.selector.traverse_children(parent) and self.selector.accept_child(path)):
             return False
         return parent == self.root or self._selected(parent)
@@ -109,7 +110,7 @@ class Store:
             new = ChildData(path, data, stat)
             self.nodes[path] = new
             if path != self.root:
-                parent = path.rpartition("/")[0] or "/"
+                parent = split(path)[0]
                 kids = self.kids.get(parent)
                 if kids is None:
                     kids = self.kids[parent] = set()
@@ -145,7 +146,7 @@ class Store:
         if old is None:
             return
         if path != self.root:
-            parent = path.rpartition("/")[0] or "/"
+            parent = split(path)[0]
             kids = self.kids.get(parent)
             if kids is not None:
                 kids.discard(path)

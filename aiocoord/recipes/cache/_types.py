@@ -12,6 +12,7 @@ import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from aiocoord._paths import split
 from aiocoord.client import ChildData
 from aiocoord.errors import CoordinationError
 
@@ -97,7 +98,7 @@ class NodeEvent:
     @property
     def name(self) -> str:
         """The last segment of ``path`` (a child's name in a ChildrenCache)."""
-        return self.path.rpartition("/")[2]
+        return split(self.path)[1]
 
 
 class ChildrenView(Mapping[str, ChildData]):
