@@ -366,7 +366,7 @@ def _shortest_digits(magnitude: float) -> tuple[str, int]:
     return digits, exp
 
 
-def java_double(value: float, java: int = 17) -> str:
+def java_double(value: float, java: int = JAVA_DEFAULT) -> str:
     """``Double.toString(value)`` on Java ``java``, digit for digit: Java 17's digits (which
     Java 8 to 18 share, see the comment above) below 19, the shortest ones from 19 on."""
     if not math.isfinite(value):
