@@ -49,11 +49,9 @@ class AttributeComments(griffe.Extension):
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         if not obj.is_attribute or obj.docstring is not None or obj.lineno is None:
             return
-        if not obj.path.startswith("aiocoord") or obj.filepath is None:
+        # A namespace package's filepath is a list: no attribute of ours lives there.
+        if not obj.path.startswith("aiocoord") or not isinstance(obj.filepath, Path):
             return
-        filepath = obj.filepath if not isinstance(obj.filepath, list) else None
-        if filepath is None:
-            return
-        text = doc_comment(_lines(str(filepath)), obj.lineno, obj.endlineno)
+        text = doc_comment(_lines(str(obj.filepath)), obj.lineno, obj.endlineno)
         if text is not None:
             obj.docstring = griffe.Docstring(text, lineno=obj.lineno, parent=obj)
