@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab abi floor barelock instant handover-floor profile soak repeat ci-local zookeeper kerberos venv clean
+.PHONY: demo test test-zk39 test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab abi floor barelock instant handover-floor profile soak repeat ci-local zookeeper kerberos venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ demo: venv zookeeper
 
 test: venv zookeeper kerberos
 	$(PY) -m pytest -q
+
+# The suite against ZooKeeper 3.9 (Debian forky's 3.9.6 jars, on the OS's Java), beside the
+# OS's 3.8 that `make test` uses.
+test-zk39: venv zookeeper kerberos
+	ZOOKEEPER_HOME=$$(./scripts/install-zookeeper --version 3.9 --suite forky) $(PY) -m pytest -q
 
 # The suite on every other Python the package claims (3.10, 3.12, 3.13): a venv each.
 test-pythons: venv zookeeper kerberos

@@ -70,6 +70,16 @@ class DigestMD5:
     name = "DIGEST-MD5"
     #: pure computation: no step waits for anything
     blocking = False
+    #: DIGEST-MD5 is server-first: a server that knows the mechanism answers the empty
+    #: opening token with a challenge, so a refusal there is of the mechanism, not of the
+    #: password (ZooKeeper 3.9.6 logs "SaslServer will not use DIGEST-MD5 as SASL mechanism,
+    #: because FIPS mode is enabled"; 3.9.3 did not refuse it yet)
+    refused_at_once = (
+        "the server refused the DIGEST-MD5 mechanism before any challenge. A ZooKeeper 3.9 "
+        "server in FIPS mode (zookeeper.fips-mode=true, the default of recent 3.9 releases) "
+        "refuses DIGEST-MD5: start the server with -Dzookeeper.fips-mode=false, or log in with "
+        "Kerberos (sasl=aiocoord.GSSAPI())"
+    )
 
     def __init__(
         self,

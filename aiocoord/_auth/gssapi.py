@@ -115,6 +115,8 @@ class GssapiLogin:
 
     name = "GSSAPI"
     blocking = True
+    #: a Kerberos refusal says nothing more at its first token than at a later one
+    refused_at_once = ""
 
     def __init__(self, config: GSSAPI, host: str) -> None:
         self._gssapi = load_gssapi()

@@ -48,6 +48,9 @@ class SaslLogin(Protocol):
     blocking: bool
     #: set once the server has accepted the login
     complete: bool
+    #: what a refusal of the very first token most likely means (the server refused the
+    #: mechanism itself, before any challenge), for messages; "" when nothing is known
+    refused_at_once: str
 
     def initial(self) -> bytes:
         """The first token the client sends."""
@@ -98,14 +101,17 @@ async def sasl_exchange(
         token: bytes | None = await asyncio.to_thread(login.initial)
     else:
         token = login.initial()
+    first = True
     while token is not None:
         reply = await conn.send(next_xid(), SaslRequest(token=token))
         sent[Op.SASL] += 1
         if reply.err or reply.body is None:
+            why = f": {login.refused_at_once}" if first and login.refused_at_once else ""
             raise AuthFailedError(
-                f"SASL {login.name} authentication {login.subject} refused by the server",
+                f"SASL {login.name} authentication {login.subject} refused by the server{why}",
                 op="sasl",
             )
+        first = False
         if login.blocking:
             token = await asyncio.to_thread(login.respond, reply.body.token)
         else:

@@ -139,7 +139,10 @@ def _tarball_jars(home: Path) -> list[str]:
     )
     if not any(Path(j).name.startswith("zookeeper-") for j in jars):
         return []
-    return jars
+    # The distribution's own jute goes first: a Debian zookeeper jar's manifest names
+    # /usr/share/java/zookeeper-jute.jar, and the JVM searches a manifest's Class-Path before
+    # the jars after it, so a 3.9 server beside the OS's 3.8 package would load 3.8's records.
+    return sorted(jars, key=lambda jar: not Path(jar).name.startswith("zookeeper-jute"))
 
 
 def _logging_kind(classpath: list[str]) -> str:

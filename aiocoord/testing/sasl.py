@@ -27,6 +27,7 @@ from aiocoord.testing._kdc import INSTALL_HINT, KerberosKDC, kdc_tools_missing
 from aiocoord.testing.server import ZooKeeperServer
 
 __all__ = [
+    "FIPS_MODE_PROPERTY",
     "INSTALL_HINT",
     "KRB5_LOGIN_MODULE",
     "KerberosKDC",
@@ -96,10 +97,24 @@ def _jaas_server(jaas: Path, properties: Mapping[str, str], options: Any) -> Zoo
     return ZooKeeperServer(extra_config=extra, jvm_options=jvm, **options)
 
 
-def sasl_server(directory: str | Path, users: Mapping[str, str], **options: Any) -> ZooKeeperServer:
+#: The JVM property that lets a recent ZooKeeper 3.9 accept DIGEST-MD5 at all: in FIPS mode,
+#: its default, the server refuses the mechanism (3.8 and 3.9.3 know no such refusal and
+#: ignore the property).
+FIPS_MODE_PROPERTY = "zookeeper.fips-mode"
+
+
+def sasl_server(
+    directory: str | Path, users: Mapping[str, str], *, fips_mode: bool = False, **options: Any
+) -> ZooKeeperServer:
     """A :class:`ZooKeeperServer` (not yet started) that accepts SASL DIGEST-MD5 logins of
-    ``users`` (name -> password); ``options`` go to :class:`ZooKeeperServer`."""
-    return _jaas_server(write_jaas(directory, users), {}, options)
+    ``users`` (name -> password); ``options`` go to :class:`ZooKeeperServer`.
+
+    ``fips_mode`` is the server's ``zookeeper.fips-mode``: off by default, as a ZooKeeper 3.9
+    server must be for DIGEST-MD5 (with ``fips_mode=True`` a recent 3.9 server refuses every
+    DIGEST-MD5 login, as it does when left at its own default).
+    """
+    properties = {FIPS_MODE_PROPERTY: str(fips_mode).lower()}
+    return _jaas_server(write_jaas(directory, users), properties, options)
 
 
 def kerberos_server(

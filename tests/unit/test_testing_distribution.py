@@ -59,6 +59,19 @@ def test_tarball_layout_puts_every_lib_jar_on_the_classpath(tmp_path: Path) -> N
     assert "ConsoleAppender" in (tmp_path / "logback.xml").read_text()
 
 
+def test_the_distributions_own_jute_comes_first(tmp_path: Path) -> None:
+    # Debian's 3.9 jar names /usr/share/java/zookeeper-jute.jar (the OS's 3.8) in its
+    # manifest, which the JVM searches before the jars after it on the classpath.
+    for name in ("slf4j-simple.jar", "zookeeper-3.9.6.jar", "zookeeper-jute-3.9.6.jar"):
+        _touch(tmp_path / "lib" / name)
+    dist = find_distribution(_env(ZOOKEEPER_HOME=str(tmp_path)))
+    assert [Path(j).name for j in dist.classpath] == [
+        "zookeeper-jute-3.9.6.jar",
+        "slf4j-simple.jar",
+        "zookeeper-3.9.6.jar",
+    ]
+
+
 def test_debian_layout_adds_the_slf4j_simple_binding(tmp_path: Path) -> None:
     jar = _touch(tmp_path / "zookeeper.jar")
     simple = _touch(tmp_path / "slf4j-simple.jar")
