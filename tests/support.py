@@ -14,13 +14,14 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from aiocoord import Client, Lock, LockLostError, NoNodeError
+from aiocoord import Client, EventType, Lock, LockLostError, NoNodeError
 from aiocoord.errors import ServerSetupError
 from aiocoord.testing import find_distribution
 
@@ -163,6 +164,30 @@ async def _children_are(client: Client, path: str, n: int) -> bool:
         return len(await client.children(path)) == n
     except NoNodeError:
         return False
+
+
+async def container_sweeps(client: Client, passes: int = 2, timeout: float = 30.0) -> None:
+    """Return once the server's container sweep (every ``znode.container.checkIntervalMs``) has
+    run ``passes`` times since the call, each proven by a canary it removed: a container that
+    had a child and lost it, which the next sweep deletes (a watch sees it go).
+
+    A sweep deletes every container that is empty (and has had a child) when it starts. The
+    sweep that removed the first canary started after the call, so it took every container
+    empty since before the call too, though maybe after the canary; the second canary is made
+    after that sweep began, so a later sweep removes it, after the first one's deletions. With
+    ``passes`` >= 2, then, every such container is gone when this returns, and a persistent
+    node is still there whatever its children did: no sleep, whatever the interval."""
+    for _ in range(passes):
+        canary = f"/container-sweep-canary-{uuid.uuid4().hex}"
+        await client.create(canary, container=True)
+        await client.create(canary + "/child")
+        await client.delete(canary + "/child")
+        stat, watch = await client.exists(canary, watch=True)
+        if stat is None:
+            watch.cancel()  # removed already: a sweep ran
+            continue
+        event = await asyncio.wait_for(watch, timeout)
+        assert event.type is EventType.DELETED, event
 
 
 async def stale_grant_scenario(

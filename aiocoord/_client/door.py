@@ -40,7 +40,7 @@ from aiocoord._wire.reads import (
     GetDataRequest,
     GetDataResponse,
 )
-from aiocoord._wire.writes import CreateContainerRequest
+from aiocoord._wire.writes import CreateContainerRequest, CreateRequest
 from aiocoord.errors import ConnectionLossError, CoordinationError, NoNodeError, error_for_code
 
 if TYPE_CHECKING:
@@ -341,10 +341,14 @@ class _ParentsInFlight:
     parent's path as the server knows it."""
 
 
-def make_parent_now(client: Client, path: str, acl: Sequence[ACL] | None) -> bool:
-    """Write now the create of ``path`` as a container (its ACL ``acl``, else the client's
-    provider's, else open), unless this client's create of it is in flight already (a burst
-    of contenders on a missing lock path makes it once). A request written after it on the
+def make_parent_now(
+    client: Client, path: str, acl: Sequence[ACL] | None, *, container: bool
+) -> bool:
+    """Write now the create of ``path``, a container if ``container`` (Curator's layout) else
+    a persistent node (kazoo's: see :attr:`Layout.parents_as_containers
+    <aiocoord.recipes.layout.Layout.parents_as_containers>`), its ACL ``acl``, else the
+    client's provider's, else open; unless this client's create of it is in flight already (a
+    burst of contenders on a missing lock path makes it once). A request written after it on the
     same connection is ordered after it: a child's create written next finds the parent made
     (by this create, or by someone else's, which is as good), with no round trip in between.
     The answer is followed, not reported: the child's create tells whether the parent is
@@ -355,11 +359,16 @@ def make_parent_now(client: Client, path: str, acl: Sequence[ACL] | None) -> boo
     in_flight: dict[str, asyncio.Future[Any]] = client.extension_state(_ParentsInFlight, dict)
     if full in in_flight:
         return True
-    sent = session.send_now(
-        CreateContainerRequest(
-            path=full, data=b"", acl=create_acl(client, path, acl), flags=CreateFlag.CONTAINER
+    node_acl = create_acl(client, path, acl)
+    sent: asyncio.Future[Any] | None
+    if container:
+        sent = session.send_now(
+            CreateContainerRequest(path=full, data=b"", acl=node_acl, flags=CreateFlag.CONTAINER)
         )
-    )
+    else:
+        sent = session.send_now(
+            CreateRequest(path=full, data=b"", acl=node_acl, flags=CreateFlag.PERSISTENT)
+        )
     if sent is None:
         return False
     in_flight[full] = sent

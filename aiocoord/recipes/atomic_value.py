@@ -230,6 +230,9 @@ class DistributedAtomicValue:
             check_entry(client, self.promoted_to_lock.lock_path, LOCK_NAME, b"", self.acl)
         self._marked = MarkedCommit(client, path, acl=self.acl)
         self._mutex: Lock | None = None
+        # Curator's parents are containers; a kazoo-layout AtomicCounter's are persistent
+        # nodes, as kazoo's ensure_path makes them (Layout.parents_as_containers).
+        self._parents_as_containers = True
 
     def _writable(self, value: Any) -> bytes:
         """``value`` if a create of the node with it is a request a server reads (a typed
@@ -272,7 +275,11 @@ class DistributedAtomicValue:
         except NoNodeError:
             try:
                 await self.client.create(
-                    self.path, data, make_parents=True, parents_as_containers=True, acl=self.acl
+                    self.path,
+                    data,
+                    make_parents=True,
+                    parents_as_containers=self._parents_as_containers,
+                    acl=self.acl,
                 )
             except NodeExistsError:
                 await self.client.set(self.path, data)
@@ -282,7 +289,11 @@ class DistributedAtomicValue:
         data = self._writable(value)
         try:
             await self.client.create(
-                self.path, data, make_parents=True, parents_as_containers=True, acl=self.acl
+                self.path,
+                data,
+                make_parents=True,
+                parents_as_containers=self._parents_as_containers,
+                acl=self.acl,
             )
         except NodeExistsError:
             return False
@@ -402,10 +413,13 @@ class DistributedAtomicValue:
                 if exc.failed_index != 0:
                     raise
                 if isinstance(exc.cause, NoNodeError) and version < 0:
-                    # The parent is missing: make it (as a container, as Curator does).
+                    # The parent is missing: make it (as a container, as Curator does; kazoo's
+                    # layout: persistent).
                     parent = split(path)[0]
                     if parent != "/":
-                        await self.client.ensure_path(parent, container=True, acl=acl)
+                        await self.client.ensure_path(
+                            parent, container=self._parents_as_containers, acl=acl
+                        )
                         continue
                 if isinstance(exc.cause, (BadVersionError, NodeExistsError, NoNodeError)):
                     return False

@@ -2,8 +2,9 @@
 (enter together, leave together), on Apache Curator's layouts.
 
 **Barrier** is Curator's ``DistributedBarrier``: the barrier is up while its node exists.
-``set()`` creates it (parents as containers), ``remove()`` deletes it, and ``wait()`` blocks
-on an exists watch until it is gone.
+``set()`` creates it (parents as containers; in kazoo's layout persistent nodes, as kazoo's
+``ensure_path`` makes them), ``remove()`` deletes it, and ``wait()`` blocks on an exists watch
+until it is gone.
 
 **DoubleBarrier** is Curator's ``DistributedDoubleBarrier``. Each participant creates an
 ephemeral node ``<path>/<uuid>``; the one that brings the count to ``n`` creates
@@ -21,7 +22,12 @@ UUID), so its lowest member waits for ``ready`` to go, and every kazoo member de
 thing when it leaves: in kazoo's layout ours does too, whenever it sees it while leaving. Share
 a double barrier with kazoo in kazoo's layout: in Curator's, a member of ours that made
 ``ready`` again after a kazoo leaver deleted it (it counted ``n`` just before ``ready`` was
-made) would leave it there, and kazoo's lowest member would wait for it for ever.
+made) would leave it there, and kazoo's lowest member would wait for it for ever. In kazoo's
+layout the barrier's path (and every parent made) is a persistent node, as kazoo's
+``ensure_path`` makes it: a kazoo ``DoubleBarrier`` checks its path once, so were it a
+container, removed by the server once everybody had left, that kazoo member's next ``enter()``
+would fail to make its node and return at once, with ``participating`` False, before the
+others arrived.
 
 kazoo's own races stay kazoo's: its enter makes its node before it watches ``ready``, so a
 kazoo member that is that slow while the others enter and already leave misses ``ready`` and
@@ -62,7 +68,7 @@ from aiocoord.errors import (
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._contention.contender import delete_node
 from aiocoord.recipes._watching import call_with_watch, wait_watches
-from aiocoord.recipes.layout import Layout, check_layout
+from aiocoord.recipes.layout import Layout, _make_node, check_layout
 
 __all__ = ["READY_NODE", "Barrier", "BarrierError", "DoubleBarrier"]
 
@@ -83,7 +89,8 @@ class Barrier:
     :class:`aiocoord.TimeoutError` after ``timeout`` seconds. Waiting survives connection loss and
     session expiry. ``acl`` is the ACL of the node it creates, parents included (None: the client's
     ``acl_provider``, else OPEN_ACL_UNSAFE). ``layout`` is accepted for either peer: Curator's
-    ``DistributedBarrier`` and kazoo's ``Barrier`` are the same node.
+    ``DistributedBarrier`` and kazoo's ``Barrier`` are the same node (only the parents differ:
+    containers in Curator's layout, persistent nodes in kazoo's).
     """
 
     def __init__(
@@ -109,10 +116,7 @@ class Barrier:
 
     async def set(self) -> None:
         """Put the barrier up (creating its node; a barrier already up stays up)."""
-        with contextlib.suppress(NodeExistsError):
-            await self.client.create(
-                self.path, make_parents=True, parents_as_containers=True, acl=self.acl
-            )
+        await _make_node(self.client, self.path, self.layout, self.acl)
 
     async def remove(self) -> None:
         """Take the barrier down (deleting its node; a barrier not up stays down)."""
@@ -222,7 +226,7 @@ class DoubleBarrier:
                     self.node_path,
                     ephemeral=True,
                     make_parents=True,
-                    parents_as_containers=True,
+                    parents_as_containers=self.layout.parents_as_containers,
                     acl=self.acl,
                 )
             except ConnectionLossError:

@@ -150,6 +150,7 @@ class AtomicCounter:
         self._value = DistributedAtomicValue(
             client, path, retry=retry, promoted_to_lock=promoted_to_lock, acl=acl
         )
+        self._value._parents_as_containers = self.layout.parents_as_containers
         #: the client whose session reads and writes the counter's node
         self.client: Client = self._value.client
         #: the counter's node (as given, under the client's chroot)

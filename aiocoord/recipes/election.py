@@ -5,7 +5,8 @@ data both report are re-exported here.
 
 With ``layout="kazoo"`` the election is kazoo's ``Election``: a kazoo ``Lock`` whose nodes
 (``<uuid hex>__lock__<seq>``) carry the contenders' identifiers, so kazoo and aiocoord
-processes run one election and read the same ``contenders()``.
+processes run one election and read the same ``contenders()``; its path is a persistent node
+there, as kazoo makes it (see :mod:`aiocoord.recipes.lock`).
 
 Claiming a term, the ways a term ends (``suspended_is_loss`` decides whether a lost connection
 ends it; the default ends it, as Curator's standard policy) and the fencing tokens work as for

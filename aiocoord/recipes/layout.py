@@ -3,19 +3,25 @@
 Recipes lay their nodes out as Apache Curator does by default, so Java and Python services
 share them. A Python fleet moving from kazoo runs kazoo and aiocoord processes on the same
 paths for a while: a recipe that kazoo has takes ``layout="kazoo"`` (or ``Layout.KAZOO``) and
-then names, orders and encodes its nodes as kazoo does. The layout is chosen here, once per
-recipe object; every recipe refuses a layout it cannot speak with a typed error before
-anything is sent. ``docs/from-kazoo.md`` says, recipe by recipe, which side must be set how
-on a shared path.
+then names, orders and encodes its nodes as kazoo does, and makes their parents as kazoo does
+(persistent nodes where Curator's recipes make containers: :attr:`Layout.parents_as_containers`).
+The layout is chosen here, once per recipe object; every recipe refuses a layout it cannot
+speak with a typed error before anything is sent. ``docs/from-kazoo.md`` says, recipe by
+recipe, which side must be set how on a shared path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from aiocoord.errors import BadArgumentsError, InvalidTypeError
+from aiocoord._wire.data import ACL
+from aiocoord.errors import BadArgumentsError, InvalidTypeError, NodeExistsError
+
+if TYPE_CHECKING:
+    from aiocoord.client import Client
 
 __all__ = ["Layout", "check_layout"]
 
@@ -30,6 +36,18 @@ class Layout(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    @property
+    def parents_as_containers(self) -> bool:
+        """Whether a recipe in this layout makes the missing parents of its nodes (its own
+        path included, where that is a parent) as container nodes, which the server deletes
+        once their last child is gone: Curator's ``creatingParentContainersIfNeeded``. False
+        in kazoo's layout, where they are persistent nodes as kazoo's ``ensure_path`` makes
+        them: a kazoo recipe object checks its path once and then counts on it for its life
+        (its ``assured_path``), so a parent the server reaps between two uses breaks it
+        (``docs/from-kazoo.md``, "Moving a running fleet"). Every recipe with a ``layout=``
+        reads its parent mode here."""
+        return self is Layout.CURATOR
 
 
 def check_layout(
@@ -48,3 +66,13 @@ def check_layout(
         names = ", ".join(repr(s.value) for s in speaks)
         raise BadArgumentsError(f"{recipe} speaks the layouts {names}, not {value!r}")
     return layout
+
+
+async def _make_node(client: Client, path: str, layout: Layout, acl: Sequence[ACL] | None) -> None:
+    """Make ``path`` a persistent node (left alone if it exists) and its missing parents as
+    ``layout`` makes them (:attr:`Layout.parents_as_containers`): a recipe's own node, such as a
+    barrier's or a queue's."""
+    with contextlib.suppress(NodeExistsError):
+        await client.create(
+            path, make_parents=True, parents_as_containers=layout.parents_as_containers, acl=acl
+        )

@@ -11,9 +11,12 @@ removes once they are empty.
 **kazoo's layout** (``layout="kazoo"``): ``<path>/<uuid hex>__lock__<10-digit sequence>``
 with the identifier as data, as kazoo's ``Lock`` names its nodes (and finds one whose create
 lost its reply, by its prefix), so that kazoo and aiocoord processes on one path exclude each
-other. Everything below holds in both layouts. Whatever its layout, a lock waits for every
-contender on its path; one that meets a contender of the other layout, which may not wait for
-it, warns (:class:`~aiocoord.MixedLayoutWarning`; see :mod:`aiocoord.recipes.layout`).
+other; the lock path and the parents made are persistent nodes there, as kazoo's
+``ensure_path`` makes them (a kazoo ``Lock`` checks its path once, and would fail on a
+container the server removed once empty). Everything else below holds in both layouts.
+Whatever its layout, a lock waits for every contender on its path; one that meets a contender
+of the other layout, which may not wait for it, warns (:class:`~aiocoord.MixedLayoutWarning`;
+see :mod:`aiocoord.recipes.layout`).
 
 **Fair and herd-free.** Contenders get the lock in the order they asked for it. Each waiter
 watches only the node just ahead of it, so a release wakes one waiter; see

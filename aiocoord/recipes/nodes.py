@@ -27,7 +27,10 @@ members then see each other: ``members()`` is keyed by identifier, read as kazoo
 ``Party`` counts only the ``__party__`` nodes, a ``ShallowParty`` every child); kazoo's
 ``list(party)`` lists ours. The data is the identifier in kazoo's parties, so ``data`` must
 stay empty there, and two members with one identifier show once in ``members()`` (kazoo's
-``list(party)`` shows both).
+``list(party)`` shows both). The party's path (and every parent made) is a persistent node
+there, as kazoo's ``ensure_path`` makes it: a kazoo party checks its path once, so were it a
+container, removed by the server once every member had left, that party's next ``join()``
+would fail.
 
 **Tasks.** Each object owns its task (and the cache's); ``close()`` cancels and awaits them
 and deletes the node (as Curator does, whatever the mode). Cancelling ``start()`` leaves
@@ -184,6 +187,9 @@ class PersistentNode:
         self._task: asyncio.Task[None] | None = None
         self._created = asyncio.Event()
         self._closed = False
+        # Curator's PersistentNode makes missing parents as containers; a kazoo-layout
+        # GroupMember's node makes them persistent (Layout.parents_as_containers).
+        self._parents_as_containers = True
         #: how many times the node was created, or an existing persistent node adopted
         #: (0 before, 1 after the first creation; one more at each re-creation)
         self.creations: int = 0
@@ -330,7 +336,7 @@ class PersistentNode:
                 ttl=self.ttl,
                 protected=self.protected,
                 make_parents=True,
-                parents_as_containers=True,
+                parents_as_containers=self._parents_as_containers,
                 acl=self.acl,
             )
         )
@@ -449,6 +455,7 @@ class GroupMember:
         self._node = PersistentNode(
             client, member_path, data, mode=CreateMode.EPHEMERAL, acl=self.acl
         )
+        self._node._parents_as_containers = self.layout.parents_as_containers
         self._cache = ChildrenCache(client, self.path)
 
     async def start(self) -> None:

@@ -6,7 +6,9 @@ kazoo's recipe of that name, with its four states (:class:`PartitionState`).
 Each item is guarded by an exclusive lock on ``<path>/locks/<item>``, whose contender nodes end
 in kazoo's ``__lock__<sequence>`` and are ordered by the sequence number alone, so a kazoo
 ``SetPartitioner`` on the same path and set takes part in the same split. Parents are made as
-containers, which the server removes once they are empty.
+persistent nodes, as kazoo's ``ensure_path`` makes them (kazoo's layout: see
+:attr:`~aiocoord.recipes.layout.Layout.parents_as_containers`), so the server never removes
+an item's lock path under a kazoo ``Lock`` that counts on it.
 
 **Why locks and not a plain owner node.** A member keeps its items' locks from the moment its
 share is computed until it releases them; a member whose share grew waits in each new item's

@@ -63,7 +63,7 @@ from aiocoord.errors import (
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes._marker import MARKER_NAME, MarkedCommit
 from aiocoord.recipes._watching import call_with_watch, wait_watches
-from aiocoord.recipes.layout import Layout, check_layout
+from aiocoord.recipes.layout import Layout, _make_node, check_layout
 from aiocoord.transaction import Transaction
 
 __all__ = [
@@ -252,7 +252,9 @@ class Queue:
                 return
             except TransactionFailedError as exc:
                 if exc.failed_index < len(payloads) and isinstance(exc.cause, NoNodeError):
-                    await self.client.ensure_path(self.path, acl=self.acl)
+                    # The queue's node, persistent; its parents containers in Curator's layout
+                    # (as DistributedQueue's), persistent nodes in kazoo's (as its ensure_path).
+                    await _make_node(self.client, self.path, self.layout, self.acl)
                     continue
                 raise
 

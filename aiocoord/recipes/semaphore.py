@@ -26,7 +26,10 @@ waiter has no node that kazoo's ``lease_holders()`` would count as a holder. Und
 lock kazoo and aiocoord holders together never exceed ``max_leases``. ``acquire(n)`` takes all
 ``n`` in one tenure (a kazoo object holds one lease). A lease node of kazoo's layout has no
 sequence number: :attr:`Lease.fencing_token` (the node's creation zxid) still grows. The
-semaphore's own node stays once made, with ``max_leases`` on it, as kazoo leaves it.
+semaphore's own node stays once made, with ``max_leases`` on it, as kazoo leaves it, and so
+does the lock's path: in kazoo's layout every parent is a persistent node, as kazoo's
+``ensure_path`` makes it (a container would be removed by the server once empty, under a kazoo
+object that counts on it).
 
 **Cancellation and timeouts.** An acquire that fails, times out or is cancelled leaves no lease
 node and no lock node behind (deleted now, or once reconnected). Lease loss is reported as for
@@ -43,7 +46,7 @@ from types import TracebackType
 
 from aiocoord._client import door
 from aiocoord._deadline import Deadline, Expired, bounded, deadline_after, left_or_zero, timed_out
-from aiocoord._paths import join, kazoo_prefix
+from aiocoord._paths import join
 from aiocoord._validation import validate_flag, validate_path, validate_timeout
 from aiocoord._wire.data import ACL
 from aiocoord.acl import check_acl
@@ -309,8 +312,8 @@ class Semaphore:
                 stored = None
             if stored is not None and stored != self.max_leases:
                 raise MaxLeasesMismatchError(self.path, stored, self.max_leases) from None
-        # The lease nodes' parent is there: their creates need not make it (as a container,
-        # which would lose max_leases once empty).
+        # The lease nodes' parent is there: their creates need not make it (were it deleted
+        # meanwhile, they make it again as kazoo's ensure_path does, without max_leases).
         door.note_parent(client, self.path)
         self._max_checked = True
 
@@ -383,7 +386,14 @@ class Semaphore:
         fit, as ``InterProcessSemaphoreV2`` does."""
         client = self.client
         entries = [
-            ProtectedNode(client, self._leases_path, LEASE_NAME, data, acl=self.acl)
+            ProtectedNode(
+                client,
+                self._leases_path,
+                LEASE_NAME,
+                data,
+                acl=self.acl,
+                layout=self.layout,
+            )
             for _ in range(n)
         ]
         watch: Watch | None = None
@@ -465,7 +475,7 @@ class Semaphore:
                     data,
                     sequential=False,
                     acl=self.acl,
-                    prefix=kazoo_prefix(),
+                    layout=self.layout,
                 )
                 for _ in range(n)
             ]

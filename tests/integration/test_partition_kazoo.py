@@ -13,9 +13,9 @@ import threading
 from typing import Any
 
 import pytest
-from support import Factory, eventually
+from support import Factory, container_sweeps, eventually
 
-from aiocoord import EventType, NonBlockingLease, PartitionState, SetPartitioner
+from aiocoord import NonBlockingLease, PartitionState, SetPartitioner
 
 kazoo_client = pytest.importorskip("kazoo.client", reason="kazoo is not installed")
 kazoo_exceptions = pytest.importorskip("kazoo.exceptions")
@@ -67,17 +67,12 @@ async def test_kazoo_waits_for_our_item_locks(zk_connect: Factory, kazoo: Any) -
         with pytest.raises(kazoo_exceptions.LockTimeout):
             await asyncio.to_thread(lock.acquire, True, 0.5)
     await client.wait_background()
-    # Both contenders' nodes are gone, so the server sweeps the item's lock folder: we make
-    # lock parents as containers, as Curator does. Wait for the sweep, so this test always
-    # meets what a kazoo user meets once it ran. A kazoo Lock that timed out looks only for
-    # its old node when asked again and fails on the missing folder (its own quirk, our
-    # layout is Curator's), so kazoo waits again as its own partitioner does: a new Lock.
-    swept_or_not, swept = await client.exists("/part/locks/a", watch=True)
-    if swept_or_not is not None:
-        assert (await asyncio.wait_for(swept, 10)).type is EventType.DELETED
-    again = kazoo.Lock("/part/locks/a")
-    assert await asyncio.to_thread(again.acquire, True, 10)
-    await asyncio.to_thread(again.release)
+    # Both contenders' nodes are gone and the server sweeps its empty containers: the item's
+    # lock folder is a persistent node (kazoo's layout, as kazoo makes it), so the same kazoo
+    # Lock, which checked the folder once, takes the lock when asked again.
+    await container_sweeps(client)
+    assert await asyncio.to_thread(lock.acquire, True, 10)
+    await asyncio.to_thread(lock.release)
 
 
 async def test_a_kazoo_partitioner_and_two_of_ours_split_one_set(

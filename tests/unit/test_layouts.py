@@ -1,12 +1,16 @@
-"""Layouts chosen by ``layout=``: the argument's checks, our node names in each layout and
-which contenders of another layout a queue reports (no server)."""
+"""Layouts chosen by ``layout=``: the argument's checks, our node names in each layout, how
+parents are made in each, and which contenders of another layout a queue reports (no
+server)."""
 
 from __future__ import annotations
 
+import ast
 import re
+from pathlib import Path
 
 import pytest
 
+import aiocoord
 from aiocoord import BadArgumentsError, InvalidTypeError, Layout
 from aiocoord.recipes._contention.naming import foreign_contender, fresh_prefix
 from aiocoord.recipes.layout import check_layout
@@ -27,6 +31,36 @@ def test_a_bad_layout_is_refused_with_a_typed_error_naming_what_the_recipe_speak
     assert "Lock" in str(raised.value)
     with pytest.raises(BadArgumentsError, match="speaks the layouts 'curator', not"):
         check_layout("kazoo", "Queue", (Layout.CURATOR,))
+
+
+RECIPES = Path(aiocoord.__file__).resolve().parent / "recipes"
+
+
+def test_parents_are_containers_in_curators_layout_and_persistent_in_kazoos() -> None:
+    assert Layout.CURATOR.parents_as_containers is True
+    assert Layout.KAZOO.parents_as_containers is False
+
+
+def test_a_recipe_that_speaks_a_layout_takes_its_parent_mode_from_it() -> None:
+    # A kazoo object checks its path once for its life: a parent made as a container under
+    # it, which the server removes once empty, breaks it. So no module of a recipe with a
+    # ``layout=`` (nor the contention queue, nor the atomic value an AtomicCounter writes
+    # through) may say ``container=True`` or ``parents_as_containers=True`` itself.
+    found: list[str] = []
+    for path in sorted(RECIPES.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        speaks = "aiocoord.recipes.layout import" in source
+        if not (speaks or "_contention" in path.parts or path.name == "atomic_value.py"):
+            continue
+        for node in ast.walk(ast.parse(source)):
+            if (
+                isinstance(node, ast.keyword)
+                and node.arg in ("container", "parents_as_containers")
+                and isinstance(node.value, ast.Constant)
+                and node.value.value is True
+            ):
+                found.append(f"{path.relative_to(RECIPES)}:{node.value.lineno}")
+    assert not found, f"parents made as containers whatever the layout: {found}"
 
 
 def test_our_prefix_is_curators_protected_one_or_kazoos_uuid_hex() -> None:

@@ -35,7 +35,7 @@ from aiocoord._client.door import Reply
 from aiocoord._client.pathops import find_protected, protected_matches
 from aiocoord._deadline import Deadline, bounded, result_by
 from aiocoord._futures import fail
-from aiocoord._paths import join, protected_prefix, sequence_of, split
+from aiocoord._paths import join, sequence_of, split
 from aiocoord._validation import validate_create_size
 from aiocoord._wire.data import ACL, Stat
 from aiocoord._wire.opcodes import CreateFlag
@@ -50,6 +50,8 @@ from aiocoord.errors import (
     error_for_code,
 )
 from aiocoord.recipes._contention.listing import forget_node, next_stamp
+from aiocoord.recipes._contention.naming import fresh_prefix
+from aiocoord.recipes.layout import Layout
 
 __all__ = [
     "CONFIRM_WAIT",
@@ -175,7 +177,8 @@ _FITS = 1 << 19
 
 class ProtectedNode:
     """One protected ephemeral node being created: ``<parent>/<prefix><name>[<seq>]``, the
-    prefix Curator's ``_c_<uuid>-`` unless given (kazoo's ``<uuid hex>``).
+    prefix ``layout``'s (:func:`~aiocoord.recipes._contention.naming.fresh_prefix`: Curator's
+    ``_c_<uuid>-``, kazoo's ``<uuid hex>``).
 
     The create is written at once, from the caller's step, so that it pipelines with whatever the
     caller sends next; the client follows its answer (:meth:`Client.follow`). A missing parent is
@@ -184,7 +187,10 @@ class ProtectedNode:
     after a connection loss it finds the node by its prefix (after a ``sync``, so a create still on
     its way is ordered first) or creates it again. :meth:`discard` makes sure the node does not
     outlive its caller, whatever state the create is in. ``acl`` is the node's, and its parents' if
-    they are made (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
+    they are made (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE), as ``layout``
+    makes parents (:attr:`Layout.parents_as_containers
+    <aiocoord.recipes.layout.Layout.parents_as_containers>`: containers in Curator's, persistent
+    nodes in kazoo's, whose objects count on their paths staying).
     """
 
     def __init__(
@@ -196,16 +202,18 @@ class ProtectedNode:
         *,
         sequential: bool = True,
         acl: Sequence[ACL] | None = None,
-        prefix: str | None = None,
+        layout: Layout,
     ) -> None:
         # Refused before anything is sent (the parent's create goes with the first node's).
         check_entry(client, parent, name, data, acl)
         self.client = client
         self.parent = parent
         self.acl = acl
-        #: what the node is found by after a lost reply (Curator's protected prefix unless
-        #: given: see :mod:`~aiocoord.recipes._contention.naming`)
-        self.prefix = protected_prefix() if prefix is None else prefix
+        #: whether the parents it makes are containers (else persistent nodes)
+        self.parents_as_containers = layout.parents_as_containers
+        #: what the node is found by after a lost reply (see
+        #: :mod:`~aiocoord.recipes._contention.naming`)
+        self.prefix = fresh_prefix(layout)
         self._path = join(parent, self.prefix + name)
         self._data = data
         self._sequential = sequential
@@ -243,7 +251,9 @@ class ProtectedNode:
         (see :func:`door.make_parent_now <aiocoord._client.door.make_parent_now>`), and follow
         its answer (:meth:`_created`); False if not connected."""
         client = self.client
-        if parent and not door.make_parent_now(client, self.parent, self.acl):
+        if parent and not door.make_parent_now(
+            client, self.parent, self.acl, container=self.parents_as_containers
+        ):
             return False
         request = Create2Request(
             path=door.server_path(client, self._path),
@@ -262,7 +272,7 @@ class ProtectedNode:
         return True
 
     def _write_parent(self) -> bool:
-        """The parent is missing (a container the server removed, say): write its create and
+        """The parent is missing (an empty container the server removed, say): write its create and
         ours again behind it, now, without waiting between the two (the server applies them
         in order); the answer comes back to :meth:`_created`. False if not connected."""
         self.resent = self._write_create(parent=True)
@@ -312,7 +322,9 @@ class ProtectedNode:
         self.sent_stamp = next_stamp()
         try:
             if parents_missing:
-                await self.client.ensure_path(self.parent, container=True, acl=self.acl)
+                await self.client.ensure_path(
+                    self.parent, container=self.parents_as_containers, acl=self.acl
+                )
             result = await self._create_once()
         except asyncio.CancelledError:
             # Only the client cancels the tasks it owns, and only when it is closed.
@@ -342,13 +354,14 @@ class ProtectedNode:
                     ephemeral=True,
                     sequential=self._sequential,
                     make_parents=True,
-                    parents_as_containers=True,
+                    parents_as_containers=self.parents_as_containers,
                     acl=self.acl,
                     with_stat=True,
                 )
             except NoNodeError:
                 # The server removes an empty container parent on its own schedule; it may
-                # have done so between making the parents and this create.
+                # have done so between making the parents and this create (or someone
+                # deleted a persistent one).
                 attempts -= 1
                 if attempts == 0:
                     raise

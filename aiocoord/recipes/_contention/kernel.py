@@ -1,7 +1,7 @@
 """The one sequential-node queue behind every lock-like recipe (Curator's ``LockInternals``).
 
 A contender creates a protected ``EPHEMERAL_SEQUENTIAL`` child ``_c_<uuid>-<name><seq>`` of
-the queue path (parents made as containers), lists the children, orders them by the trailing
+the queue path (parents made as its layout says), lists the children, orders them by the trailing
 10-digit sequence number only, and asks a :class:`Driver` whether the nodes ahead of it let it
 through (a mutex: none ahead; a semaphore: fewer than ``max_leases``; a reader: no writer
 ahead). If not, it watches the one node the driver names with a getData watch (NoNode means
@@ -112,7 +112,7 @@ from aiocoord.recipes._contention.listing import (
     next_stamp,
     queued_nodes,
 )
-from aiocoord.recipes._contention.naming import advice, foreign_contender, fresh_prefix
+from aiocoord.recipes._contention.naming import advice, foreign_contender
 from aiocoord.recipes._contention.turn import GiveUp, Grant, Turn
 from aiocoord.recipes.layout import Layout
 
@@ -148,7 +148,7 @@ class SequentialQueue:
         self.lock_name = lock_name
         self.driver = driver
         self.acl = acl
-        #: whose names our nodes take (see :mod:`~aiocoord.recipes._contention.naming`)
+        #: whose names our nodes take, and how their parents are made (see ProtectedNode)
         self.layout = layout
 
     async def acquire(
@@ -178,7 +178,7 @@ class SequentialQueue:
                     self.lock_name,
                     data,
                     acl=self.acl,
-                    prefix=None if self.layout is Layout.CURATOR else fresh_prefix(self.layout),
+                    layout=self.layout,
                 )
                 try:
                     node = await self._wait_turn(entry, state, deadline, blocking)
@@ -221,7 +221,7 @@ class SequentialQueue:
                 data,
                 sequential=False,
                 acl=self.acl,
-                prefix=fresh_prefix(self.layout),
+                layout=self.layout,
             )
             try:
                 return await entry.result(None)
