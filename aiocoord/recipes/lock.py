@@ -53,7 +53,9 @@ an explicit ``release()`` of a lost lock raises it too.
 It decides what to do; nothing is released for it. The request is
 :func:`~aiocoord.attempt_revoke` (``__REVOKE__`` written as the node's data, Curator's
 ``Revoker.attemptRevoke``), so a Java ``Revoker`` reaches an aiocoord holder and the other
-way round. A holder that did not opt in is not told and holds on unchanged. It costs no
+way round; only a change of the node's data asks (an identifier that reads ``__REVOKE__`` is
+the holder's own data, not a request). A holder that did not opt in is not told and holds on
+unchanged. It costs no
 request: the holder's watch on its own node (above) reads the data when a change re-arms it.
 A request made while the lock still waited is told once it is held; one made before
 ``make_revocable`` was called is not.
