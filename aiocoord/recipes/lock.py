@@ -12,8 +12,10 @@ removes once they are empty.
 with the identifier as data, as kazoo's ``Lock`` names its nodes (and finds one whose create
 lost its reply, by its prefix), so that kazoo and aiocoord processes on one path exclude each
 other. Everything below holds in both layouts. Whatever its layout, a lock waits for every
-contender on its path; one that meets a contender of the other layout, which may not wait for
-it, warns (:class:`~aiocoord.MixedLayoutWarning`; see :mod:`aiocoord.recipes.layout`).
+contender on its path; one whose listing as it asks shows a contender of the other layout,
+which may not wait for it, warns (:class:`~aiocoord.MixedLayoutWarning`; see
+:mod:`aiocoord.recipes.layout`). One that comes after it, holder or waiter, is told to nobody:
+``python -m aiocoord locks PATH`` marks such a path (docs/from-kazoo.md).
 
 **Fair and herd-free.** Contenders get the lock in the order they asked for it. Each waiter
 watches only the node just ahead of it, so a release wakes one waiter; see
