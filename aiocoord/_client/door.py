@@ -234,15 +234,16 @@ def watch_data_then(
     path: str,
     generation: int,
     then: Callable[[Watch | BaseException | None], None],
-    data_then: Callable[[bytes], None] | None = None,
+    data_then: Callable[[bytes, int], None] | None = None,
 ) -> bool:
     """Write a getData watch on ``path`` now, in session ``generation``, and call ``then``
     with its answer, from a callback (no task): the armed :class:`Watch`, None if the node is
     gone (no watch is set then), or the error. A :class:`ConnectionLossError` means the answer
     was lost with the connection and nothing is left armed: ask again once connected. False,
     with nothing written, when it cannot be written now (not connected, or ``generation`` is
-    no longer the session's). ``data_then``, if given, is called with the node's data just
-    before ``then`` is called with the armed watch (the read carries it: no request more)."""
+    no longer the session's). ``data_then``, if given, is called with the node's data and its
+    data version just before ``then`` is called with the armed watch (the read carries them:
+    no request more)."""
     written = _write(client, path, _data_watch, WatchKind.DATA, generation)
     if written is None:
         return False
@@ -269,7 +270,7 @@ def watch_data_then(
             then(error)
         else:
             if found is not None and data_then is not None:
-                data_then(found[0].data)
+                data_then(found[0].data, found[0].stat.version)
             then(None if found is None else armed)
 
     sent.add_done_callback(answered)

@@ -8,7 +8,14 @@ recipe's own driver decides; each node's Stat is read after. The layouts are our
 Curator's, which are the same: a lock's ``-lock-`` nodes (also an ``Election``'s, and
 Curator's ``LeaderSelector``), a read-write lock's ``__READ__``/``__WRIT__`` nodes, a leader
 latch's ``latch-`` nodes, and a semaphore's ``leases/…-lease-`` nodes with its
-``locks/…-lock-`` queue. Read-only: no watch, no write.
+``locks/…-lock-`` queue; and kazoo's lock and read-write lock nodes (``__lock__``,
+``__rlock__``, also a kazoo ``Election``'s). Read-only: no watch, no write.
+
+**Mixed paths.** A lock or read-write lock whose contenders are of both layouts, Curator's
+and kazoo's, is marked (``MIXED LAYOUTS`` on the summary line, a ``layout`` column, and
+``mixed_layouts`` in ``--json``): kazoo's recipes do not wait for Curator-layout nodes unless
+given ``extra_lock_patterns``, so two contenders may hold at once, and the recipes themselves
+cannot always tell (docs/from-kazoo.md says which arrival order warns).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import json
 import time
 from dataclasses import dataclass
 
-from aiocoord._paths import join, sequence_of, sort_by_sequence
+from aiocoord._paths import join, sequence_of, sort_by_sequence, split
 from aiocoord._session.servers import Server
 from aiocoord._wire.data import Stat
 from aiocoord.cli._common import (
@@ -42,6 +49,7 @@ from aiocoord.cli._progress import Progress
 from aiocoord.client import Client
 from aiocoord.errors import NoNodeError
 from aiocoord.recipes.election import LATCH_NAME, LeaderLatch, Participant
+from aiocoord.recipes.layout import KAZOO_LOCK, KAZOO_READ, Layout, contender_layout
 from aiocoord.recipes.lock import LOCK_NAME, Lock
 from aiocoord.recipes.rwlock import READ_NAME, WRITE_NAME, ReadWriteLock
 from aiocoord.recipes.semaphore import LEASES, LOCKS, Semaphore
@@ -73,6 +81,12 @@ class LockEntry:
         """The node's creation zxid, as our recipes' ``fencing_token``."""
         return self.stat.czxid
 
+    @property
+    def node_layout(self) -> Layout | None:
+        """Whose layout the node's name is in
+        (:func:`~aiocoord.recipes.layout.contender_layout`)."""
+        return contender_layout(split(self.node)[1])
+
 
 def adding_lease(lease: Stat, head: Stat | None) -> bool:
     """Whether a semaphore's lease node is the one the head of its lock queue is adding (its
@@ -85,36 +99,52 @@ def adding_lease(lease: Stat, head: Stat | None) -> bool:
     )
 
 
-async def detect_layout(client: Client, path: str) -> str | None:
-    """The layout of the recipe at ``path`` from its children's names; None if none is
-    there. Raises NoNodeError if ``path`` does not exist."""
-    names = await client.children(path)
+def _kind_of(names: list[str]) -> str | None:
     if LEASES in names or LOCKS in names:
         return "semaphore"
-    if any(READ_NAME in n or WRITE_NAME in n for n in names):
+    if any(READ_NAME in n or WRITE_NAME in n or KAZOO_READ in n for n in names):
         return "rwlock"
     if any(LATCH_NAME in n for n in names):
         return "latch"
-    if any(LOCK_NAME in n for n in names):
+    if any(LOCK_NAME in n or KAZOO_LOCK in n for n in names):
         return "lock"
     return None
 
 
-async def _participants(client: Client, layout: str, path: str) -> list[tuple[str, Participant]]:
-    """``(node below path, participant)`` in queue order, as the recipe lists them."""
+async def detect_layout(client: Client, path: str) -> str | None:
+    """The layout of the recipe at ``path`` from its children's names; None if none is
+    there. Raises NoNodeError if ``path`` does not exist."""
+    return _kind_of(await client.children(path))
+
+
+def _in_queue_order(found: list[Participant]) -> list[tuple[str, Participant]]:
+    by_name = {p.node_name: p for p in found}
+    return [(n, by_name[n]) for n in sort_by_sequence(list(by_name))]
+
+
+async def _participants(
+    client: Client, layout: str, path: str, names: list[str]
+) -> list[tuple[str, Participant]]:
+    """``(node below path, participant)`` in queue order, as the recipe lists them: the
+    recipe of each layout whose contenders are among ``names`` (the path's children), so
+    that a mixed path shows them all."""
     if layout == "election":
         # An Election's nodes are named as a lock's, a LeaderLatch's are not.
-        names = await client.children(path)
         layout = "latch" if any(LATCH_NAME in n for n in names) else "lock"
+    layouts = sorted({found for n in names if (found := contender_layout(n))}) or [Layout.CURATOR]
     if layout == "lock":
-        return [(p.node_name, p) for p in await Lock(client, path).contenders()]
+        halves = await asyncio.gather(
+            *(Lock(client, path, layout=speaks).contenders() for speaks in layouts)
+        )
+        return _in_queue_order([p for half in halves for p in half])
     if layout == "latch":
         return [(p.node_name, p) for p in await LeaderLatch(client, path).participants()]
     if layout == "rwlock":
-        rw = ReadWriteLock(client, path)
-        writers, readers = await asyncio.gather(rw.write.contenders(), rw.read.contenders())
-        by_name = {p.node_name: p for p in (*writers, *readers)}
-        return [(n, by_name[n]) for n in sort_by_sequence(list(by_name))]
+        rws = [ReadWriteLock(client, path, layout=speaks) for speaks in layouts]
+        halves = await asyncio.gather(
+            *(half.contenders() for rw in rws for half in (rw.write, rw.read))
+        )
+        return _in_queue_order([p for half in halves for p in half])
     leases, queue = await asyncio.gather(
         Semaphore(client, path, 1).participants(), Lock(client, join(path, LOCKS)).contenders()
     )
@@ -138,7 +168,8 @@ def _roles(layout: str, found: list[tuple[str, Participant, Stat]]) -> list[str]
         return roles
     if layout == "rwlock":
         return [
-            ("" if p.holds else "waiting ") + ("writer" if WRITE_NAME in n else "reader")
+            ("" if p.holds else "waiting ")
+            + ("reader" if READ_NAME in n or KAZOO_READ in n else "writer")
             for n, p, _ in found
         ]
     leaders = layout in ("latch", "election")
@@ -153,10 +184,11 @@ async def lock_entries(
     order. ``(None, [])`` if ``path`` does not exist or holds no contender (an unused lock's
     parents are containers, which the server removes once empty)."""
     try:
-        found_layout = await detect_layout(client, path) if layout == "auto" else layout
+        names = await client.children(path)
+        found_layout = _kind_of(names) if layout == "auto" else layout
         if found_layout is None:
             return None, []
-        listed = await _participants(client, found_layout, path)
+        listed = await _participants(client, found_layout, path, names)
     except NoNodeError:
         return None, []
     if progress is not None:
@@ -219,7 +251,21 @@ def entry_json(
         "fencing_token": e.fencing_token,
         "ctime_ms": e.stat.ctime,
         "age_seconds": round(max(0.0, now - e.stat.ctime / 1000), 3),
+        "node_layout": None if e.node_layout is None else e.node_layout.value,
     }
+
+
+def mixed_layouts(rows: list[dict[str, object]]) -> bool:
+    """Whether the contenders are of both layouts, Curator's and kazoo's (see the module
+    docstring): a path where two may hold at once."""
+    return len({r["node_layout"] for r in rows} - {None}) > 1
+
+
+#: What the summary line of a mixed path says.
+MIXED = (
+    "MIXED LAYOUTS (curator and kazoo): kazoo's recipes do not wait for Curator-layout nodes "
+    "unless given extra_lock_patterns, so two may hold at once"
+)
 
 
 def _summary(layout: str, rows: list[dict[str, object]]) -> str:
@@ -236,7 +282,9 @@ def locks_lines(path: str, layout: str | None, rows: list[dict[str, object]]) ->
     """The table: a summary line, then one line per contender in queue order."""
     if layout is None or not rows:
         return [f"{path}: nobody holds or waits"]
-    header = ("#", "role", "identifier", "session", "client", "token", "age", "node")
+    mixed = mixed_layouts(rows)
+    header: tuple[str, ...] = ("#", "role", "identifier", "session", "client", "token", "age")
+    header += ("node", "layout") if mixed else ("node",)
     table = [header] + [
         (
             str(r["position"]),
@@ -247,11 +295,13 @@ def locks_lines(path: str, layout: str | None, rows: list[dict[str, object]]) ->
             str(r["fencing_token"]),
             _age(float(str(r["age_seconds"]))),
             str(r["node"]),
+            *((str(r["node_layout"] or "-"),) if mixed else ()),
         )
         for r in rows
     ]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    lines = [f"{layout} {path}: {_summary(layout, rows)}"]
+    summary = _summary(layout, rows) + (f"; {MIXED}" if mixed else "")
+    lines = [f"{layout} {path}: {summary}"]
     for row in table:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     return lines
@@ -302,7 +352,12 @@ async def run(args: argparse.Namespace, what: str = "locks") -> int:
     now = time.time()
     rows = [entry_json(i, e, conns, now) for i, e in enumerate(entries)]
     if args.json:
-        doc = {"path": path, "layout": layout, "entries": rows}
+        doc = {
+            "path": path,
+            "layout": layout,
+            "mixed_layouts": mixed_layouts(rows),
+            "entries": rows,
+        }
         print(json.dumps(doc))
     else:
         print("\n".join(locks_lines(path, layout, rows)))

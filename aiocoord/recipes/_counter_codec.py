@@ -43,9 +43,19 @@ class CorruptedValueError(CoordinationError, ValueError):
             if width
             else "an integer in kazoo's text form (a float or other value is not read as one)"
         )
+        if not data and width == INT32.size:
+            # The one empty SharedCount node a peer makes on purpose; Curator's SharedCount
+            # cannot read it either (ByteBuffer.getInt on no bytes), so it is not read as 0.
+            why = (
+                "kazoo's Counter(path, support_curator=True) makes its node empty and reads "
+                "that as its default until its first change, which Curator's SharedCount "
+                "cannot read either: write a value once (SharedCount.set(), or a change "
+                "through kazoo's counter), or create the node through SharedCount first"
+            )
+        else:
+            why = "was it written by something else?"
         super().__init__(
-            f"counter node {path} holds {len(data)} bytes ({data[:16]!r}), not {form}; "
-            "was it written by something else?"
+            f"counter node {path} holds {len(data)} bytes ({data[:16]!r}), not {form}; {why}"
         )
         #: the counter node's path (under the client's chroot)
         self.path: str = path

@@ -24,11 +24,15 @@ nothing on for a session timeout, and refuses a write that comes through another
 the one the session now uses (the session moved). So the fence is deleted
 :data:`FENCE_LIFETIME` session timeouts after it was made (by a delete of the client's, in the
 background, while the session lasts); a transaction delayed in the network for longer than that
-could arrive after it, which is the bound, stated.
+could arrive after it, which is the bound, stated. A fence whose own reply was lost is found by
+the check's next try (it holds ``fence``) and deleted the same way.
 
 Markers cost no extra round trip: the next transaction through the same object deletes the
-markers of earlier ones in the same multi, and :meth:`MarkedCommit.close` deletes the rest.
-Being ephemeral, a marker never outlives its session, even if the process dies.
+markers of earlier ones in the same multi, and :meth:`MarkedCommit.close` deletes the rest. A
+fence is the one marker that must stay a while, so ``close()`` waits until the last fence's
+lifetime is over (at once unless a reply was lost less than :data:`FENCE_LIFETIME` session
+timeouts ago), then deletes it with the rest: no marker outlives ``close()``. Being ephemeral, a
+marker never outlives its session, even if the process dies.
 
 The one case left unknowable is a session that expires between the lost reply and the check:
 the marker is gone with the session either way. That is reported as ConnectionLossError
@@ -100,6 +104,9 @@ class MarkedCommit:
         # Markers of applied transactions, to delete; they belong to `_generation`'s session.
         self._pending: list[str] = []
         self._generation = client.generation
+        # Fences made by checks, until deleted: path -> (its session's generation, the timer
+        # that deletes it when its lifetime is over; close() waits for the last one).
+        self._fences: dict[str, tuple[int, asyncio.TimerHandle]] = {}
 
     def _take_pending(self) -> list[str]:
         if self._generation != self.client.generation:
@@ -190,7 +197,8 @@ class MarkedCommit:
                     continue
                 except NoNodeError:
                     raise _Unapplied() from None  # someone removed it (a recursive delete)
-                if data == FENCE:  # ours, from a try whose reply was lost
+                if data == FENCE:  # ours, from a try whose reply was lost: a fence all the same
+                    self._retire_later(marker, generation)
                     raise _Unapplied() from None
                 return  # made by the transaction: applied
             except (ConnectionLossError, SessionExpiredError):
@@ -203,25 +211,50 @@ class MarkedCommit:
 
     def _retire_later(self, fence: str, generation: int) -> None:
         """Delete ``fence`` once the transaction it stands for can no longer arrive."""
+        lifetime = FENCE_LIFETIME * door.negotiated_timeout(self.client)
+        timer = asyncio.get_running_loop().call_later(lifetime, self._retire, fence)
+        if fence in self._fences:
+            self._fences[fence][1].cancel()
+        self._fences[fence] = (generation, timer)
+
+    def _retire(self, fence: str) -> None:
+        generation, _ = self._fences.pop(fence)
         client = self.client
-
-        def retire() -> None:
-            if client.generation == generation and not client.closed:
-                client.delete_for_sure(fence)  # a fence of an ended session went with it
-
-        lifetime = FENCE_LIFETIME * door.negotiated_timeout(client)
-        asyncio.get_running_loop().call_later(lifetime, retire)
+        if client.generation == generation and not client.closed:
+            client.delete_for_sure(fence)  # a fence of an ended session went with it
 
     async def close(self) -> None:
-        """Delete the markers still pending (they would vanish with the session anyway)."""
+        """Delete the markers still pending and the fences, once their lifetime is over (they
+        would vanish with the session anyway). Waits at most :data:`FENCE_LIFETIME` session
+        timeouts, only after a lost reply; cancelled, it leaves each fence to be deleted when
+        its lifetime ends."""
+        client = self.client
+        loop = asyncio.get_running_loop()
+        while not client.closed:
+            ends = [t.when() for g, t in self._fences.values() if g == client.generation]
+            if not ends or max(ends) <= loop.time():
+                break
+            # Not a settling sleep: until then the lost transaction could still arrive, and the
+            # fence must be there to make it fail.
+            await asyncio.sleep(max(ends) - loop.time())
+        fences = [f for f, (g, _) in self._fences.items() if g == client.generation]
+        for _, timer in self._fences.values():
+            timer.cancel()
+        self._fences.clear()
         pending, self._pending = self._pending, []
-        if self._generation != self.client.generation or self.client.closed:
+        if self._generation == client.generation:
+            fences += pending
+        if client.closed or not fences:
             return
-        results = await asyncio.gather(
-            *(self.client.delete(path) for path in pending), return_exceptions=True
-        )
-        for path, result in zip(pending, results, strict=True):
+        # Each delete is seen through past a lost reply (the client follows it); the first
+        # answers are awaited, so that what answered is gone when close() returns. Shielded:
+        # a cancelled close() must not cancel what the client follows.
+        answers = [client.delete_for_sure(path) for path in fences]
+        results = await asyncio.gather(*map(asyncio.shield, answers), return_exceptions=True)
+        for path, result in zip(fences, results, strict=True):
+            if isinstance(result, asyncio.CancelledError):
+                continue  # the client closed meanwhile: the session's end removed it
             if isinstance(result, BaseException) and not isinstance(result, CoordinationError):
-                raise result  # cancelled, or a bug
-            if isinstance(result, CoordinationError) and not isinstance(result, NoNodeError):
-                log.debug("could not delete marker %s: %r", path, result)
+                raise result  # a bug
+            if isinstance(result, CoordinationError):
+                log.debug("marker %s: its delete goes on after %r", path, result)

@@ -84,7 +84,9 @@ class SharedCount(_SharedNode[int]):
     ``count.changes()`` streams every change (:class:`CountChange`); ``await
     count.wait_for(predicate)`` waits for a value. ``close()`` stops the cache and its
     tasks; the node stays. Reading a node that holds something else than 4 bytes raises
-    :class:`CorruptedValueError` (``value``, ``versioned``); the change stream and
+    :class:`CorruptedValueError` (``value``, ``versioned``), an empty node too (kazoo's
+    ``Counter(support_curator=True)`` makes one; Curator's ``SharedCount`` cannot read it
+    either, and the error says so); the change stream and
     ``wait_for`` skip such a version (logged once, counted in
     ``client.stats().recipes["shared_count"].undecodable``) and go on. ``acl`` is the ACL
     of the nodes it creates, parents included (None: the client's ``acl_provider``, else

@@ -8,22 +8,37 @@ then names, orders and encodes its nodes as kazoo does, and makes their parents 
 The layout is chosen here, once per recipe object; every recipe refuses a layout it cannot
 speak with a typed error before anything is sent. ``docs/from-kazoo.md`` says, recipe by
 recipe, which side must be set how on a shared path.
+
+Which layout a contender's node is in is told by its name alone (:func:`contender_layout`):
+the recipes use it to warn of a mixed path, and ``python -m aiocoord locks`` to mark one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import enum
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from aiocoord._paths import sequence_of
 from aiocoord._wire.data import ACL
 from aiocoord.errors import BadArgumentsError, InvalidTypeError, NodeExistsError
 
 if TYPE_CHECKING:
     from aiocoord.client import Client
 
-__all__ = ["Layout", "check_layout"]
+__all__ = ["KAZOO_LOCK", "KAZOO_READ", "Layout", "check_layout", "contender_layout"]
+
+#: kazoo's lock node name before the sequence number: its ``Lock``'s, ``WriteLock``'s,
+#: ``Election``'s and ``Semaphore``'s lock queue's.
+KAZOO_LOCK = "__lock__"
+#: kazoo's ``ReadLock`` node name before the sequence number.
+KAZOO_READ = "__rlock__"
+
+# The names kazoo's locks take for contenders (kazoo's own test of a name, without
+# extra_lock_patterns).
+_KAZOO_CONTENDER = re.compile(r"(?:__lock__|__rlock__)-?\d{10}$")
 
 
 class Layout(str, enum.Enum):
@@ -76,3 +91,13 @@ async def _make_node(client: Client, path: str, layout: Layout, acl: Sequence[AC
         await client.create(
             path, make_parents=True, parents_as_containers=layout.parents_as_containers, acl=acl
         )
+
+
+def contender_layout(name: str) -> Layout | None:
+    """The layout of the contender whose node is named ``name``: KAZOO for the names kazoo's
+    locks take (``<uuid hex>__lock__<seq>``, ``__rlock__``), CURATOR for any other name that
+    ends in a sequence number (Curator's and ours: ``_c_<uuid>-lock-<seq>`` and friends),
+    None for a name with no sequence number (no contender)."""
+    if _KAZOO_CONTENDER.search(name) is not None:
+        return Layout.KAZOO
+    return Layout.CURATOR if sequence_of(name) is not None else None

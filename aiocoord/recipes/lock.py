@@ -14,9 +14,11 @@ lost its reply, by its prefix), so that kazoo and aiocoord processes on one path
 other; the lock path and the parents made are persistent nodes there, as kazoo's
 ``ensure_path`` makes them (a kazoo ``Lock`` checks its path once, and would fail on a
 container the server removed once empty). Everything else below holds in both layouts.
-Whatever its layout, a lock waits for every contender on its path; one that meets a contender
-of the other layout, which may not wait for it, warns (:class:`~aiocoord.MixedLayoutWarning`;
-see :mod:`aiocoord.recipes.layout`).
+Whatever its layout, a lock waits for every contender on its path; one whose listing as it
+asks shows a contender of the other layout, which may not wait for it, warns
+(:class:`~aiocoord.MixedLayoutWarning`; see :mod:`aiocoord.recipes.layout`). One that comes
+after it, holder or waiter, is told to nobody: ``python -m aiocoord locks PATH`` marks such a
+path (docs/from-kazoo.md).
 
 **Fair and herd-free.** Contenders get the lock in the order they asked for it. Each waiter
 watches only the node just ahead of it, so a release wakes one waiter; see
@@ -56,7 +58,9 @@ an explicit ``release()`` of a lost lock raises it too.
 It decides what to do; nothing is released for it. The request is
 :func:`~aiocoord.attempt_revoke` (``__REVOKE__`` written as the node's data, Curator's
 ``Revoker.attemptRevoke``), so a Java ``Revoker`` reaches an aiocoord holder and the other
-way round. A holder that did not opt in is not told and holds on unchanged. It costs no
+way round; only a change of the node's data asks (an identifier that reads ``__REVOKE__`` is
+the holder's own data, not a request). A holder that did not opt in is not told and holds on
+unchanged. It costs no
 request: the holder's watch on its own node (above) reads the data when a change re-arms it.
 A request made while the lock still waited is told once it is held; one made before
 ``make_revocable`` was called is not.

@@ -1,11 +1,12 @@
 """Versioned migrations (curator-x-async's ``MigrationManager``, ``MigrationSet`` and
-``Migration``): named sets of ordered transactions, each applied exactly once per ensemble.
+``Migration``): named sets of ordered migrations, each applied exactly once per ensemble.
 
 **What it does.** A :class:`MigrationSet` is an id and an ordered list of :class:`Migration`\\ s;
-a migration is an id and the operations (:class:`MigrationOp`) of one transaction.
+a migration is an id and its operations (:class:`MigrationOp`).
 :meth:`MigrationManager.migrate` takes the set's lock, reads which migrations were applied,
-and applies the rest in one transaction together with a record of each. A later run skips
-what is recorded; a migration that was applied and has changed since is refused
+and applies the rest in one transaction together with a record of each, as Curator's does:
+every pending migration of a run or none (when v2 fails, v1 is not applied either). A later
+run skips what is recorded; a migration that was applied and has changed since is refused
 (:class:`MigrationChangedError`) before anything is written, and so is a set shorter than
 what was applied.
 
@@ -14,8 +15,12 @@ an ``InterProcessSemaphoreMutex`` on ``<lock_path>/<set id>`` (a one-lease
 :class:`~aiocoord.Semaphore`). Each applied migration is a persistent sequential node
 ``<metadata_path>/<set id>/meta-<seq>`` whose data is the SHA-256 of its operations as
 Curator hashes them: for each operation, in order, its path, its ZooKeeper op code in decimal
-and the text ZooKeeper's Java records give of the request (``toString()``), all UTF-8. The
-records are read in name order and compared with the set's migrations in order; the
+and the text ZooKeeper's Java records give of the request (``toString()``), all UTF-8.
+Curator takes those bytes in the JVM's default charset (``String.getBytes()``): UTF-8 on Java
+18 and later, but on Java 17 and earlier the locale's, so a JVM under ``LC_ALL=C`` hashes a
+non-ASCII path (or ACL id) otherwise and refuses the records made by a UTF-8 one, and the
+other way round; run such JVMs with ``-Dfile.encoding=UTF-8``. The records are read in name
+order and compared with the set's migrations in order; the
 migrations' ids are not stored (nor are they in Curator's).
 
 **Namespace.** Curator hashes the path of an operation as its client sends it: under the
@@ -26,12 +31,12 @@ the manager hashes each path under the client's chroot unless told otherwise:
 ``MigrationManager(..., namespace="")`` for Java services that keep the chroot in their
 connect string, or another namespace if theirs differs from the chroot.
 
-**Exactly once.** The lock keeps two managers from applying one set at once, and each
-migration's operations and its record go in one transaction: both or neither. A transaction
-whose reply is lost raises :class:`~aiocoord.ConnectionLossError`; the next ``migrate()``
-reads the records and applies what is missing. A failing operation (say a create of a node
-that exists) fails the whole transaction: nothing is recorded, and the error names the
-operation.
+**Exactly once.** The lock keeps two managers from applying one set at once, and the
+operations of the pending migrations and their records go in one transaction: all or none.
+A transaction whose reply is lost raises :class:`~aiocoord.ConnectionLossError`; the next
+``migrate()`` reads the records and applies what is missing. A failing operation (say a
+create of a node that exists) fails the whole transaction: no migration of the run is
+applied, nothing is recorded, and the error names the operation.
 
 **Bad input** (paths, ids, data, versions) is refused with a typed error when the objects are
 made, before anything is sent. ``migrate(timeout=)`` bounds the wait for the lock
@@ -137,7 +142,14 @@ class MigrationOp:
         sequential: bool = False,
         container: bool = False,
     ) -> MigrationOp:
-        """A create of a persistent node (or a sequential or container one)."""
+        """A create of a persistent node (or a sequential or container one).
+
+        Without ``data`` the node gets none (empty data), and the record hashes none. A Java
+        peer's matching operation gives the empty data itself:
+        ``client.transactionOp().create().forPath(path, new byte[0])``. Curator's
+        ``forPath(path)`` without data writes, and hashes, the client's default data instead
+        (the local address, unless its ``CuratorFrameworkFactory`` builder was given
+        ``defaultData(new byte[0])``), which never matches this operation."""
         validate_path(path, sequential=sequential)
         if sequential and container:
             raise BadArgumentsError("a container node cannot be sequential")
@@ -184,12 +196,12 @@ class MigrationOp:
 
 @dataclass(frozen=True, slots=True)
 class Migration:
-    """One migration: an id (for people and errors: it is not stored) and the operations of
-    its transaction, in order."""
+    """One migration: an id (for people and errors: it is not stored) and its operations, in
+    order (applied in one transaction with the other migrations pending in a run)."""
 
     #: the migration's name, for people and errors (not stored)
     id: str
-    #: the operations of its transaction, in order (one or more)
+    #: its operations, in order (one or more)
     operations: tuple[MigrationOp, ...]
 
     def __init__(self, id: str, operations: Sequence[MigrationOp]) -> None:
@@ -311,13 +323,15 @@ class MigrationManager:
     async def migrate(
         self, migration_set: MigrationSet, *, timeout: float | None = None
     ) -> list[str]:
-        """Apply the set's migrations that are not applied yet, under the set's lock; the
-        ids of those applied by this call (none if all were).
+        """Apply the set's migrations that are not applied yet, under the set's lock, in one
+        transaction (all or none, as Curator's); the ids of those applied by this call (none
+        if all were).
 
         Raises :class:`MigrationChangedError` if an applied migration differs from the
         set's, or if more were applied than the set holds (nothing written either way),
         :class:`aiocoord.TimeoutError` if the lock did not come within ``timeout`` seconds,
-        TransactionFailedError if an operation failed (nothing applied, nothing recorded),
+        TransactionFailedError if an operation failed (no migration of this run applied,
+        nothing recorded),
         DataTooLargeError if the migrations to apply make a transaction larger than a server
         reads (nothing written, not even the lock).
         """

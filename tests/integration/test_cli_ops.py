@@ -321,6 +321,76 @@ async def test_locks_reads_read_write_locks_and_leader_latches(
     assert term is not None and latch_doc["entries"][0]["fencing_token"] == term.fencing_token
 
 
+async def test_locks_marks_a_path_whose_contenders_mix_layouts(
+    zookeeper: ServerHandle, zk_connect: ClientFactory, zk_namespace: str, kazoo: Any
+) -> None:
+    """The case no process is told of (docs/from-kazoo.md): aiocoord holds in Curator's layout
+    and an unmodified kazoo Lock asks, and takes the lock too. ``locks`` shows both
+    contenders, in queue order, and marks the path; a path of one layout is not marked."""
+    hosts = zookeeper.connect_string + zk_namespace
+    client = await zk_connect()
+    ours = aiocoord.Lock(client, "/locks/mixed", identifier="py-holder")
+    await ours.acquire()
+    theirs = kazoo.Lock("/locks/mixed", "kazoo-holder")
+    assert await asyncio.to_thread(theirs.acquire, True, 10)  # kazoo does not see our node
+    plain = aiocoord.Lock(client, "/locks/plain", identifier="py-alone")
+    await plain.acquire()
+    try:
+        doc = await locks_json(hosts, "/locks/mixed")
+        code, out, err = await cli("locks", hosts, "/locks/mixed")
+        alone = await locks_json(hosts, "/locks/plain")
+    finally:
+        await asyncio.to_thread(theirs.release)
+        await ours.release()
+        await plain.release()
+
+    assert doc["layout"] == "lock" and doc["mixed_layouts"] is True
+    assert [(e["role"], e["identifier"], e["node_layout"]) for e in doc["entries"]] == [
+        ("holder", "py-holder", "curator"),
+        ("waiting", "kazoo-holder", "kazoo"),  # waiting by our queue; kazoo believes it holds
+    ]
+    assert "__lock__" in doc["entries"][1]["node"]
+    assert code == 0, out + err
+    lines = out.splitlines()
+    assert lines[0].startswith("lock /locks/mixed: held by py-holder; 1 waiting; MIXED LAYOUTS")
+    assert "extra_lock_patterns" in lines[0]
+    assert lines[1].split()[-1] == "layout"
+    assert [line.split()[-1] for line in lines[2:]] == ["curator", "kazoo"]
+    assert alone["mixed_layouts"] is False
+    assert [e["node_layout"] for e in alone["entries"]] == ["curator"]
+
+
+async def test_locks_reads_kazoos_locks_and_marks_a_mixed_read_write_lock(
+    zookeeper: ServerHandle, zk_connect: ClientFactory, zk_namespace: str, kazoo: Any
+) -> None:
+    hosts = zookeeper.connect_string + zk_namespace
+    client = await zk_connect()
+    kazoo_lock = kazoo.Lock("/locks/theirs", "kazoo-alone")
+    assert await asyncio.to_thread(kazoo_lock.acquire, True, 10)
+    reader = aiocoord.ReadWriteLock(client, "/rw-mixed", identifier="py-reader").read
+    await reader.acquire()
+    kazoo_reader = kazoo.ReadLock("/rw-mixed", "kazoo-reader")
+    assert await asyncio.to_thread(kazoo_reader.acquire, True, 10)
+    try:
+        theirs = await locks_json(hosts, "/locks/theirs")
+        rw = await locks_json(hosts, "/rw-mixed")
+    finally:
+        await asyncio.to_thread(kazoo_lock.release)
+        await asyncio.to_thread(kazoo_reader.release)
+        await reader.release()
+
+    assert (theirs["layout"], theirs["mixed_layouts"]) == ("lock", False)
+    assert [(e["role"], e["identifier"], e["node_layout"]) for e in theirs["entries"]] == [
+        ("holder", "kazoo-alone", "kazoo")
+    ]
+    assert (rw["layout"], rw["mixed_layouts"]) == ("rwlock", True)
+    assert [(e["identifier"], e["node_layout"]) for e in rw["entries"]] == [
+        ("py-reader", "curator"),
+        ("kazoo-reader", "kazoo"),
+    ]
+    assert rw["entries"][0]["role"] == "reader"
+
+
 async def test_locks_on_a_missing_path_and_bad_input(
     zookeeper: ServerHandle, zk_namespace: str
 ) -> None:
@@ -330,6 +400,7 @@ async def test_locks_on_a_missing_path_and_bad_input(
     assert (await locks_json(hosts, "/nowhere")) == {
         "path": "/nowhere",
         "layout": None,
+        "mixed_layouts": False,
         "entries": [],
     }
     code, out, err = await cli("locks", hosts, "no-slash")

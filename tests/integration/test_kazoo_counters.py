@@ -130,6 +130,26 @@ async def test_kazoos_curator_counter_and_our_shared_count_count_exactly_togethe
     assert value == 2 * ROUNDS
 
 
+async def test_an_empty_node_of_kazoos_curator_counter_is_refused_naming_kazoo(
+    zk_connect: Factory, kazoo: Any
+) -> None:
+    """kazoo's ``Counter(support_curator=True)`` makes its node empty and reads that as its
+    default; Curator's ``SharedCount`` cannot read it (``ByteBuffer.getInt`` on no bytes), nor
+    can ours: refused, typed, with a message that says where the empty node comes from and
+    what to do; nothing is written."""
+    client = await zk_connect()
+    assert await asyncio.to_thread(lambda: kazoo.Counter("/fresh", support_curator=True).value) == 0
+    async with SharedCount(client, "/fresh", 5) as count:
+        with pytest.raises(CorruptedValueError, match=r"support_curator=True.*set\(\)") as empty:
+            count.value  # noqa: B018 - the read is the test
+        assert empty.value.data == b""
+        assert (await client.get("/fresh"))[0] == b""  # the seed does not overwrite it
+        await count.set(0)  # what the message says: a value written once, and both sides read
+        assert (await count.wait_for(lambda n: n == 0, timeout=10)).value == 0
+    value = await asyncio.to_thread(lambda: kazoo.Counter("/fresh", support_curator=True).value)
+    assert value == 0
+
+
 async def test_an_expiry_of_our_side_mid_count_loses_and_doubles_nothing(
     zookeeper: Any, zk_connect: Factory, kazoo: Any
 ) -> None:

@@ -38,6 +38,7 @@ SEMANTICS = {
     "operation fails": [
         "test_two_managers_at_once_apply_each_migration_once",
         "test_a_failing_operation_applies_and_records_nothing",
+        "test_the_pending_migrations_of_a_run_are_one_transaction",
         "test_a_changed_applied_migration_is_refused_before_anything_is_written",
     ],
 }
@@ -109,6 +110,26 @@ async def test_a_failing_operation_applies_and_records_nothing(zk_connect: Facto
     assert await client.exists("/migrations/meta/app") is None or await records(client) == []
 
 
+async def test_the_pending_migrations_of_a_run_are_one_transaction(zk_connect: Factory) -> None:
+    """As Curator's MigrationManager (one ``transaction().forOperations`` of every pending
+    migration and its record): when v2 fails, v1 is not applied either."""
+    client = await zk_connect()
+    await client.create("/taken", b"")
+    failing = Migration("v2", [create("/taken", b"")])
+    with pytest.raises(TransactionFailedError) as raised:
+        await manager(client).migrate(MigrationSet("app", [V1, failing]))
+    assert isinstance(raised.value.cause, NodeExistsError)
+    assert raised.value.failed_index == len(V1.operations) + 1  # v2's op, after v1 and its record
+    assert await client.exists("/app") is None  # v1 was not applied either
+    assert await client.exists("/migrations/meta/app") is None or await records(client) == []
+    # Applied in runs of their own, v1 goes in and v2 alone fails.
+    assert await manager(client).migrate(MigrationSet("app", [V1])) == ["v1"]
+    with pytest.raises(TransactionFailedError):
+        await manager(client).migrate(MigrationSet("app", [V1, failing]))
+    assert await client.exists("/app/config") is not None
+    assert len(await records(client)) == 1
+
+
 async def test_bad_migrations_are_refused_when_made(zk_connect: Factory) -> None:
     client = await zk_connect()
     with pytest.raises(BadArgumentsError):
@@ -177,6 +198,23 @@ def test_our_records_are_curators_hashes(curator: list[str], zookeeper: Any) -> 
     assert answers == [m.digest(namespace="ns/sub").hex() for m in migrations]
     assert answers == [m.digest(namespace="/ns/sub").hex() for m in migrations]
     assert answers[0] != V1.digest().hex()
+
+
+def test_curator_hashes_a_path_in_the_jvms_default_charset(
+    curator: list[str], zookeeper: Any
+) -> None:
+    """Curator's hash takes the bytes of each path in the JVM's default charset
+    (``String.getBytes()``); ours are UTF-8. A Java 17 JVM under ``LC_ALL=C`` has US-ASCII as
+    its default (``-Dfile.encoding`` says it here): the same non-ASCII path hashes otherwise,
+    an ASCII one the same (docs/typed-state.md)."""
+    utf8 = [arg for arg in curator if not arg.startswith("-Dfile.encoding=")]
+    ascii_jvm = [utf8[0], "-Dfile.encoding=US-ASCII", *utf8[1:]]
+    plain, accented = Migration("a", [create("/cafe")]), Migration("e", [create("/café")])
+    at = zookeeper.connect_string
+    answers = ask_java_peer(ascii_jvm, [f"hash {at} {_spec(m)}" for m in (plain, accented)])
+    assert answers[0] == plain.digest().hex()
+    assert answers[1] != accented.digest().hex()
+    assert ask_java_peer(curator, [f"hash {at} {_spec(accented)}"]) == [accented.digest().hex()]
 
 
 def test_a_create_with_another_acl_is_hashed_with_it(curator: list[str]) -> None:

@@ -224,7 +224,7 @@ async def test_a_put_still_on_its_way_after_its_connection_was_given_up_applies_
     # network or a proxy; the 30-minute soak found items put twice that way). Here the first
     # transaction is held back as if on its way, the put is told ConnectionLossError, checks,
     # sends again; then the held transaction arrives. It must fail, all of it.
-    client, observer = await zk_connect(), await zk_connect()
+    client, observer = await zk_connect(session_timeout=2), await zk_connect()
     await client.ensure_path("/late")
     queue = Queue(client, "/late")
     held: list[Transaction] = []
@@ -245,12 +245,12 @@ async def test_a_put_still_on_its_way_after_its_connection_was_given_up_applies_
     items = [n for n in await observer.children("/late") if n.startswith("queue-")]
     assert len(items) == 1
     assert await queue.get(5) == b"once"
-    await queue.close()
-    # The fence stays while the transaction could still come (FENCE_LIFETIME timeouts).
-    (fence,) = await observer.children("/late")
+    # The fence stays while the transaction could still come (FENCE_LIFETIME timeouts)...
+    names = await observer.children("/late")
+    (fence,) = [n for n in names if (await observer.get(f"/late/{n}"))[0] == FENCE]
     stat = await observer.exists(f"/late/{fence}")
     assert stat is not None and stat.ephemeral_owner == client.session_id
-    await client.close()
+    await queue.close()  # ... and close() waits for that, then deletes it
     assert await observer.children("/late") == []
 
 
@@ -286,6 +286,35 @@ async def test_fences_go_once_their_transactions_can_no_longer_arrive(
     assert len(items) == 6  # each put exactly once
     assert sorted([await queue.get(5) for _ in range(6)]) == [bytes([i]) for i in range(6)]
     await queue.close()
+
+
+async def test_a_fence_whose_own_reply_was_lost_goes_at_close(
+    zk_connect: Factory, zk_fault_proxy: FaultProxy
+) -> None:
+    """A put never reaches the server (its link is cut in a partition); the check's fence is
+    made but its reply is lost too, so the check finds its own fence on the next try. That
+    fence is deleted like any other (it stayed until the session ended), and the put applies
+    once."""
+    proxy = zk_fault_proxy
+    client = await zk_connect(proxy.connect_string, session_timeout=2)
+    observer = await zk_connect()
+    await client.ensure_path("/own")
+    queue = Queue(client, "/own")
+    multis = client.session.sent[Op.MULTI]
+    proxy.blackhole()
+    putting = asyncio.ensure_future(queue.put(b"once"))
+    await eventually(lambda: _true(client.session.sent[Op.MULTI] > multis))
+    fence_lost = proxy.drop_after_request(lambda xid, op: op in (Op.CREATE, Op.CREATE2))
+    proxy.drop()  # cut in the partition: nothing it held reaches the server
+    proxy.heal()
+    await asyncio.wait_for(putting, 20)
+    assert (await fence_lost.wait(5)).opcode in (Op.CREATE, Op.CREATE2)
+    await queue.close()
+    names = await observer.children("/own")
+    left = {n: (await observer.get(f"/own/{n}"))[0] for n in names if not n.startswith("queue-")}
+    assert left == {}
+    assert len(names) == 1
+    assert await Queue(observer, "/own").get(5) == b"once"
 
 
 @pytest.mark.parametrize("layout", ["curator", "kazoo"])

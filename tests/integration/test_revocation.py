@@ -113,6 +113,47 @@ async def test_a_holder_that_did_not_opt_in_is_unchanged(zk_connect: Factory) ->
     assert await holder.exists(node) is None
 
 
+@pytest.mark.parametrize("layout", ["curator", "kazoo"])
+async def test_a_holder_never_takes_its_own_identifier_for_a_request(
+    zk_connect: Factory, layout: str
+) -> None:
+    """An identifier that reads ``__REVOKE__`` is the holder's own data, written with its node,
+    not a request: only a change of the node's data asks (Curator's holders write no data on a
+    revocable node, so theirs never meet this)."""
+    holder, other = await zk_connect(), await zk_connect()
+    lock = Lock(holder, "/self", identifier="__REVOKE__", layout=layout)
+    lock.make_revocable()
+
+    def gets() -> int:
+        stat = holder.stats().requests.get("get")
+        return stat.count if stat is not None else 0
+
+    before = gets()
+    await lock.acquire()
+    node = lock.node_path
+    assert node is not None
+    assert (await other.get(node))[0] == b"__REVOKE__"  # its identifier, as given
+
+    async def read() -> bool:  # the holding's watch on its node, armed by a read of its data
+        return gets() > before
+
+    await eventually(read, what="the holder's read of its node")
+    await holder.sync()  # answered after that read
+    assert not lock.revocation.is_set()
+    assert await attempt_revoke(other, node)  # a request still is one
+    assert await lock.revocation.wait(timeout=20) == node
+    await lock.release()
+    # Made revocable while held, too; and a request that writes the very bytes the node was
+    # made with is still one.
+    late = Lock(holder, "/self-late", identifier="__REVOKE__", layout=layout)
+    await late.acquire()
+    late.make_revocable()
+    assert late.node_path is not None
+    assert await attempt_revoke(other, late.node_path)
+    assert await late.revocation.wait(timeout=20) == late.node_path
+    await late.release()
+
+
 async def test_a_request_made_while_waiting_is_told_once_held(zk_connect: Factory) -> None:
     first, second, revoker = await zk_connect(), await zk_connect(), await zk_connect()
     holder, waiter = Lock(first, "/w"), Mutex(second, "/w")  # any task may release a Mutex

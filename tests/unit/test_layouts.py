@@ -13,7 +13,7 @@ import pytest
 import aiocoord
 from aiocoord import BadArgumentsError, InvalidTypeError, Layout
 from aiocoord.recipes._contention.naming import foreign_contender, fresh_prefix
-from aiocoord.recipes.layout import check_layout
+from aiocoord.recipes.layout import check_layout, contender_layout
 
 
 def test_a_layout_is_named_by_its_enum_or_its_name() -> None:
@@ -89,3 +89,19 @@ def test_a_queue_reports_contenders_of_the_other_layout(
     layout: Layout, names: list[str], foreign: str | None
 ) -> None:
     assert foreign_contender(layout, names) == foreign
+
+
+@pytest.mark.parametrize(
+    ("name", "layout"),
+    [
+        ("_c_0b1d-lock-0000000001", Layout.CURATOR),
+        ("_c_0b1d-__WRIT__0000000001", Layout.CURATOR),
+        ("latch-0000000003", Layout.CURATOR),
+        ("0b1d__lock__0000000002", Layout.KAZOO),
+        ("0b1d__rlock__0000000002", Layout.KAZOO),
+        ("leases", None),
+        ("lease_holder", None),
+    ],
+)
+def test_a_contenders_layout_is_told_by_its_name(name: str, layout: Layout | None) -> None:
+    assert contender_layout(name) is layout

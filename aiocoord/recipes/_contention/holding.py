@@ -7,7 +7,8 @@ holder (``"deleted"``). :class:`LossWatch` notices all of them and reports the f
 once; :class:`LossEvent` is what a holder awaits (``await lock.lost``).
 
 The same watch tells a holding that listens (``on_revoke``) of a revocation request:
-:data:`REVOKE_MESSAGE` written as its node's data (Curator's ``Revoker``). A data change
+:data:`REVOKE_MESSAGE` written as its node's data (Curator's ``Revoker``; the node's own data
+at version 0, an identifier that reads the same, is none). A data change
 consumes the watch, and the getData that arms it again reads the data: listening costs no
 request more, and a holding that does not listen reads the same (and ignores it).
 """
@@ -113,7 +114,8 @@ class LossWatch:
     lost with the connection is asked again on the next connection of the same session, if
     still held then: nothing is sent for a holding released meanwhile (its read would find the
     node gone). The watch is left for the holder's own delete to consume (nothing is sent to
-    remove it). ``on_data`` is called with the node's data each time a read arms the watch.
+    remove it). ``on_data`` is called with the node's data and data version each time a read
+    arms the watch.
     """
 
     __slots__ = (
@@ -134,7 +136,7 @@ class LossWatch:
         callback: Callable[[State, str], None],
         *,
         watch_node: bool = True,
-        on_data: Callable[[bytes], None] | None = None,
+        on_data: Callable[[bytes, int], None] | None = None,
     ) -> None:
         self._client = client
         self._on_data = on_data
@@ -237,8 +239,8 @@ class Holding:
     :func:`~aiocoord.recipes._contention.contender.delete_node`).
 
     ``on_revoke(holding)`` (settable later) is called while held each time the node's watch
-    reads :data:`REVOKE_MESSAGE` as its data: a revocation request. It only tells; nothing is
-    released for the holder.
+    reads :data:`REVOKE_MESSAGE` as its data, changed since the node was made: a revocation
+    request. It only tells; nothing is released for the holder.
     """
 
     __slots__ = (
@@ -315,8 +317,12 @@ class Holding:
         """True until released or lost."""
         return not self.released and not self.lost.is_set()
 
-    def _read(self, data: bytes) -> None:
-        if data == REVOKE_MESSAGE and self.on_revoke is not None and self.is_held:
+    def _read(self, data: bytes, version: int) -> None:
+        # A request is a change of the node's data (Curator's Revoker sets it): at version 0
+        # the data is the holder's own, written with the node (an identifier reading
+        # "__REVOKE__"), never a request. Curator's holders meet no such data: they write
+        # none on a revocable node.
+        if data == REVOKE_MESSAGE and version > 0 and self.on_revoke is not None and self.is_held:
             self.on_revoke(self)
 
     def _answered(self, done: asyncio.Future[Any]) -> None:
@@ -324,7 +330,7 @@ class Holding:
             return  # the session's end: the loss watch reports it
         reply = done.result()
         if not reply.err and reply.body is not None:
-            self._read(reply.body.data)
+            self._read(reply.body.data, reply.body.stat.version)
 
     def _lose(self, state: State, reason: str) -> None:
         if self.released or self.lost.is_set():

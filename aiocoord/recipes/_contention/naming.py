@@ -15,21 +15,12 @@ it, and the queue warns (:class:`~aiocoord.MixedLayoutWarning`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-from aiocoord._paths import kazoo_prefix, protected_prefix, sequence_of
-from aiocoord.recipes.layout import Layout
+from aiocoord._paths import kazoo_prefix, protected_prefix
+from aiocoord.recipes.layout import KAZOO_LOCK, KAZOO_READ, Layout, contender_layout
 
 __all__ = ["KAZOO_LOCK", "KAZOO_READ", "fresh_prefix", "foreign_contender"]
-
-#: kazoo's lock node names (before the sequence number): a lock or writer, and a reader.
-KAZOO_LOCK = "__lock__"
-KAZOO_READ = "__rlock__"
-
-# The names kazoo's locks take for contenders (kazoo's own test of a name, without
-# extra_lock_patterns).
-_KAZOO_CONTENDER = re.compile(r"(?:__lock__|__rlock__)-?\d{10}$")
 
 _ADVICE = {
     Layout.CURATOR: (
@@ -54,11 +45,11 @@ def foreign_contender(layout: Layout, names: Iterable[str]) -> str | None:
     if layout is Layout.CURATOR:
         # On every acquisition's listing: a substring test first, the pattern only on a hit.
         for name in names:
-            if "lock__" in name and _KAZOO_CONTENDER.search(name) is not None:
+            if "lock__" in name and contender_layout(name) is Layout.KAZOO:
                 return name
         return None
     for name in names:
-        if _KAZOO_CONTENDER.search(name) is None and sequence_of(name) is not None:
+        if contender_layout(name) is Layout.CURATOR:
             return name
     return None
 
