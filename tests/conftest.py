@@ -6,17 +6,26 @@ it must have been refused as NotSentError instead.
 
 The Java peers (``tests/integration/java``) come compiled from ``curator_peers``, once for
 each Curator version of ``support.CURATOR_VERSIONS`` (a test that takes it runs for each),
-or from ``java_peers`` where Curator's version changes nothing.
+or from ``java_peers`` where Curator's version changes nothing; ``curator_process`` is
+one of them running, CuratorRecipesPeer, for the tests it answers requests of.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import TracebackType
+from typing import Any
 
 import pytest
-from support import CURATOR_VERSIONS, JavaPeers, build_java_peers, wanted_curators
+from support import (
+    CURATOR_VERSIONS,
+    JavaPeers,
+    build_java_peers,
+    running_java_peer,
+    wanted_curators,
+)
 
 DEAD_SOCKET_WRITE = "socket.send() raised exception"
 
@@ -81,3 +90,14 @@ def java_peers(_java_peer_builds: Callable[[str], JavaPeers]) -> JavaPeers:
     if not wanted:
         pytest.skip("AIOCOORD_CURATOR_VERSIONS=none: no Java peers")
     return _java_peer_builds(wanted[0])
+
+
+@pytest.fixture
+async def curator_process(
+    curator_peers: JavaPeers, zookeeper: Any, zk_namespace: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """CuratorRecipesPeer running on each Curator version, connected under the test's
+    namespace (its requests: ``support.ask_running_peer``)."""
+    command = curator_peers.command("CuratorRecipesPeer")
+    async with running_java_peer(command, zookeeper.connect_string + zk_namespace) as peer:
+        yield peer

@@ -17,7 +17,7 @@ import time
 import urllib.parse
 import uuid
 import zipfile
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -412,6 +412,41 @@ async def java_line(java: asyncio.subprocess.Process, timeout: float = 60) -> st
         err = await java.stderr.read()
         raise AssertionError(f"the Java peer ended early: {err.decode()[-3000:]}")
     return line.decode().rstrip("\n")
+
+
+@contextlib.asynccontextmanager
+async def running_java_peer(
+    command: list[str], *args: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """A peer of :func:`start_java_peer` that printed ``ready``, for requests of
+    :func:`ask_running_peer`; told ``quit`` at the end, it must end with status 0 (it is
+    killed if it did not end)."""
+    peer = await start_java_peer(command, *args)
+    try:
+        assert await java_line(peer) == "ready"
+        yield peer
+        await tell_running_peer(peer, "quit")
+        assert await asyncio.wait_for(peer.wait(), 60) == 0
+    finally:
+        if peer.returncode is None:
+            peer.kill()
+            await peer.wait()
+
+
+async def tell_running_peer(peer: asyncio.subprocess.Process, request: str) -> None:
+    """Send one request line to a peer of :func:`running_java_peer` (its answer is read later,
+    with :func:`java_line`)."""
+    assert peer.stdin is not None
+    peer.stdin.write(request.encode() + b"\n")
+    await peer.stdin.drain()
+
+
+async def ask_running_peer(
+    peer: asyncio.subprocess.Process, request: str, timeout: float = 60
+) -> str:
+    """Send one request line to a peer of :func:`running_java_peer`; its answer line."""
+    await tell_running_peer(peer, request)
+    return await java_line(peer, timeout)
 
 
 def ask_java_peer(command: list[str], requests: Sequence[str]) -> list[str]:
