@@ -388,7 +388,7 @@ def build_java_peers(version: str, out: Path) -> JavaPeers:
 
 
 async def start_java_peer(command: list[str], *args: str) -> asyncio.subprocess.Process:
-    """Start a peer from :func:`compile_java_peer`'s ``command`` with ``args``, its standard
+    """Start a peer from :meth:`JavaPeers.command` with ``args``, its standard
     streams piped (a small heap and the serial collector: the machine is shared)."""
     java, *rest = command
     return await asyncio.create_subprocess_exec(
