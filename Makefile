@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-zk39 test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab abi floor barelock instant handover-floor profile soak repeat ci-local zookeeper kerberos venv clean
+.PHONY: demo test test-zk39 test-pythons unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab abi floor barelock instant handover-floor profile soak repeat ci-local zookeeper kerberos curator venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,25 +23,30 @@ zookeeper:
 kerberos: venv
 	./scripts/install-kerberos $(PY)
 
+# The Curator versions the tests' Java peers run against (5.4 and 5.7, Debian's jars, each
+# with its ZooKeeper client) and a JDK: fetched once into /var/cache/aiocoord/curator.
+curator:
+	./scripts/install-curator
+
 demo: venv zookeeper
 	$(PY) -m aiocoord demo
 
-test: venv zookeeper kerberos
+test: venv zookeeper kerberos curator
 	$(PY) -m pytest -q
 
 # The suite against ZooKeeper 3.9 (Debian forky's 3.9.6 jars, on the OS's Java), beside the
 # OS's 3.8 that `make test` uses.
-test-zk39: venv zookeeper kerberos
+test-zk39: venv zookeeper kerberos curator
 	ZOOKEEPER_HOME=$$(./scripts/install-zookeeper --version 3.9 --suite forky) $(PY) -m pytest -q
 
 # The suite on every other Python the package claims (3.10, 3.12, 3.13): a venv each.
-test-pythons: venv zookeeper kerberos
+test-pythons: venv zookeeper kerberos curator
 	./scripts/test-pythons
 
 unit: venv
 	$(PY) -m pytest -q tests/unit
 
-integration: venv zookeeper kerberos
+integration: venv zookeeper kerberos curator
 	$(PY) -m pytest -q tests/integration
 
 chaos: venv zookeeper

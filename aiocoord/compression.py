@@ -2,11 +2,14 @@
 default for ``.compressed()``): what ``create``, ``set`` and ``get`` do with
 ``compressed=True``, for nodes shared with Curator clients that opt in.
 
-The bytes are those Curator 5 writes, not merely readable by it: a gzip member with a
-10-byte header of no name, no time and no OS (``1f 8b 08 00 00000000 00 00``), the data
-deflated at zlib's default level, then the CRC-32 and the length (a test compares them with
-Curator's own output). Reading takes any single gzip member, as Java's ``GZIPInputStream``
-does for what Curator wrote.
+The bytes are those Curator writes, not merely readable by it: a gzip member with a 10-byte
+header of no name, no time and an unknown OS (``1f 8b 08 00 00000000 00 ff``), the data
+deflated at zlib's default level, then the CRC-32 and the length. That header is the one
+Curator 5.6 and later write on Java 16 and later; Curator 5.5 and earlier write 0 as the OS
+byte on every Java, and so do later ones on Java 15 and earlier: that one byte differs, and
+every reader ignores it (tests compare with Curator 5.4's and 5.7's own output, and each
+reads the other's). Reading takes any single gzip member, as Java's ``GZIPInputStream`` does
+for what Curator wrote.
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ from aiocoord.errors import CompressedDataError
 
 __all__ = ["gzip_compress", "gzip_decompress"]
 
-# Java's GZIPOutputStream header, which Curator writes too: no FNAME, MTIME 0, XFL 0, OS 0.
-# (Python's gzip module writes XFL and OS 255, so its bytes would differ from Curator's.)
-_HEADER = bytes((0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0))
+# Java's GZIPOutputStream header, which Curator writes too: no FNAME, MTIME 0, XFL 0, and OS
+# 255 ("unknown"), Java's since JDK 16 (JDK-8244706; 0 before), which Curator 5.6 and later
+# follow on the Java they run on (CURATOR-672; 5.5 and earlier wrote 0 on any Java): the
+# bytes of a current Curator on a current Java. (Python's gzip module sets XFL by level and
+# OS by platform, so its bytes would differ from Curator's.)
+_HEADER = bytes((0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF))
 _TRAILER = struct.Struct("<II")
 #: gzip framing for zlib: 16 + the largest window
 _GZIP_WBITS = 16 + zlib.MAX_WBITS

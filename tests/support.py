@@ -14,8 +14,10 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.parse
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+import zipfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -279,30 +281,114 @@ needs_local_jvm = pytest.mark.skipif(
 )
 
 
-#: Where the ZooKeeper and Curator jars are (Debian's packages put them here).
-JAVA_LIBS = Path(os.environ.get("AIOCOORD_JAVA_LIBS", "/usr/share/java"))
+#: The Curator versions the Java peers of ``integration/java`` run against, each with the
+#: ZooKeeper client, Guava, SLF4J and Jackson jars Debian ships beside it (what a Java service
+#: on that release loads): 5.4 is bookworm's 5.4.0 (ZooKeeper 3.8), 5.7 trixie's 5.7.1
+#: (ZooKeeper 3.9). ``scripts/install-curator`` (run by ``make test``) fetches them.
+CURATOR_VERSIONS = ("5.4", "5.7")
+#: Where ``scripts/install-curator`` puts them: ``<version>/usr/share/java/*.jar``.
+CURATOR_JARS = Path(os.environ.get("AIOCOORD_CURATOR_JARS", "/var/cache/aiocoord/curator"))
+#: The Java the peers are compiled for (``javac --release``): the oldest they run on, so that
+#: every later JVM loads them (Java 21 refuses a class javac 25 made for 25).
+JAVA_RELEASE = 17
 JAVA_SOURCES = Path(__file__).resolve().parent / "integration" / "java"
 
+#: Every jar a peer needs, with a class of each (to check where a peer loads it from), each
+#: before the jars whose manifests name it: a jar's Class-Path entries (/usr/share/java's
+#: jars, another Curator's or ZooKeeper's there) load right after that jar, ahead of what
+#: the classpath lists later.
+_PEER_JARS = {
+    "slf4j-api": "org.slf4j.LoggerFactory",
+    "slf4j-nop": "org.slf4j.impl.StaticLoggerBinder",
+    "jackson-annotations": "com.fasterxml.jackson.annotation.JsonProperty",
+    "jackson-core": "com.fasterxml.jackson.core.JsonFactory",
+    "jackson-databind": "com.fasterxml.jackson.databind.ObjectMapper",
+    "guava": "com.google.common.collect.ImmutableList",
+    "zookeeper-jute": "org.apache.jute.Record",
+    "zookeeper": "org.apache.zookeeper.ZooKeeper",
+    "curator-client": "org.apache.curator.CuratorZookeeperClient",
+    "curator-framework": "org.apache.curator.framework.CuratorFramework",
+    "curator-recipes": "org.apache.curator.framework.recipes.locks.InterProcessMutex",
+    "curator-x-discovery": "org.apache.curator.x.discovery.ServiceDiscovery",
+}
 
-def compile_java_peer(out: Path, name: str, jars: Sequence[str]) -> list[str]:
-    """The command that runs ``integration/java/<name>.java``, compiled into ``out`` against
-    ``jars`` (file names in :data:`JAVA_LIBS`); skips the test without a JDK or the jars."""
-    missing = [jar for jar in jars if not (JAVA_LIBS / jar).exists()]
-    if shutil.which("javac") is None or shutil.which("java") is None or missing:
-        pytest.skip(f"needs a JDK and these jars in {JAVA_LIBS}: {missing or 'javac'}")
-    classpath = os.pathsep.join(str(JAVA_LIBS / jar) for jar in jars)
-    subprocess.run(
-        ["javac", "-nowarn", "-d", str(out), "-cp", classpath, str(JAVA_SOURCES / f"{name}.java")],
-        check=True,
+
+def wanted_curators() -> tuple[str, ...]:
+    """The Curator versions whose peers must run: those ``$AIOCOORD_CURATOR_VERSIONS`` names
+    (``none`` for none: a machine with no JDK or no Debian packages), all of
+    :data:`CURATOR_VERSIONS` when it is not set. A wanted one that is not installed fails its
+    tests; CI installs them all."""
+    words = os.environ.get("AIOCOORD_CURATOR_VERSIONS", " ".join(CURATOR_VERSIONS)).split()
+    wanted = tuple(w for w in words if w != "none")
+    unknown = [w for w in wanted if w not in CURATOR_VERSIONS]
+    if unknown:
+        pytest.fail(f"AIOCOORD_CURATOR_VERSIONS names {unknown}; known: {CURATOR_VERSIONS}")
+    return wanted
+
+
+@dataclass(frozen=True)
+class JavaPeers:
+    """The Java peers of ``integration/java``, compiled against one Curator version."""
+
+    #: the Curator version, one of :data:`CURATOR_VERSIONS`
+    curator: str
+    classpath: str
+
+    def command(self, name: str) -> list[str]:
+        """The command that runs the peer ``integration/java/<name>.java`` on the system's
+        ``java``."""
+        # UTF-8 whatever the locale: Java 17 still takes its default charset from it.
+        return ["java", "-Dfile.encoding=UTF-8", "-cp", self.classpath, name]
+
+
+def build_java_peers(version: str, out: Path) -> JavaPeers:
+    """Every peer of ``integration/java`` compiled into ``out`` against Curator ``version``'s
+    jars (:data:`CURATOR_JARS`), once it is checked that they load that Curator's classes and
+    no other. Skips if ``version`` is not wanted (:func:`wanted_curators`); fails, naming what
+    installs them, if the jars or a JDK are missing."""
+    if version not in wanted_curators():
+        pytest.skip(f"Curator {version} is not in AIOCOORD_CURATOR_VERSIONS")
+    libs = CURATOR_JARS / version / "usr" / "share" / "java"
+    jars = [libs / f"{name}.jar" for name in _PEER_JARS]
+    missing = [jar.name for jar in jars if not jar.exists()]
+    if missing or shutil.which("javac") is None or shutil.which("java") is None:
+        pytest.fail(
+            f"Curator {version}'s peers need a JDK and these jars in {libs}: "
+            f"{missing or 'javac'}; run scripts/install-curator (or AIOCOORD_CURATOR_VERSIONS)",
+            pytrace=False,
+        )
+    with zipfile.ZipFile(libs / "curator-framework.jar") as jar:
+        pom = jar.read("META-INF/maven/org.apache.curator/curator-framework/pom.properties")
+    assert f"version={version}.".encode() in pom, f"{libs} does not hold Curator {version}"
+    classpath = os.pathsep.join(str(jar) for jar in jars)
+    javac = subprocess.run(
+        [
+            "javac",
+            "--release",
+            str(JAVA_RELEASE),
+            "-nowarn",
+            "-d",
+            str(out),
+            "-cp",
+            classpath,
+            *sorted(str(source) for source in JAVA_SOURCES.glob("*.java")),
+        ],
         capture_output=True,
-        timeout=120,
+        text=True,
+        timeout=180,
     )
-    # UTF-8 whatever the locale: Java 17 still takes its default charset from it.
-    return ["java", "-Dfile.encoding=UTF-8", "-cp", os.pathsep.join([classpath, str(out)]), name]
+    assert javac.returncode == 0, f"javac against Curator {version}:\n{javac.stderr[-3000:]}"
+    peers = JavaPeers(version, os.pathsep.join([classpath, str(out)]))
+    lines = ask_java_peer([*peers.command("ClassSources"), *_PEER_JARS.values()], [])
+    source = dict(line.split(" ", 1) for line in lines)
+    loaded = {jar: Path(urllib.parse.urlparse(source[cls]).path) for jar, cls in _PEER_JARS.items()}
+    # The JVM names a jar by its real path (Debian's links resolved).
+    assert loaded == {name: jar.resolve() for name, jar in zip(_PEER_JARS, jars, strict=True)}
+    return peers
 
 
 async def start_java_peer(command: list[str], *args: str) -> asyncio.subprocess.Process:
-    """Start a peer from :func:`compile_java_peer`'s ``command`` with ``args``, its standard
+    """Start a peer from :meth:`JavaPeers.command` with ``args``, its standard
     streams piped (a small heap and the serial collector: the machine is shared)."""
     java, *rest = command
     return await asyncio.create_subprocess_exec(
@@ -328,20 +414,39 @@ async def java_line(java: asyncio.subprocess.Process, timeout: float = 60) -> st
     return line.decode().rstrip("\n")
 
 
-#: What CuratorToolsPeer.java needs: ZooKeeper's digest provider, Curator's gzip provider
-#: and a Curator client.
-CURATOR_TOOLS_JARS = (
-    "zookeeper.jar",
-    "zookeeper-jute.jar",
-    "curator-client.jar",
-    "curator-framework.jar",
-    "guava.jar",
-    "slf4j-api.jar",
-    "slf4j-nop.jar",
-)
+@contextlib.asynccontextmanager
+async def running_java_peer(
+    command: list[str], *args: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """A peer of :func:`start_java_peer` that printed ``ready``, for requests of
+    :func:`ask_running_peer`; told ``quit`` at the end, it must end with status 0 (it is
+    killed if it did not end)."""
+    peer = await start_java_peer(command, *args)
+    try:
+        assert await java_line(peer) == "ready"
+        yield peer
+        await tell_running_peer(peer, "quit")
+        assert await asyncio.wait_for(peer.wait(), 60) == 0
+    finally:
+        if peer.returncode is None:
+            peer.kill()
+            await peer.wait()
 
-#: What a peer using Curator's recipes needs (the Curator interop tests).
-CURATOR_RECIPES_JARS = (*CURATOR_TOOLS_JARS, "curator-recipes.jar")
+
+async def tell_running_peer(peer: asyncio.subprocess.Process, request: str) -> None:
+    """Send one request line to a peer of :func:`running_java_peer` (its answer is read later,
+    with :func:`java_line`)."""
+    assert peer.stdin is not None
+    peer.stdin.write(request.encode() + b"\n")
+    await peer.stdin.drain()
+
+
+async def ask_running_peer(
+    peer: asyncio.subprocess.Process, request: str, timeout: float = 60
+) -> str:
+    """Send one request line to a peer of :func:`running_java_peer`; its answer line."""
+    await tell_running_peer(peer, request)
+    return await java_line(peer, timeout)
 
 
 def ask_java_peer(command: list[str], requests: Sequence[str]) -> list[str]:

@@ -1,10 +1,9 @@
 """DistributedAtomicValue, AtomicCounter (promoted mode) and QueueSharder share their nodes
-with Apache Curator 5 itself: a Java program (tests/integration/java/CuratorAtomicShardPeer.java,
-compiled here against the Curator jars of /usr/share/java or ``$AIOCOORD_JAVA_LIBS``)
-compare-and-sets what aiocoord wrote and the other way round, increments one promoted
-counter with aiocoord at the same time (same node, same lock path: no update lost), and runs
-a QueueSharder on the shards aiocoord made (items and shards both ways). Skipped where no JDK
-or Curator jars are installed (``make bench-java`` installs them on Debian)."""
+with Apache Curator 5 itself, on each version of support.CURATOR_VERSIONS: a Java program
+(tests/integration/java/CuratorAtomicShardPeer.java) compare-and-sets what aiocoord wrote and
+the other way round, increments one promoted counter with aiocoord at the same time (same
+node, same lock path: no update lost), and runs a QueueSharder on the shards aiocoord made
+(items and shards both ways)."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from support import CURATOR_RECIPES_JARS, Factory, compile_java_peer, java_line, start_java_peer
+from support import Factory, JavaPeers, java_line, start_java_peer
 
 from aiocoord import (
     AtomicCounter,
@@ -26,17 +25,15 @@ from aiocoord import (
 )
 from aiocoord.errors import TimeoutError as CoordTimeoutError
 
-JARS = CURATOR_RECIPES_JARS
 #: Java's side of the contention (CuratorAtomicShardPeer's THREADS x INCREMENTS), and ours.
 JAVA_INCREMENTS = 2 * 40
 PY_CLIENTS, PY_INCREMENTS = 4, 40
 
 
-@pytest.fixture(scope="module")
-def peer_command(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The compiled peer's command (the test is skipped without a JDK or the jars)."""
-    out = tmp_path_factory.mktemp("curator-atomic-peer")
-    return compile_java_peer(out, "CuratorAtomicShardPeer", JARS)
+@pytest.fixture
+def peer_command(curator_peers: JavaPeers) -> list[str]:
+    """The peer's command, on each Curator version."""
+    return curator_peers.command("CuratorAtomicShardPeer")
 
 
 async def test_atomic_values_and_a_promoted_counter_are_shared_with_curator(

@@ -1,49 +1,30 @@
-"""The issue-18 recipes share their nodes with Apache Curator 5 itself: a Java program
-(tests/integration/java/CuratorQueuesPeer.java, compiled here against the Curator jars of
-/usr/share/java or ``$AIOCOORD_JAVA_LIBS``) takes what aiocoord put in a SimpleQueue,
-DelayQueue, IdQueue and SharedValue, and aiocoord takes what it puts back; a Curator
-PersistentTtlNode on the path of one of ours shares its ``touch`` child. Skipped where no
-JDK or Curator jars are installed (``make bench-java`` installs them on Debian)."""
+"""The issue-18 recipes share their nodes with Apache Curator 5 itself, on each version of
+support.CURATOR_VERSIONS: a Java program (tests/integration/java/CuratorQueuesPeer.java)
+takes what aiocoord put in a SimpleQueue, DelayQueue, IdQueue and SharedValue, and aiocoord
+takes what it puts back; a Curator PersistentTtlNode on the path of one of ours shares its
+``touch`` child."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import subprocess
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from support import CURATOR_RECIPES_JARS, Factory
+from support import Factory, JavaPeers
 
 from aiocoord import DelayQueue, IdQueue, PersistentTtlNode, SharedValue, SimpleQueue
 
-SOURCE = Path(__file__).resolve().parent / "java" / "CuratorQueuesPeer.java"
-JAVA_DIR = Path(os.environ.get("AIOCOORD_JAVA_LIBS", "/usr/share/java"))
-JARS = CURATOR_RECIPES_JARS
 
-
-@pytest.fixture(scope="module")
-def peer_classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The compiled peer's classpath (the test is skipped without a JDK or the jars)."""
-    missing = [jar for jar in JARS if not (JAVA_DIR / jar).exists()]
-    if shutil.which("javac") is None or shutil.which("java") is None or missing:
-        pytest.skip(f"needs a JDK and Curator's jars in {JAVA_DIR} (missing: {missing})")
-    jars = os.pathsep.join(str(JAVA_DIR / jar) for jar in JARS)
-    build = tmp_path_factory.mktemp("curator-peer")
-    subprocess.run(
-        ["javac", "-nowarn", "-cp", jars, "-d", str(build), str(SOURCE)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    return os.pathsep.join([str(build), jars])
+@pytest.fixture
+def peer_command(curator_peers: JavaPeers) -> list[str]:
+    """The peer's command, on each Curator version."""
+    return curator_peers.command("CuratorQueuesPeer")
 
 
 async def test_curator_takes_what_aiocoord_put_and_the_other_way_round(
-    zk_connect: Factory, zookeeper: Any, zk_namespace: str, peer_classpath: str
+    zk_connect: Factory, zookeeper: Any, zk_namespace: str, peer_command: list[str]
 ) -> None:
     client = await zk_connect()
     simple = SimpleQueue(client, "/simple")
@@ -64,12 +45,10 @@ async def test_curator_takes_what_aiocoord_put_and_the_other_way_round(
     java = await asyncio.to_thread(
         subprocess.run,
         [
-            "java",
+            peer_command[0],
             "-Xmx256m",
             "-XX:+UseSerialGC",
-            "-cp",
-            peer_classpath,
-            "CuratorQueuesPeer",
+            *peer_command[1:],
             zookeeper.connect_string + zk_namespace,
         ],
         capture_output=True,

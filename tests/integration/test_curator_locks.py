@@ -1,12 +1,11 @@
 """Our Lock and Curator 5's InterProcessMutex in one queue: a Java program
-(tests/integration/java/CuratorLockPeer.java, compiled here against the Curator jars of
-/usr/share/java or ``$AIOCOORD_JAVA_LIBS``) runs InterProcessMutex contenders on the path our
+(tests/integration/java/CuratorLockPeer.java, on each Curator version of
+support.CURATOR_VERSIONS) runs InterProcessMutex contenders on the path our
 Locks contend for, at the same time. Our waiters watch the nodes ahead of theirs, Curator's or
 ours, two deep (the look-ahead); Curator's waiters see our nodes as their own. Each holder, of
 either side, proves it holds alone by creating one ephemeral node and deleting it before it
 releases: two holders at once would meet NodeExists. Some of ours give up after a few
-milliseconds, so nodes also leave the queue ungranted. Skipped where no JDK or Curator jars are
-installed (``make bench-java`` installs them on Debian)."""
+milliseconds, so nodes also leave the queue ungranted."""
 
 from __future__ import annotations
 
@@ -15,20 +14,19 @@ import contextlib
 from typing import Any
 
 import pytest
-from support import CURATOR_RECIPES_JARS, Factory, compile_java_peer, java_line, start_java_peer
+from support import Factory, JavaPeers, java_line, start_java_peer
 
 import aiocoord
 from aiocoord import Lock
 from aiocoord.errors import NodeExistsError, NoNodeError
 
-JARS = CURATOR_RECIPES_JARS
 JAVA_THREADS, PY_CLIENTS, QUITTERS, ROUNDS = 4, 4, 2, 30
 
 
-@pytest.fixture(scope="module")
-def peer_command(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The compiled peer's command (the test is skipped without a JDK or the jars)."""
-    return compile_java_peer(tmp_path_factory.mktemp("curator-lock-peer"), "CuratorLockPeer", JARS)
+@pytest.fixture
+def peer_command(curator_peers: JavaPeers) -> list[str]:
+    """The peer's command, on each Curator version."""
+    return curator_peers.command("CuratorLockPeer")
 
 
 async def test_our_locks_and_curators_mutexes_share_one_queue_one_holder_at_a_time(

@@ -5,7 +5,7 @@ ACL made with it must let that user in on a real server and keep everyone else o
 from __future__ import annotations
 
 import pytest
-from support import CURATOR_TOOLS_JARS, Factory, ask_java_peer, compile_java_peer
+from support import Factory, JavaPeers, ask_java_peer
 
 import aiocoord
 from aiocoord import ACL, digest_acl, digest_id
@@ -20,11 +20,11 @@ PAIRS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def curator_tools(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs CuratorToolsPeer (skipped without a JDK or the jars)."""
-    out = tmp_path_factory.mktemp("curator-tools")
-    return compile_java_peer(out, "CuratorToolsPeer", CURATOR_TOOLS_JARS)
+@pytest.fixture
+def curator_tools(java_peers: JavaPeers) -> list[str]:
+    """The command that runs CuratorToolsPeer (ZooKeeper's digest is the same in every
+    release: one Curator version's peers do)."""
+    return java_peers.command("CuratorToolsPeer")
 
 
 def test_digest_id_is_what_zookeepers_java_generates(curator_tools: list[str]) -> None:

@@ -1,24 +1,17 @@
 """Service discovery with Apache Curator itself on the other side: Curator 5.x's
-ServiceDiscovery (tests/integration/java/DiscoveryPeer.java, run on the OS's Curator jars)
-registers an instance that aiocoord finds, and finds the one aiocoord registers.
-
-Needs a JDK and the Curator 5 jars (Debian: libcurator-discovery-java default-jdk-headless;
-``AIOCOORD_JAVA_LIBS`` names another folder); skipped without them. The byte-for-byte format
-is tested without Java in test_discovery.py."""
+ServiceDiscovery (tests/integration/java/DiscoveryPeer.java, on each version of
+support.CURATOR_VERSIONS) registers an instance that aiocoord finds, and finds the one
+aiocoord registers. The byte-for-byte format is tested without Java in test_discovery.py."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
-from support import Factory
+from support import Factory, JavaPeers
 
 from aiocoord import (
     CacheEventType,
@@ -30,48 +23,18 @@ from aiocoord import (
     UriSpec,
 )
 
-LIBS = Path(os.environ.get("AIOCOORD_JAVA_LIBS", "/usr/share/java"))
-JARS = [
-    "curator-x-discovery",
-    "curator-framework",
-    "curator-client",
-    "zookeeper",
-    "zookeeper-jute",
-    "guava",
-    "slf4j-api",
-    "slf4j-nop",
-    "jackson-annotations",
-    "jackson-core",
-    "jackson-databind",
-]
-JAVA = Path(__file__).parent / "java"
+
+@pytest.fixture
+def curator_peer(curator_peers: JavaPeers) -> list[str]:
+    """The command that runs DiscoveryPeer, on each Curator version."""
+    return curator_peers.command("DiscoveryPeer")
 
 
-def _compiled(tmp_path_factory: pytest.TempPathFactory, name: str) -> list[str]:
-    """The command that runs ``java/<name>.java`` compiled (skips without Java or jars)."""
-    missing = [jar for jar in JARS if not (LIBS / f"{jar}.jar").exists()]
-    if shutil.which("javac") is None or shutil.which("java") is None or missing:
-        pytest.skip(f"needs a JDK and Curator 5's jars in {LIBS} (missing: {missing or 'javac'})")
-    classpath = ":".join(str(LIBS / f"{jar}.jar") for jar in JARS)
-    out = tmp_path_factory.mktemp(name)
-    subprocess.run(
-        ["javac", "-d", str(out), "-cp", classpath, str(JAVA / f"{name}.java")],
-        check=True,
-        timeout=120,
-    )
-    return ["java", "-cp", f"{classpath}:{out}", name]
-
-
-@pytest.fixture(scope="module")
-def curator_peer(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs the compiled DiscoveryPeer."""
-    return _compiled(tmp_path_factory, "DiscoveryPeer")
-
-
-@pytest.fixture(scope="module")
-def jackson_echo(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs the compiled JacksonEcho (Curator's serializer as a filter)."""
-    return _compiled(tmp_path_factory, "JacksonEcho")
+@pytest.fixture
+def jackson_echo(curator_peers: JavaPeers) -> list[str]:
+    """The command that runs JacksonEcho (Curator's serializer as a filter), on each Curator
+    version."""
+    return curator_peers.command("JacksonEcho")
 
 
 async def test_curator_and_aiocoord_find_each_others_instances(

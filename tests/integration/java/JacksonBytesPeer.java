@@ -19,7 +19,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * make               -> HEX(mapper.writeValueAsBytes(the Sample built below))
  * doubles BITS,BITS  -> HEX(mapper.writeValueAsBytes(double[] of those IEEE bit patterns))
  * strings HEX,HEX    -> HEX(mapper.writeValueAsBytes(String[] of those UTF-8 texts))
- * java               -> JAVA feature version (Double.toString's digits changed in Java 19)
+ * java               -> JAVA feature-version Double.toString(2e23)
+ *                       (the digits changed in Java 19: 1.9999999999999998E23 before, 2.0E23)
  * </pre>
  *
  * Used by tests/integration/test_modeled_jackson.py.
@@ -64,7 +65,9 @@ public class JacksonBytesPeer {
         while ((line = in.readLine()) != null) {
             String[] words = line.split(" ", 2);
             if (words[0].equals("java")) {
-                System.out.println("JAVA " + Runtime.version().feature());
+                // A call, not "" + 2e23: javac would write that constant's text itself.
+                System.out.println(
+                        "JAVA " + Runtime.version().feature() + " " + Double.toString(2e23));
             } else if (words[0].equals("doubles")) {
                 String[] bits = words[1].split(",");
                 double[] values = new double[bits.length];
