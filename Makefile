@@ -29,7 +29,7 @@ demo: venv zookeeper
 test: venv zookeeper kerberos
 	$(PY) -m pytest -q
 
-# The suite on every other Python the package claims (3.10, 3.12, 3.13): a venv each.
+# The suite on every other Python the package claims (3.12, 3.13): a venv each.
 test-pythons: venv zookeeper kerberos
 	./scripts/test-pythons
 

@@ -20,16 +20,13 @@ from aiocoord.errors import BadArgumentsError, InvalidTypeError
 __all__ = ["Layout", "check_layout"]
 
 
-class Layout(str, enum.Enum):
+class Layout(enum.StrEnum):
     """A peer whose node layout a recipe speaks (compare with a string: ``"kazoo"``)."""
 
     #: Apache Curator's layout (the default): ``_c_<uuid>-lock-<seq>`` and friends.
     CURATOR = "curator"
     #: kazoo's layout (2.x): ``<uuid hex>__lock__<seq>``, text counters, ``entry-`` items.
     KAZOO = "kazoo"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def check_layout(

@@ -40,7 +40,7 @@ JARS = (
     "jackson-core.jar",
     "jackson-databind.jar",
 )
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 
 
 class Tier(enum.Enum):
