@@ -84,7 +84,7 @@ async def bounded(aw: Awaitable[T], deadline: Deadline) -> T:
     assert left is not None  # a deadline was given
     try:
         return await wait_at_most(aw, left)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise Expired() from None
 
 
@@ -120,13 +120,13 @@ async def within(aw: Awaitable[T], timeout: float | None, what: str) -> T:
         return await aw
     try:
         return await wait_at_most(aw, timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise timed_out(what, timeout) from None
 
 
 async def wait_at_most(aw: Awaitable[T], timeout: float) -> T:
     """Await ``aw`` (in a task of its own) for at most ``timeout`` seconds, else cancel it,
-    let it finish, and raise :class:`asyncio.TimeoutError`. A cancellation of the caller
+    let it finish, and raise :class:`TimeoutError`. A cancellation of the caller
     cancels ``aw`` too, and always goes on.
 
     Not ``asyncio.wait_for``: before Python 3.12, a caller cancelled in the loop turn in which
@@ -145,5 +145,5 @@ async def wait_at_most(aw: Awaitable[T], timeout: float) -> T:
         fut.cancel()
         await asyncio.wait((fut,))
         if fut.cancelled():
-            raise asyncio.TimeoutError()
+            raise TimeoutError()
     return fut.result()

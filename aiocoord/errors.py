@@ -8,9 +8,7 @@ before anything is sent, with :class:`BadArgumentsError` (also a ``ValueError``)
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import sys
 from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
@@ -154,24 +152,14 @@ class MissingDependencyError(CoordinationError, ImportError):
     names the ``pip install`` command (``pip install 'aiocoord[kerberos]'`` for Kerberos)."""
 
 
-if sys.version_info >= (3, 11):
+class TimeoutError(CoordinationError, builtins.TimeoutError):  # shadows the builtin
+    """A waiting call's ``timeout=`` passed before what it waited for happened.
 
-    class TimeoutError(CoordinationError, builtins.TimeoutError):  # shadows the builtin
-        """A waiting call's ``timeout=`` passed before what it waited for happened.
-
-        Also the builtin :class:`TimeoutError` (and so ``asyncio.TimeoutError``, the same class
-        since Python 3.11): handlers written for either catch it. Nothing the call made is left
-        behind (a lock waiter's node, say). Where Curator's and kazoo's users expect a plain
-        answer, a non-blocking form says no without raising (``lock.acquire(blocking=False)``).
-        """
-
-else:  # Python 3.10, where asyncio.TimeoutError is a class of its own: both are bases
-
-    class TimeoutError(  # shadows the builtin
-        CoordinationError, builtins.TimeoutError, asyncio.TimeoutError
-    ):
-        """A waiting call's ``timeout=`` passed before what it waited for happened (also the
-        builtin ``TimeoutError`` and ``asyncio.TimeoutError``)."""
+    Also the builtin :class:`TimeoutError` (and so ``asyncio.TimeoutError``, the same class
+    since Python 3.11): handlers written for either catch it. Nothing the call made is left
+    behind (a lock waiter's node, say). Where Curator's and kazoo's users expect a plain
+    answer, a non-blocking form says no without raising (``lock.acquire(blocking=False)``).
+    """
 
 
 class ProtocolError(CoordinationError):

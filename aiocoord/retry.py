@@ -190,7 +190,7 @@ async def call_with_retry(
                 return await attempt
             try:
                 return await wait_at_most(attempt, max(deadline - loop.time(), 0.0))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 # Only our own deadline: an attempt's aiocoord.TimeoutError is an answer.
                 if loop.time() < deadline:
                     raise

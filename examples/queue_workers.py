@@ -50,7 +50,7 @@ async def work(
         while True:
             try:
                 item = await queue.take(timeout=1.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break  # nothing left
             taken += 1
             job = item.data.decode()

@@ -48,8 +48,8 @@ async def eventually(
 
     try:
         await asyncio.wait_for(poll(), timeout)
-    except asyncio.TimeoutError:
-        raise asyncio.TimeoutError(f"{what} did not hold within {timeout} s") from None
+    except TimeoutError:
+        raise TimeoutError(f"{what} did not hold within {timeout} s") from None
 
 
 @dataclass
@@ -259,7 +259,7 @@ async def run_cli(
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         proc.kill()
         out, _ = await proc.communicate()
         raise AssertionError(f"aiocoord {args} ran over {timeout} s:\n{out.decode()}") from None

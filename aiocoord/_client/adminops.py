@@ -10,7 +10,6 @@ methods of the same names delegate here, and the API reference shows them there.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -169,7 +168,7 @@ class AdminOps:
             )
         try:
             return await four_letter(server.host, server.port, word, limit, ssl=session.ssl)
-        except asyncio.TimeoutError:  # before OSError: it is one since Python 3.11
+        except TimeoutError:  # before OSError: it is one since Python 3.11
             raise timed_out(f"{word} not answered by {server}", limit) from None
         except OSError as exc:
             raise ConnectionLossError(f"{word}: {server} unreachable: {exc}", op="command") from exc

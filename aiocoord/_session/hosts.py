@@ -125,7 +125,7 @@ class Connector:
                     raise Expired()
                 try:
                     conn, reply = await attempt(server, min(attempt_timeout, remaining))
-                except (OSError, asyncio.TimeoutError, CoordinationError) as exc:
+                except (TimeoutError, OSError, CoordinationError) as exc:
                     self.log.debug("connect to %s failed: %r", server, exc)
                     # A timeout (often the deadline cutting the last attempt short) tells less
                     # than a refusal seen before it, such as a certificate that fails to verify.
@@ -190,7 +190,7 @@ class Connector:
 
         try:
             answer = await asyncio.wait_for(ask(), max(min(session_timeout / 3, 2.0), 0.5))
-        except (OSError, asyncio.TimeoutError, EOFError) as exc:
+        except (TimeoutError, OSError, EOFError) as exc:
             self.log.debug("read-write probe of %s failed: %r", server, exc)
             return False
         finally:

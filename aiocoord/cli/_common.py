@@ -170,7 +170,7 @@ async def resolve_or_say(servers: list[Server], timeout: float, what: str) -> bo
             )
         except socket.gaierror as exc:
             return f"{server.host}: {exc.strerror or exc}"
-        except (OSError, asyncio.TimeoutError):
+        except (TimeoutError, OSError):
             return None  # not a verdict on the name: let the connection attempt tell
         return None
 

@@ -215,7 +215,7 @@ async def _connections(servers: list[Server], timeout: float) -> Connections:
             return parse_cons(
                 await four_letter(server.host, server.port, "cons", timeout), str(server)
             )
-        except (FourLetterError, OSError, asyncio.TimeoutError):
+        except (TimeoutError, FourLetterError, OSError):
             return []  # an address is a nicety: the table goes on without it
 
     out: dict[int, SessionConnection] = {}

@@ -77,7 +77,7 @@ async def member_stat(server: Server, timeout: float) -> MemberStat:
         srvr = parse_srvr(await four_letter(server.host, server.port, "srvr", timeout))
     except FourLetterError as exc:
         return MemberStat(name, True, str(exc))
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         if isinstance(exc, asyncio.TimeoutError):
             why = f"no answer within {timeout:g} s"
         elif isinstance(exc, ConnectionRefusedError):
@@ -87,7 +87,7 @@ async def member_stat(server: Server, timeout: float) -> MemberStat:
         return MemberStat(name, False, f"unreachable: {why}")
     try:
         mntr = parse_mntr(await four_letter(server.host, server.port, "mntr", timeout))
-    except (FourLetterError, OSError, asyncio.TimeoutError):
+    except (TimeoutError, FourLetterError, OSError):
         mntr = {}  # optional: not every server allows it
     latency = [_num(x) for x in srvr.get("Latency min/avg/max", "").split("/")]
     if len(latency) != 3:

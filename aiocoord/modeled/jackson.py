@@ -60,7 +60,7 @@ __all__ = ["JsonSerializer"]
 
 T = TypeVar("T")
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _MILLI = datetime.timedelta(milliseconds=1)
 
 

@@ -41,16 +41,13 @@ KAZOO_READ = "__rlock__"
 _KAZOO_CONTENDER = re.compile(r"(?:__lock__|__rlock__)-?\d{10}$")
 
 
-class Layout(str, enum.Enum):
+class Layout(enum.StrEnum):
     """A peer whose node layout a recipe speaks (compare with a string: ``"kazoo"``)."""
 
     #: Apache Curator's layout (the default): ``_c_<uuid>-lock-<seq>`` and friends.
     CURATOR = "curator"
     #: kazoo's layout (2.x): ``<uuid hex>__lock__<seq>``, text counters, ``entry-`` items.
     KAZOO = "kazoo"
-
-    def __str__(self) -> str:
-        return self.value
 
     @property
     def parents_as_containers(self) -> bool:

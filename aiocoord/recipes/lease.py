@@ -119,7 +119,7 @@ class LeaseHolder:
 
 
 def _utc_now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+    return datetime.datetime.now(datetime.UTC)
 
 
 def _naive_utc(value: object) -> datetime.datetime:
@@ -127,7 +127,7 @@ def _naive_utc(value: object) -> datetime.datetime:
     if not isinstance(value, datetime.datetime):
         raise InvalidTypeError(f"utcnow() must return a datetime, not {type(value).__name__}")
     if value.tzinfo is not None:
-        return value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return value.astimezone(datetime.UTC).replace(tzinfo=None)
     return value
 
 

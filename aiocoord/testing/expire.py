@@ -119,7 +119,7 @@ async def raw_session(
     for host, port in _servers(connect_string):
         try:
             return await _handshake(host, port, session_id, password, timeout_ms, deadline)
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
+        except (TimeoutError, OSError, asyncio.IncompleteReadError) as exc:
             last = exc
     raise NoServersError(f"no server of {connect_string} completed a handshake: {last!r}")
 
@@ -160,7 +160,7 @@ async def expire_session(
                 # Closed before the handshake's answer: the client took the session back.
                 reached = True
                 break
-            except (OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, OSError) as exc:
                 last = exc
                 continue
             reached = True
@@ -178,7 +178,7 @@ async def expire_session(
                     f"could not reach any server of {connect_string} to expire session "
                     f"0x{session_id:x}: {last!r}"
                 )
-    raise asyncio.TimeoutError(
+    raise TimeoutError(
         f"session 0x{session_id:x} could not be expired within {timeout} s ({connect_string})"
     )
 
@@ -189,7 +189,7 @@ async def _close_answered(reader: asyncio.StreamReader, deadline: float) -> bool
     while True:
         try:
             reply = await asyncio.wait_for(_read_frame(reader), max(0.0, deadline - loop.time()))
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.TimeoutError):
+        except (TimeoutError, asyncio.IncompleteReadError, ConnectionError):
             return False
         if len(reply) >= 16:
             xid, _zxid, err = struct.unpack_from(">iqi", reply)

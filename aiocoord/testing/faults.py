@@ -363,7 +363,7 @@ class FaultProxy:
                     asyncio.open_connection(self.target_host, self.target_port),
                     self.connect_timeout,
                 )
-            except (OSError, asyncio.TimeoutError):
+            except (TimeoutError, OSError):
                 return  # server down: the client sees its connection closed
             link.server = server
             self.server_connections += 1

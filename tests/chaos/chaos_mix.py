@@ -191,7 +191,7 @@ async def _fault_lanes(
             chaos.fault("expire")
             try:
                 await cluster.expire(client)
-            except (asyncio.TimeoutError, CoordinationError, OSError) as exc:
+            except (TimeoutError, CoordinationError, OSError) as exc:
                 chaos.events[f"expire failed: {type(exc).__name__}"] += 1
 
     async def blackholed_expiries() -> None:
@@ -223,7 +223,7 @@ async def _fault_lanes(
                 links.blackhole()
                 try:
                     await cluster.expire(client)
-                except (asyncio.TimeoutError, CoordinationError, OSError) as exc:
+                except (TimeoutError, CoordinationError, OSError) as exc:
                     chaos.events[f"blackhole-expire failed: {type(exc).__name__}"] += 1
                     continue
                 # Healed before the client suspects anything, or after it gave up by itself.
@@ -232,7 +232,7 @@ async def _fault_lanes(
                 chaos.note(f"heal {name}")
                 try:
                     await asyncio.wait_for(lost.wait(), timeout + 10.0)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     chaos.violate(
                         "forced expiry: reported lost",
                         f"{name} never reported 0x{session:x} LOST after its forced expiry; "
@@ -243,7 +243,7 @@ async def _fault_lanes(
                 # (no hold is longer than that unless it is lost).
                 try:
                     await holdings.wait_clear(session, 0.5)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     chaos.violate(
                         "forced expiry: holders told",
                         f"{holdings.on(session)} still hold on 0x{session:x} 0.5 s after "

@@ -493,7 +493,7 @@ class CacheChecker:
 
         try:
             await self.cache.wait_for(equal, timeout)
-        except (asyncio.TimeoutError, CoordinationError) as exc:
+        except (TimeoutError, CoordinationError) as exc:
             self.chaos.violate(
                 f"{self.name}: equals the server",
                 f"{exc!r}: cache {sorted(shape(self._content()).items())[:8]} "
@@ -587,7 +587,7 @@ class ServiceCacheChecker:
         """Wait until the cache lists every instance id in ``ids``."""
         try:
             await self.cache.wait_for(lambda found: ids <= {i.id for i in found}, timeout)
-        except (asyncio.TimeoutError, CoordinationError) as exc:
+        except (TimeoutError, CoordinationError) as exc:
             listed = sorted(i.id for i in self.cache.instances()) if self.serving("") else "?"
             self.chaos.violate(f"{self.name}: lists the instances", f"{exc!r}: {listed} vs {ids}")
         except Exception as exc:

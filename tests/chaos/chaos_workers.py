@@ -318,7 +318,7 @@ async def consumer_worker(
         while not worker.stop.is_set():
             try:
                 item = await queue.get(timeout=1.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
             except ConnectionLossError as exc:
                 ledger.uncertain_claims += 1
@@ -336,7 +336,7 @@ async def consumer_worker(
         while True:
             try:
                 item = await queue.get(timeout=0)
-            except (asyncio.TimeoutError, CoordinationError):
+            except (TimeoutError, CoordinationError):
                 break
             ledger.take(item, f"{worker.name} {queue.source(item)} (kept)", chaos.elapsed())
 
@@ -348,7 +348,7 @@ async def drain(client: Client, path: str, ledger: QueueLedger) -> int:
         while True:
             try:
                 item = await queue.get(timeout=0.5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return n
             ledger.take(item, f"drain {queue.source(item)}")
             n += 1

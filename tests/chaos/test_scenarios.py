@@ -911,7 +911,7 @@ async def test_delete_and_recreate_during_a_disconnect(cluster: Cluster, chaos: 
     while True:
         try:
             event = await asyncio.wait_for(node_events.__anext__(), 0.5)
-        except (asyncio.TimeoutError, StopAsyncIteration):
+        except (TimeoutError, StopAsyncIteration):
             break
         kinds.append(event.type)
         created = event.type is CacheEventType.CREATED and event.data is not None

@@ -152,7 +152,7 @@ async def drop_periodically(proxy: FaultProxy, stop: asyncio.Event, drops: list[
     while not stop.is_set():
         try:
             await asyncio.wait_for(stop.wait(), 0.2)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proxy.drop()
             drops[0] += 1
 

@@ -22,7 +22,7 @@ async def retried(op: Callable[[], Awaitable[T]], timeout: float) -> T:
     while True:
         try:
             return await op()
-        except (aiozk.exc.ZKError, asyncio.TimeoutError):
+        except (TimeoutError, aiozk.exc.ZKError):
             if asyncio.get_running_loop().time() > deadline:
                 raise
 

@@ -45,7 +45,7 @@ async def run_example(
     )
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         proc.kill()
         out, _ = await proc.communicate()
         raise AssertionError(f"{name} did not finish within {timeout} s:\n{out.decode()}") from None

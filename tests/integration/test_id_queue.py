@@ -60,7 +60,7 @@ async def test_remove_and_consumers_racing_hand_out_each_item_once(zk_connect: F
         while True:
             try:
                 got.append(await q.get(timeout=0.3))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return got
 
     removing = asyncio.ensure_future(remover.remove("x"))

@@ -113,7 +113,7 @@ async def test_same_identifier_renews_from_another_client(zk_connect: Factory) -
 async def test_aware_clock_and_seconds_duration(zk_connect: Factory) -> None:
     client, admin = await zk_connect(), await zk_connect()
     plus_two = datetime.timezone(datetime.timedelta(hours=2))
-    aware = T0.replace(tzinfo=datetime.timezone.utc).astimezone(plus_two)
+    aware = T0.replace(tzinfo=datetime.UTC).astimezone(plus_two)
     lease = NonBlockingLease(client, "/leases/tz", 90, identifier="x", utcnow=lambda: aware)
     assert await lease.obtain()
     assert (await record(admin, "/leases/tz"))["end"] == "2026-11-25T22:01:30"

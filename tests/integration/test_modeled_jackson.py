@@ -25,7 +25,7 @@ from support import Factory, JavaPeers, ask_java_peer
 from aiocoord import JsonSerializer, Model, Stat
 from aiocoord._json import dump_jackson, java_double
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 
 
 class Tier(enum.Enum):

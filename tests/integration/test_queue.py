@@ -93,7 +93,7 @@ async def test_every_item_goes_to_one_consumer_in_fifo_order_per_producer(
         while not all_done.is_set():
             try:
                 item = await consumers[c].get(timeout=0.2)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
             p, i = map(int, item.split(b":"))
             received[c].append((p, i))

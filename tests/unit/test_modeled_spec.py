@@ -31,7 +31,7 @@ from aiocoord import (
 )
 from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidPathError, InvalidTypeError
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 
 
 class Tier(enum.Enum):

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-class WatchMode(str, enum.Enum):
+class WatchMode(enum.StrEnum):
     """How a cache follows the server (``watch_mode=``; the plain strings work too)."""
 
     #: one persistent watch where the server has them (3.6+), else one-shot watches

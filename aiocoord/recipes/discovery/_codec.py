@@ -71,7 +71,7 @@ class InstanceFormatError(CoordinationError, ValueError):
     to :class:`ServiceInstance` is not a JSON value)."""
 
 
-class ServiceType(str, enum.Enum):
+class ServiceType(enum.StrEnum):
     """How an instance is registered (Curator's ``ServiceType``): DYNAMIC is an ephemeral node
     that goes with its session, DYNAMIC_SEQUENTIAL an ephemeral sequential one, STATIC and
     PERMANENT persistent nodes. The JSON form is the name."""
