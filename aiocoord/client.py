@@ -32,6 +32,7 @@ from aiocoord._session.connection import Reply
 from aiocoord._session.ensemble_config import EnsembleConfig, EnsembleMember
 from aiocoord._session.session import Session, State, StateChange
 from aiocoord._session.watch import EventType, PersistentWatch, Watch, WatchEvent, WatchKind
+from aiocoord._shown import show_in
 from aiocoord._validation import (
     MAX_TTL_MS,
     validate_duration_ms,
@@ -114,7 +115,7 @@ class Client:
         self._admin = AdminOps(self._requests)
         # Per-client state of extensions (see extension_state); bound views share it.
         self._extensions: dict[object, Any] = {}
-        #: the :class:`~aiocoord.EnsembleTracker` of ``connect(..., track_ensemble=True)``
+        #: the :class:`~aiocoord.ensemble.EnsembleTracker` of ``connect(..., track_ensemble=True)``
         self.ensemble_tracker: EnsembleTracker | None = None
         # The last view bound() made (see there).
         self._bound_view: Client | None = None
@@ -454,7 +455,7 @@ class Client:
     ) -> EnsembleConfig:
         """Change the ensemble's membership and return the new configuration (3.5+).
 
-        Either incrementally, ``joining`` members (:class:`~aiocoord.EnsembleMember` or
+        Either incrementally, ``joining`` members (:class:`~aiocoord.ensemble.EnsembleMember` or
         ``"server.4=host:quorum:election[:observer];client_host:client_port"`` lines) and
         ``leaving`` server ids, or wholesale with ``new_members`` (every member of the new
         configuration; not together with the other two). ``from_config`` makes the change
@@ -787,3 +788,6 @@ __all__ = [
     "WatchEvent",
     "protected_id",
 ]
+
+# Shown as defined here (its own module is private); the session's types are shown in the root.
+show_in(__name__, globals(), ["protected_id"])

@@ -15,7 +15,7 @@ other; the lock path and the parents made are persistent nodes there, as kazoo's
 ``ensure_path`` makes them (a kazoo ``Lock`` checks its path once, and would fail on a
 container the server removed once empty). Everything else below holds in both layouts.
 Whatever its layout, a lock waits for every contender on its path; one that meets a contender
-of the other layout, which may not wait for it, warns (:class:`~aiocoord.MixedLayoutWarning`;
+of the other layout, which may not wait for it, warns (:class:`~aiocoord.errors.MixedLayoutWarning`;
 see :mod:`aiocoord.recipes.layout`).
 
 **Fair and herd-free.** Contenders get the lock in the order they asked for it. Each waiter

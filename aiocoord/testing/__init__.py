@@ -90,5 +90,9 @@ if not TYPE_CHECKING:  # to a type checker, the names are those imported above, 
         except KeyError:
             raise AttributeError(f"module 'aiocoord.testing' has no attribute {name!r}") from None
         value = getattr(importlib.import_module(module), name)
+        from aiocoord._shown import show_in
+
+        # Shown as aiocoord.testing.X, as users import it, not as the private module's.
+        show_in(__name__, {name: value}, [name])
         globals()[name] = value
         return value

@@ -37,7 +37,7 @@ def _lock_class() -> Any:
 
 
 async def _open(connect: str, params: dict[str, Any]) -> aiocoord.Client:
-    return await aiocoord.open_client(connect, session_timeout=params["session_timeout"])
+    return await aiocoord.connect(connect, session_timeout=params["session_timeout"])
 
 
 # --- W0 -------------------------------------------------------------------------------------

@@ -14,11 +14,7 @@ from typing import Any
 
 from chaos_log import Chaos
 
-from aiocoord import (
-    Client,
-    State,
-    open_client,
-)
+from aiocoord import Client, State, connect
 from aiocoord.errors import (
     ClientClosedError,
     CoordinationError,
@@ -113,13 +109,11 @@ class Cluster:
             if not member.is_running:
                 await asyncio.to_thread(self.ensemble.restart, i)
         await asyncio.to_thread(self.ensemble.wait_for_quorum, 30)
-        self.admin = await open_client(
+        self.admin = await connect(
             self.ensemble.connect_string, session_timeout=10, auth=[SUPER_AUTH]
         )
         await self.admin.ensure_path(self.root)
-        self.observer = await open_client(
-            self.ensemble.connect_string + self.root, session_timeout=10
-        )
+        self.observer = await connect(self.ensemble.connect_string + self.root, session_timeout=10)
         return self
 
     def member_targets(self) -> list[tuple[str, int]]:
@@ -137,9 +131,7 @@ class Cluster:
             hosts = self.ensemble.connect_string
         options.setdefault("connect_timeout", 15.0)
         try:
-            client = await open_client(
-                hosts + self.root, session_timeout=session_timeout, **options
-            )
+            client = await connect(hosts + self.root, session_timeout=session_timeout, **options)
         except BaseException:
             if proxied:
                 await links.aclose()

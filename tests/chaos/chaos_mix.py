@@ -46,8 +46,6 @@ from aiocoord import (
     Client,
     LeaderLatch,
     NodeCache,
-    ServiceDiscovery,
-    ServiceInstance,
     State,
     StateChange,
     TreeCache,
@@ -55,6 +53,7 @@ from aiocoord import (
 from aiocoord.errors import (
     CoordinationError,
 )
+from aiocoord.recipes.discovery import ServiceDiscovery, ServiceInstance
 from aiocoord.testing import ZooKeeperEnsemble
 
 

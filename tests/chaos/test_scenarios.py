@@ -45,7 +45,7 @@ from aiocoord import (
     State,
     StateChange,
     TreeCache,
-    open_client,
+    connect,
 )
 from aiocoord.errors import (
     ConnectionLossError,
@@ -699,7 +699,7 @@ async def test_read_only_client_moves_to_a_server_that_serves_writes(chaos: Chao
         for i in (1, 2):
             chaos.fault("kill")
             await asyncio.to_thread(ensemble.kill, i)
-        client = await open_client(
+        client = await connect(
             f"{member.connect_string},{writable.connect_string}",
             read_only=True,
             session_timeout=3,

@@ -16,15 +16,14 @@ from support import CURATOR_RECIPES_JARS, Factory, compile_java_peer, java_line,
 
 from aiocoord import (
     AtomicCounter,
-    AtomicValue,
     DistributedAtomicValue,
     NoRetry,
-    PromotedToLock,
     QueueSharder,
     QueueSharderPolicies,
     RetryNTimes,
 )
 from aiocoord.errors import TimeoutError as CoordTimeoutError
+from aiocoord.recipes.atomic_value import AtomicValue, PromotedToLock
 
 JARS = CURATOR_RECIPES_JARS
 #: Java's side of the contention (CuratorAtomicShardPeer's THREADS x INCREMENTS), and ours.

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 from support import Factory, child_names, eventually
 
-from aiocoord import CacheEventType, ServiceDiscovery, ServiceInstance, ServiceType, State
+from aiocoord import State
 from aiocoord.errors import ConnectionLossError, CoordinationError
+from aiocoord.recipes.cache import CacheEventType
+from aiocoord.recipes.discovery import ServiceDiscovery, ServiceInstance, ServiceType
 from aiocoord.recipes.discovery._service_cache import InstanceSubscription
 from aiocoord.testing import FaultProxy, expire_client, expire_session
 

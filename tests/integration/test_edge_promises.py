@@ -11,17 +11,10 @@ from typing import Any
 import pytest
 from support import Factory, child_names, eventually
 
-from aiocoord import (
-    Client,
-    CreateMode,
-    PersistentNode,
-    ServiceDiscovery,
-    ServiceInstance,
-    ServiceType,
-    State,
-)
+from aiocoord import Client, CreateMode, PersistentNode, State
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import LockLostError, SessionExpiredError
+from aiocoord.recipes.discovery import ServiceDiscovery, ServiceInstance, ServiceType
 from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.testing import FaultProxy, expire_session
 

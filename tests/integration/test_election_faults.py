@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from aiocoord import Client, open_client
+from aiocoord import Client, connect
 from aiocoord.recipes.election import LeaderLatch, LeadershipChange
 from aiocoord.testing import ZooKeeperEnsemble, expire_session
 
@@ -121,7 +121,7 @@ async def test_leader_is_unique_and_replaced_when_its_server_dies_and_its_sessio
 ) -> None:
     ensemble = zookeeper_ensemble
     path = f"/election-faults-{uuid.uuid4().hex}/leader"
-    clients = [await open_client(ensemble.connect_string, session_timeout=6) for _ in range(5)]
+    clients = [await connect(ensemble.connect_string, session_timeout=6) for _ in range(5)]
     latches = [LeaderLatch(c, path, identifier=f"contender-{i}") for i, c in enumerate(clients)]
     referee = Referee(latches)
     killed: int | None = None

@@ -47,8 +47,8 @@ from aiocoord import (
     SimpleQueue,
     State,
     TreeCache,
-    open_client,
 )
+from aiocoord._connect import open_client  # the awaitable form, under a name of its own
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import ClientClosedError, NoNodeError, NoServersError
 from aiocoord.testing import FaultProxy, expire_session

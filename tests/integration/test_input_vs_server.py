@@ -18,24 +18,21 @@ from aiocoord import (
     BadArgumentsError,
     Client,
     CoordinationError,
-    DataTooLargeError,
     Election,
-    InvalidPathError,
     LeaderLatch,
     Lock,
     NodeExistsError,
     NonBlockingLease,
-    NoServersError,
     PersistentNode,
     Semaphore,
-    ServiceDiscovery,
-    ServiceInstance,
     SetPartitioner,
-    open_client,
+    connect,
 )
 from aiocoord._validation import validate_path
 from aiocoord._wire.writes import CreateRequest
 from aiocoord.acl import wire_acl
+from aiocoord.errors import DataTooLargeError, InvalidPathError, NoServersError
+from aiocoord.recipes.discovery import ServiceDiscovery, ServiceInstance
 
 # Characters around every edge of ZooKeeper's rules (controls, C1, surrogates, the private
 # use area, the specials block, beyond the BMP), plus ordinary ones.
@@ -112,7 +109,7 @@ async def test_every_host_refusing_fails_at_once_naming_the_refusal() -> None:
     loop = asyncio.get_running_loop()
     start = loop.time()
     with pytest.raises(NoServersError, match="refused"):
-        await open_client(f"127.0.0.1:{port},127.0.0.1:{port}", connect_timeout=10)
+        await connect(f"127.0.0.1:{port},127.0.0.1:{port}", connect_timeout=10)
     assert loop.time() - start < 1.0
 
 

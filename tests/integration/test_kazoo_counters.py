@@ -17,15 +17,9 @@ from typing import Any
 import pytest
 from support import Factory
 
-from aiocoord import (
-    AtomicCounter,
-    BadArgumentsError,
-    ConnectionLossError,
-    CorruptedValueError,
-    SharedCount,
-    State,
-)
+from aiocoord import AtomicCounter, BadArgumentsError, ConnectionLossError, SharedCount, State
 from aiocoord._wire.opcodes import Op
+from aiocoord.errors import CorruptedValueError
 from aiocoord.testing import FaultProxy, expire_client, expire_session
 
 pytest.importorskip("kazoo.client", reason="kazoo is not installed")

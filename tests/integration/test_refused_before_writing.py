@@ -35,20 +35,15 @@ from aiocoord import (
     Barrier,
     ChildrenCache,
     Client,
-    DataTooLargeError,
     DelayQueue,
     DistributedAtomicValue,
     DoubleBarrier,
     Election,
     GroupMember,
     IdQueue,
-    InvalidTypeError,
     LeaderLatch,
     Lock,
     LockingQueue,
-    MigrationManager,
-    Model,
-    ModelEncodeError,
     MultiLock,
     MultiNonBlockingLease,
     Mutex,
@@ -57,15 +52,10 @@ from aiocoord import (
     PersistentNode,
     PersistentTtlNode,
     PriorityQueue,
-    PromotedToLock,
     Queue,
     QueueSharder,
     ReadWriteLock,
     Semaphore,
-    ServiceCache,
-    ServiceDiscovery,
-    ServiceInstance,
-    ServiceProvider,
     SetPartitioner,
     SharedCount,
     SharedValue,
@@ -74,6 +64,16 @@ from aiocoord import (
     attempt_revoke,
 )
 from aiocoord._validation import MAX_DATA_SIZE, MAX_REQUEST
+from aiocoord.errors import DataTooLargeError, InvalidTypeError, ModelEncodeError
+from aiocoord.modeled import Model
+from aiocoord.recipes.atomic_value import PromotedToLock
+from aiocoord.recipes.discovery import (
+    ServiceCache,
+    ServiceDiscovery,
+    ServiceInstance,
+    ServiceProvider,
+)
+from aiocoord.recipes.migrations import Migration, MigrationManager, MigrationOp, MigrationSet
 from aiocoord.recipes.nodes import CreateMode
 
 #: Over the data limit, alone.
@@ -282,8 +282,8 @@ def _register(
 
 
 def _migrate(c: Client, lock: str, meta: str, op: Any = None) -> Awaitable[object]:
-    op = op or aiocoord.MigrationOp.create("/m")
-    migrations = aiocoord.MigrationSet("s", [aiocoord.Migration("m", [op])])
+    op = op or MigrationOp.create("/m")
+    migrations = MigrationSet("s", [Migration("m", [op])])
     return MigrationManager(c, lock, meta).migrate(migrations)
 
 
@@ -392,10 +392,8 @@ ATTEMPTS: dict[str, list[Row]] = {
     ],
     "MigrationManager": _paths(lambda p: lambda c: _migrate(c, p, "/meta"))
     + _paths(lambda p: lambda c: _migrate(c, "/mlock", p))
-    + _paths(lambda p: lambda c: _migrate(c, "/mlock", "/meta", aiocoord.MigrationOp.create(p)))
-    + _payloads(
-        lambda d: lambda c: _migrate(c, "/mlock", "/meta", aiocoord.MigrationOp.create("/m", d))
-    ),
+    + _paths(lambda p: lambda c: _migrate(c, "/mlock", "/meta", MigrationOp.create(p)))
+    + _payloads(lambda d: lambda c: _migrate(c, "/mlock", "/meta", MigrationOp.create("/m", d))),
     "attempt_revoke": _paths(lambda p: lambda c: attempt_revoke(c, p)),
 }
 

@@ -35,7 +35,6 @@ from aiocoord import (
     LockingQueue,
     PersistentNode,
     PersistentTtlNode,
-    PromotedToLock,
     Queue,
     QueueSharder,
     ReadWriteLock,
@@ -52,6 +51,7 @@ from aiocoord.errors import (
     NoAuthError,
     NoNodeError,
 )
+from aiocoord.recipes.atomic_value import PromotedToLock
 from aiocoord.testing import FaultProxy, expire_client
 
 ALICE = ("digest", "alice:secret")

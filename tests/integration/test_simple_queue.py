@@ -10,9 +10,9 @@ import re
 import pytest
 from support import Factory, eventually
 
-from aiocoord import Client, QueueEmptyError, SimpleQueue
+from aiocoord import Client, SimpleQueue
 from aiocoord._wire.opcodes import Op
-from aiocoord.errors import BadArgumentsError, InvalidTypeError
+from aiocoord.errors import BadArgumentsError, InvalidTypeError, QueueEmptyError
 from aiocoord.testing import FaultProxy
 
 

@@ -10,8 +10,9 @@ import pytest
 from support import Factory, eventually
 
 import aiocoord
-from aiocoord import Client, ClientStats, Lock, State
+from aiocoord import Client, Lock, State
 from aiocoord.errors import NoNodeError
+from aiocoord.stats import ClientStats
 from aiocoord.testing import FaultProxy, expire_session
 
 

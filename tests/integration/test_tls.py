@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from aiocoord import Client, Lock, State, TreeCache, open_client
+from aiocoord import Client, Lock, State, TreeCache, connect
 from aiocoord.errors import NoServersError
 from aiocoord.testing import ZooKeeperServer
 from aiocoord.testing.tls import TLSConfig, make_self_signed_certificate, tls_config
@@ -28,9 +28,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TLSConfig, Z
 @pytest_asyncio.fixture
 async def tls_client(tls: tuple[TLSConfig, ZooKeeperServer]) -> AsyncIterator[Client]:
     config, _ = tls
-    client = await open_client(
-        config.connect_string, ssl=config.client_context(), session_timeout=10
-    )
+    client = await connect(config.connect_string, ssl=config.client_context(), session_timeout=10)
     try:
         yield client
     finally:
@@ -86,7 +84,7 @@ async def test_an_untrusted_certificate_is_refused(tls: tuple[TLSConfig, ZooKeep
     strict = ssl.create_default_context()  # system CAs only: our self-signed cert is unknown
     # The refusal is reported even when the deadline cut a later, slower handshake short.
     with pytest.raises(NoServersError, match=r"CERTIFICATE_VERIFY_FAILED|certificate verify"):
-        await open_client(config.connect_string, ssl=strict, connect_timeout=3)
+        await connect(config.connect_string, ssl=strict, connect_timeout=3)
 
 
 async def test_a_certificate_from_another_issuer_is_refused(
@@ -97,7 +95,7 @@ async def test_a_certificate_from_another_issuer_is_refused(
     # Trusts a certificate issued to someone else: the server's does not chain to it.
     context = ssl.create_default_context(cafile=str(other.cert))
     with pytest.raises(NoServersError):
-        await open_client(config.connect_string, ssl=context, connect_timeout=1)
+        await connect(config.connect_string, ssl=context, connect_timeout=1)
 
 
 async def test_plain_client_on_the_secure_port_fails_in_time(
@@ -105,7 +103,7 @@ async def test_plain_client_on_the_secure_port_fails_in_time(
 ) -> None:
     config, _ = tls
     with pytest.raises(NoServersError):
-        await asyncio.wait_for(open_client(config.connect_string, connect_timeout=1), 10)
+        await asyncio.wait_for(connect(config.connect_string, connect_timeout=1), 10)
 
 
 async def test_tls_client_on_the_plain_port_fails_in_time(
@@ -114,7 +112,7 @@ async def test_tls_client_on_the_plain_port_fails_in_time(
     config, server = tls
     with pytest.raises(NoServersError):
         await asyncio.wait_for(
-            open_client(server.connect_string, ssl=config.client_context(), connect_timeout=2), 10
+            connect(server.connect_string, ssl=config.client_context(), connect_timeout=2), 10
         )
 
 
@@ -125,4 +123,4 @@ async def test_ssl_argument_is_type_checked(
 
     config, _ = tls
     with pytest.raises(InvalidTypeError):
-        await open_client(config.connect_string, ssl="yes", connect_timeout=2)  # type: ignore[arg-type]
+        await connect(config.connect_string, ssl="yes", connect_timeout=2)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from support import Factory, eventually
 
-from aiocoord import Client, CreateMode, PersistentNode, PersistentTtlNode, open_client
+from aiocoord import Client, CreateMode, PersistentNode, PersistentTtlNode, connect
 from aiocoord._session.watch import EventType
 from aiocoord.errors import BadArgumentsError, InvalidTypeError, UnimplementedError
 from aiocoord.testing import ZooKeeperServer, expire_session
@@ -164,7 +164,7 @@ async def _absent(client: Client, path: str) -> bool:
 async def test_a_server_without_ttl_nodes_is_named_in_the_error() -> None:
     plain = ZooKeeperServer(jvm_options=["-Dzookeeper.extendedTypesEnabled=false"])
     async with plain:
-        client = await open_client(plain.connect_string, session_timeout=10)
+        client = await connect(plain.connect_string, session_timeout=10)
         try:
             with pytest.raises(UnimplementedError, match="extendedTypesEnabled"):
                 await client.create("/ttl", ttl=1)

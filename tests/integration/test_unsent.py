@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from aiocoord import Client, NotSentError, State
+from aiocoord import Client, State
 from aiocoord._wire.reads import GetChildrenRequest
+from aiocoord.errors import NotSentError
 
 
 async def test_a_request_on_a_closing_connection_is_not_sent(zk_client: Client) -> None:

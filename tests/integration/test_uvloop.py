@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 import aiocoord
-from aiocoord import CacheEventType, ChildrenCache, Lock, open_client
+from aiocoord import ChildrenCache, Lock
+from aiocoord._connect import open_client
+from aiocoord.recipes.cache import CacheEventType
 from aiocoord.testing import expire_session
 
 uvloop = pytest.importorskip("uvloop", reason="uvloop is not installed (pip install uvloop)")

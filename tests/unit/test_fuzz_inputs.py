@@ -46,8 +46,8 @@ from aiocoord import (
     State,
     TreeCache,
     Watch,
-    open_client,
 )
+from aiocoord._connect import open_client  # the awaitable form, under a name of its own
 from aiocoord._validation import MAX_DATA_SIZE
 from aiocoord.errors import (
     BadArgumentsError,

@@ -58,6 +58,7 @@ from aiocoord.errors import (
     ClientClosedError,
     ConnectionLossError,
     CoordinationError,
+    DiscoveryError,
     InvalidTypeError,
     NodeExistsError,
     NoNodeError,
@@ -117,11 +118,6 @@ _MODES = {
     ServiceType.STATIC: CreateMode.PERSISTENT,
     ServiceType.PERMANENT: CreateMode.PERSISTENT,
 }
-
-
-class DiscoveryError(CoordinationError, RuntimeError):
-    """Service discovery used out of order: an update of an instance that is not registered
-    here, or a discovery, cache or provider used after it was closed."""
 
 
 def check_segment(value: Any, what: str) -> str:
