@@ -201,7 +201,7 @@ async def _ensure_chroot(client: Client, chroot: str) -> None:
     """Create the chroot (and its parents) if it does not exist, as Curator's namespace does,
     so that the first call under a new chroot does not fail with NoNodeError. Persistent
     nodes, with the ACL the client gives the chroot's root ("/" to its ``acl_provider``)."""
-    session = client.session
+    session = client._session
     try:
         await session.request(ExistsRequest(path=chroot, watch=False), path=chroot)
         return

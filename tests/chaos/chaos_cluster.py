@@ -20,7 +20,7 @@ from aiocoord.errors import (
     CoordinationError,
     NoNodeError,
 )
-from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, expire_session
+from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, expire_session, session_of
 from aiocoord.testing.server import SUPER_AUTH
 
 
@@ -157,7 +157,7 @@ class Cluster:
 
     def member_of(self, client: Client) -> int:
         """The index of the member ``client`` is connected to (through its links or not)."""
-        server = client.session.server
+        server = session_of(client).server
         assert server is not None
         links = self.links.get(id(client))
         if links is not None:
@@ -199,7 +199,7 @@ class Cluster:
         self.chaos.expiring(client.session_id)
         self.chaos.note(f"expire {self.name_of(client)} 0x{client.session_id:x}")
         await expire_session(
-            client.session_id, client.session.password, self.ensemble.connect_string, timeout=15
+            client.session_id, session_of(client).password, self.ensemble.connect_string, timeout=15
         )
 
     async def wait_state(self, client: Client, state: State, timeout: float = 15.0) -> None:
@@ -240,11 +240,11 @@ class Cluster:
         for client in clients:
             if client.closed:
                 continue
-            counts = client.session.watches.counts()
+            counts = session_of(client).watches.counts()
             self.chaos.check(
                 not any(counts.values()),
                 "no leftover watches (client)",
-                f"session 0x{client.session_id:x}: {counts} {client.session.watches.listing()}",
+                f"session 0x{client.session_id:x}: {counts} {session_of(client).watches.listing()}",
             )
 
     async def tree(self) -> dict[str, Any]:
@@ -316,7 +316,7 @@ class Cluster:
                     return True
             return False
 
-        timeouts = [c.session.negotiated_timeout for c in self.clients] or [2.0]
+        timeouts = [session_of(c).negotiated_timeout for c in self.clients] or [2.0]
         limit = orphan_timeout if orphan_timeout is not None else max(timeouts) + 5.0
         deadline = time.monotonic() + limit
         while True:

@@ -35,7 +35,7 @@ from aiocoord.recipes.discovery import (
     Sticky,
     UriSpec,
 )
-from aiocoord.testing import expire_session
+from aiocoord.testing import expire_session, session_of
 
 # What Curator 5.4's JsonInstanceSerializer(Details.class, false) writes for
 #   ServiceInstance.<Details>builder().name("api").id("7d1b4c2e-...-000000000001")
@@ -128,7 +128,9 @@ async def test_registration_comes_back_on_a_new_session(
         await eventually(lambda: _true(discovery.registered() == [disabled]))
 
         old = client.session_id
-        await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+        await expire_session(
+            client.session_id, session_of(client).password, zookeeper.connect_string
+        )
 
         async def back() -> bool:
             stat = await admin.exists(path)

@@ -32,7 +32,7 @@ from aiocoord import TimeoutError as CoordTimeoutError
 from aiocoord._wire.opcodes import Op
 from aiocoord.ensemble import EnsembleConfig
 from aiocoord.errors import InvalidTypeError, NewConfigNoQuorumError, ReconfigDisabledError
-from aiocoord.testing import ZooKeeperEnsemble, expire_client
+from aiocoord.testing import ZooKeeperEnsemble, expire_client, session_of
 from aiocoord.testing._client_fixtures import ClientFactory, async_fixture
 from aiocoord.testing._process import free_ports
 from aiocoord.testing.server import SUPER_AUTH
@@ -106,7 +106,7 @@ async def test_bad_reconfig_arguments_send_nothing(zk_connect: ClientFactory) ->
         await client.reconfig(joining=[spec], new_members=[spec])
     with pytest.raises(BadArgumentsError, match="needs joining"):
         await client.reconfig()
-    assert client.session.sent[Op.RECONFIG] == 0
+    assert session_of(client).sent[Op.RECONFIG] == 0
 
 
 # --- reconfig ----------------------------------------------------------------------------------
@@ -233,8 +233,8 @@ async def test_tracker_learns_the_members_and_the_session_outlives_the_first_one
         assert tracker is not None and tracker.config is not None
         # Learned before connect returned.
         assert set(tracker.servers) == everyone
-        assert {str(s) for s in client.session.servers} == everyone
-        assert str(client.session.server) == first
+        assert {str(s) for s in session_of(client).servers} == everyone
+        assert str(session_of(client).server) == first
         await client.create(path, b"kept")
         session_id = client.session_id
         # A listener, not state_changes(): that stream starts listening only when first
@@ -253,7 +253,7 @@ async def test_tracker_learns_the_members_and_the_session_outlives_the_first_one
         assert [c.state for c in seen] == [State.SUSPENDED, State.RECONNECTED]
         assert not change.new_session
         assert client.session_id == session_id
-        assert str(client.session.server) in everyone - {first}
+        assert str(session_of(client).server) in everyone - {first}
         assert (await client.get(path))[0] == b"kept"
     finally:
         await asyncio.to_thread(ensemble.start, 0)
@@ -294,7 +294,7 @@ async def test_tracker_moves_off_a_member_removed_by_reconfig(
     try:
         added = ensemble.member_connect_string(ensemble.index_of_id(added_id))
         async with await connect(added, track_ensemble=True) as client:
-            assert str(client.session.server) == added
+            assert str(session_of(client).server) == added
             session_id = client.session_id
             reconnected: asyncio.Future[StateChange] = asyncio.get_running_loop().create_future()
 
@@ -308,7 +308,7 @@ async def test_tracker_moves_off_a_member_removed_by_reconfig(
             change = await asyncio.wait_for(reconnected, 30)
             assert not change.new_session and client.session_id == session_id
             remaining = {ensemble.member_connect_string(i) for i in range(3)}
-            assert str(client.session.server) in remaining
+            assert str(session_of(client).server) in remaining
             tracker = client.ensemble_tracker
             assert tracker is not None and set(tracker.servers) == remaining
     finally:
@@ -345,7 +345,7 @@ async def test_tracker_keeps_the_connect_string_of_a_standalone_server(
     client = await zk_connect(track_ensemble=True)
     tracker = client.ensemble_tracker
     assert tracker is not None and tracker.config == EnsembleConfig((), -1, "")
-    assert tracker.servers == [str(s) for s in client.session.servers]
+    assert tracker.servers == [str(s) for s in session_of(client).servers]
     assert len(tracker.servers) == 1
     assert await tracker.wait_newer(-2) is tracker.config
     with pytest.raises(CoordTimeoutError):

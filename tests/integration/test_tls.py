@@ -13,7 +13,7 @@ import pytest_asyncio
 
 from aiocoord import Client, Lock, State, TreeCache, connect
 from aiocoord.errors import NoServersError
-from aiocoord.testing import ZooKeeperServer
+from aiocoord.testing import ZooKeeperServer, session_of
 from aiocoord.testing.tls import TLSConfig, make_self_signed_certificate, tls_config
 
 
@@ -37,7 +37,7 @@ async def tls_client(tls: tuple[TLSConfig, ZooKeeperServer]) -> AsyncIterator[Cl
 
 def _ssl_object(client: Client) -> ssl.SSLObject | None:
     # The transport is the one place that knows whether the bytes are encrypted.
-    conn = client.session._conn
+    conn = session_of(client)._conn
     assert conn is not None and conn._transport is not None
     return conn._transport.get_extra_info("ssl_object")  # type: ignore[no-any-return]
 
@@ -69,7 +69,7 @@ async def test_session_resumes_over_a_new_tls_connection(tls_client: Client) -> 
     await tls_client.create("/tls-resume", b"1")
     session = tls_client.session_id
     _, _, watch = await tls_client.get("/tls-resume", watch=True)
-    tls_client.session.drop_connection()
+    session_of(tls_client).drop_connection()
     await tls_client.wait_for(State.RECONNECTED, 10)
     assert tls_client.session_id == session
     assert _ssl_object(tls_client) is not None

@@ -250,7 +250,7 @@ def test_path_syntax_lives_in_one_module() -> None:
 
 def test_no_recipe_reaches_below_the_client() -> None:
     """Recipes enter the client through one door (:mod:`aiocoord._client.door`): none imports
-    the session manager or touches ``client.session``."""
+    the session manager or touches ``client._session``."""
     found: list[str] = []
     for module, path in MODULES.items():
         if not module.startswith("aiocoord.recipes"):

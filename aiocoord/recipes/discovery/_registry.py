@@ -213,8 +213,8 @@ class ServiceDiscovery:
             if self._registrations.get(instance.id) is reg:
                 del self._registrations[instance.id]
             # A client task, so that a second cancellation cannot stop the removal halfway.
-            removal = self.client.spawn(
-                self._remove(reg, sweep=True), f"aiocoord-discovery-remove:{path}"
+            removal = door.spawn(
+                self.client, self._remove(reg, sweep=True), f"aiocoord-discovery-remove:{path}"
             )
             try:
                 await asyncio.shield(removal)
