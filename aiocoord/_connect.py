@@ -97,7 +97,7 @@ class ConnectOptions(TypedDict, total=False):
     needs ``pip install 'aiocoord[kerberos]'``)."""
     track_ensemble: bool
     """Read the ensemble's configuration before returning and keep following it (ZooKeeper
-    3.5+; :class:`~aiocoord.EnsembleTracker`, as ``client.ensemble_tracker``): the client's
+    3.5+; :class:`~aiocoord.ensemble.EnsembleTracker`, as ``client.ensemble_tracker``): the client's
     server list becomes the members' client addresses, so one member's address is enough to
     fail over to the others. Off by default: the addresses the servers publish must then be
     the ones this client can reach (not so behind NAT, port mapping or a proxy, and TLS must
@@ -201,7 +201,7 @@ async def _ensure_chroot(client: Client, chroot: str) -> None:
     """Create the chroot (and its parents) if it does not exist, as Curator's namespace does,
     so that the first call under a new chroot does not fail with NoNodeError. Persistent
     nodes, with the ACL the client gives the chroot's root ("/" to its ``acl_provider``)."""
-    session = client.session
+    session = client._session
     try:
         await session.request(ExistsRequest(path=chroot, watch=False), path=chroot)
         return

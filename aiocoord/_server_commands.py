@@ -4,7 +4,7 @@ the one place they go over the wire, for the client (:meth:`Client.command`) and
 A four-letter word is a plain request on the client port, outside any session: the server
 answers in text and closes the connection. It runs only the words its
 ``4lw.commands.whitelist`` names (``srvr`` alone by default); for any other it answers a
-sentence saying so, which :class:`~aiocoord.FourLetterWordError` carries.
+sentence saying so, which :class:`~aiocoord.errors.FourLetterWordError` carries.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from aiocoord._session.connection import Reply
 from aiocoord._session.ensemble_config import EnsembleConfig, EnsembleMember
 from aiocoord._session.session import Session, State, StateChange
 from aiocoord._session.watch import EventType, PersistentWatch, Watch, WatchEvent, WatchKind
+from aiocoord._shown import show_in
 from aiocoord._validation import (
     MAX_TTL_MS,
     validate_duration_ms,
@@ -112,9 +113,9 @@ class Client:
         self._work = BackgroundWork()
         self._paths = PathOps(self._requests, self._work, self)
         self._admin = AdminOps(self._requests)
-        # Per-client state of extensions (see extension_state); bound views share it.
+        # Per-client state of extensions (see _extension_state); bound views share it.
         self._extensions: dict[object, Any] = {}
-        #: the :class:`~aiocoord.EnsembleTracker` of ``connect(..., track_ensemble=True)``
+        #: the :class:`~aiocoord.ensemble.EnsembleTracker` of ``connect(..., track_ensemble=True)``
         self.ensemble_tracker: EnsembleTracker | None = None
         # The last view bound() made (see there).
         self._bound_view: Client | None = None
@@ -141,7 +142,7 @@ class Client:
         self._requests.acl_provider = provider
         self._bound_view = None  # it has the old provider
 
-    def extension_state(self, key: object, factory: Callable[[], T]) -> T:
+    def _extension_state(self, key: object, factory: Callable[[], T]) -> T:
         """State an extension keeps per client: the object ``factory()`` made on the first
         call with ``key``, the same one on every later call (from views made by
         :meth:`bound` too), for as long as the client lives.
@@ -158,7 +159,7 @@ class Client:
     def bound(self, generation: int | None = None) -> Client:
         """A view of this client whose requests run only in one session.
 
-        ``generation`` defaults to the current ``client.session.generation``. Once that
+        ``generation`` defaults to the current :attr:`generation`. Once that
         session is lost, every call on the view raises SessionExpiredError without sending
         anything, even a call made while SUSPENDED that would otherwise wait for a new
         session. Recipes use it for writes that act for a holder of the old session.
@@ -216,11 +217,6 @@ class Client:
     # --- helpers ------------------------------------------------------------------------
 
     # --- the session ---------------------------------------------------------------------
-
-    @property
-    def session(self) -> Session:
-        """The session manager behind this client."""
-        return self._session
 
     @property
     def state(self) -> State:
@@ -300,7 +296,7 @@ class Client:
 
     # --- background work -----------------------------------------------------------------
 
-    def spawn(
+    def _spawn(
         self, coro: Coroutine[Any, Any, Any], name: str, *, daemon: bool = False
     ) -> asyncio.Task[Any]:
         """Run ``coro`` as a task this client owns: ``close()`` cancels and awaits it, and
@@ -313,7 +309,7 @@ class Client:
         for it."""
         return self._work.spawn(coro, name, daemon=daemon)
 
-    def follow(self, future: asyncio.Future[T], then: Callable[[asyncio.Future[T]], None]) -> None:
+    def _follow(self, future: asyncio.Future[T], then: Callable[[asyncio.Future[T]], None]) -> None:
         """Count ``future`` (the answer to a request written now, say) as this client's
         background work until it is done, then call ``then`` with it: :meth:`wait_background`
         waits for it and ``close()`` cancels it. For answers a recipe settles after its
@@ -328,7 +324,7 @@ class Client:
 
     async def wait_background(self) -> None:
         """Wait until background work (guaranteed deletes, a release's delete) has finished;
-        daemons (see :meth:`spawn`) are not waited for."""
+        daemons (tasks that only follow the server) are not waited for."""
         await self._work.wait()
 
     def delete_for_sure(
@@ -454,7 +450,7 @@ class Client:
     ) -> EnsembleConfig:
         """Change the ensemble's membership and return the new configuration (3.5+).
 
-        Either incrementally, ``joining`` members (:class:`~aiocoord.EnsembleMember` or
+        Either incrementally, ``joining`` members (:class:`~aiocoord.ensemble.EnsembleMember` or
         ``"server.4=host:quorum:election[:observer];client_host:client_port"`` lines) and
         ``leaving`` server ids, or wholesale with ``new_members`` (every member of the new
         configuration; not together with the other two). ``from_config`` makes the change
@@ -787,3 +783,6 @@ __all__ = [
     "WatchEvent",
     "protected_id",
 ]
+
+# Shown as defined here (its own module is private); the session's types are shown in the root.
+show_in(__name__, globals(), ["protected_id"])

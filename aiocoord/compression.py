@@ -46,7 +46,7 @@ def gzip_compress(data: bytes) -> bytes:
 
 def gzip_decompress(data: bytes, path: str | None = None) -> bytes:
     """The data a gzip member (Curator's ``compressed()`` node) holds. Raises
-    :class:`~aiocoord.CompressedDataError` naming ``path`` if ``data`` is not one whole gzip
+    :class:`~aiocoord.errors.CompressedDataError` naming ``path`` if ``data`` is not one whole gzip
     member (an uncompressed node, a truncated or corrupted one), InvalidTypeError if it is not
     bytes-like."""
     raw = validate_data(data, path, limit=2**63)

@@ -17,25 +17,38 @@ __all__ = [
     "AuthFailedError",
     "BadArgumentsError",
     "BadVersionError",
+    "BarrierError",
+    "CacheError",
     "ClientClosedError",
     "CompressedDataError",
     "ConnectionLossError",
     "CoordinationError",
+    "CorruptedValueError",
     "DataInconsistencyError",
     "DataTooLargeError",
+    "DiscoveryError",
     "EphemeralOnLocalSessionError",
     "FourLetterWordError",
+    "InstanceFormatError",
     "InvalidACLError",
     "InvalidCallbackError",
     "InvalidPathError",
     "InvalidTypeError",
+    "LeadershipLostError",
+    "LeaseDataError",
     "LockError",
     "LockLostError",
     "LockNotOwnedError",
     "LockUpgradeError",
-    "MixedLayoutWarning",
     "MarshallingError",
+    "MaxLeasesMismatchError",
+    "MigrationChangedError",
+    "MigrationError",
     "MissingDependencyError",
+    "MixedLayoutWarning",
+    "ModelDecodeError",
+    "ModelEncodeError",
+    "ModelError",
     "NewConfigNoQuorumError",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
@@ -47,13 +60,16 @@ __all__ = [
     "NotReadOnlyError",
     "NotSentError",
     "OperationTimeoutError",
+    "PartitionFailedError",
     "PortInUseError",
     "ProtocolError",
+    "QueueEmptyError",
     "QuotaExceededError",
     "ReconfigDisabledError",
     "ReconfigInProgressError",
     "RequestTimeoutError",
     "RuntimeInconsistencyError",
+    "SchemaViolationError",
     "ServerBadArgumentsError",
     "ServerNotReadyError",
     "ServerSetupError",
@@ -432,6 +448,166 @@ class MixedLayoutWarning(CoordinationError, UserWarning):
 
 class LockUpgradeError(LockError):
     """A read-lock holder asked for the write lock; that would deadlock, so it is refused."""
+
+
+# --- recipes' and models' own errors (one hierarchy, one module: each recipe re-exports its own)
+
+
+class BarrierError(CoordinationError):
+    """A double barrier was used out of order, or its participant node vanished while the
+    session that made it was still alive (someone deleted it)."""
+
+
+class CacheError(CoordinationError, RuntimeError):
+    """A cache was used out of order: started twice, or used after it was closed."""
+
+
+class CorruptedValueError(CoordinationError, ValueError):
+    """A counter node holds data that is not a value of the expected form: a big-endian
+    integer of ``width`` bytes, or (``width`` 0) kazoo's ASCII text of an integer."""
+
+    def __init__(self, path: str, data: bytes, width: int) -> None:
+        form = (
+            f"a {width}-byte big-endian integer"
+            if width
+            else "an integer in kazoo's text form (a float or other value is not read as one)"
+        )
+        if not data and width == 4:  # SharedCount's int32
+            # The one empty SharedCount node a peer makes on purpose; Curator's SharedCount
+            # cannot read it either (ByteBuffer.getInt on no bytes), so it is not read as 0.
+            why = (
+                "kazoo's Counter(path, support_curator=True) makes its node empty and reads "
+                "that as its default until its first change, which Curator's SharedCount "
+                "cannot read either: write a value once (SharedCount.set(), or a change "
+                "through kazoo's counter), or create the node through SharedCount first"
+            )
+        else:
+            why = "was it written by something else?"
+        super().__init__(
+            f"counter node {path} holds {len(data)} bytes ({data[:16]!r}), not {form}; {why}"
+        )
+        #: the counter node's path (under the client's chroot)
+        self.path: str = path
+        #: the node's data as read, which is no value of the counter's form
+        self.data: bytes = data
+
+
+class LeadershipLostError(CoordinationError):
+    """Leadership ended while the body of ``async with election.leadership():`` ran; the
+    body was cancelled (or had finished, if it ended before the cancellation reached it)."""
+
+
+class MaxLeasesMismatchError(CoordinationError, ValueError):
+    """A semaphore of kazoo's layout stores another ``max_leases`` on its node than this
+    object was given (kazoo refuses the same with a ValueError); nothing was written. Every
+    process must use one number: delete the node to change it, as kazoo's docs say."""
+
+    def __init__(self, path: str, stored: int, given: int) -> None:
+        super().__init__(
+            f"the semaphore {path} stores max_leases {stored}, this object was given {given}; "
+            "every process on the path must use one number (delete the node to change it)"
+        )
+        #: the semaphore's path, whose node stores ``max_leases``
+        self.path: str = path
+        #: the ``max_leases`` stored on the node (by the process that made it)
+        self.stored: int = stored
+        #: the ``max_leases`` this object was given
+        self.given: int = given
+
+
+class PartitionFailedError(CoordinationError):
+    """A :class:`~aiocoord.SetPartitioner` reached FAILURE; ``__cause__`` is the error behind it, if
+    any (the session's end, a lost item lock, an error of ``partition_func``)."""
+
+
+class QueueEmptyError(CoordinationError):
+    """The queue had no item (``element()``/``remove()`` on an empty :class:`~aiocoord.SimpleQueue`;
+    Java's ``NoSuchElementException``)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"the queue {path} is empty; use poll() or take() to wait for an item")
+        #: the path of the queue that was empty
+        self.path: str = path
+
+
+class LeaseDataError(CoordinationError, ValueError):
+    """A lease's holder node holds data that is not a lease record (someone else wrote it)."""
+
+    def __init__(self, path: str, data: bytes, why: str) -> None:
+        super().__init__(
+            f"lease node {path} holds {data[:64]!r}, not a lease record ({why}); "
+            "delete it if nothing else uses that path"
+        )
+        #: the holder node's path
+        self.path: str = path
+        #: the data found on it
+        self.data: bytes = data
+
+
+class MigrationError(CoordinationError):
+    """A migration set does not fit what its records say was applied (Curator's
+    ``MigrationException``); nothing was written."""
+
+    def __init__(self, set_id: str, message: str) -> None:
+        super().__init__(f"migration set {set_id!r}: {message}")
+        #: the id of the migration set that does not fit
+        self.set_id: str = set_id
+
+
+class MigrationChangedError(MigrationError):
+    """A migration that was applied has other operations now than when it was (Curator's
+    "Metadata mismatch"), or the set lost migrations that were applied. Applied migrations
+    are history: add a new migration instead of changing an old one."""
+
+
+class DiscoveryError(CoordinationError, RuntimeError):
+    """Service discovery used out of order: an update of an instance that is not registered
+    here, or a discovery, cache or provider used after it was closed."""
+
+
+class InstanceFormatError(CoordinationError, ValueError):
+    """A node's data is not a service instance in Curator's JSON format (or a payload given
+    to :class:`~aiocoord.recipes.discovery.ServiceInstance` is not a JSON value)."""
+
+
+class ModelError(CoordinationError, ValueError):
+    """The base of the typed-model errors; ``path`` is the node's, when there is one."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message if path is None else f"{path}: {message}")
+        #: the path of the node concerned (under the client's chroot); None when raised by a
+        #: serializer called on its own (a model's operations always give the path)
+        self.path: str | None = path
+
+
+class ModelDecodeError(ModelError):
+    """A node's data is not a value of the model's type.
+
+    ``data`` holds the bytes as read (the node is left as it is: fix or delete it, or read it
+    with the plain client); ``__cause__`` is the serializer's own error, when it raised one.
+    """
+
+    def __init__(self, message: str, *, data: bytes, path: str | None = None) -> None:
+        super().__init__(message, path=path)
+        #: the node's bytes as read, which are no value of the model's type
+        self.data: bytes = data
+
+
+class ModelEncodeError(ModelError, BadArgumentsError):
+    """A value cannot be written with the model's serializer (wrong type, a field that JSON
+    cannot carry); nothing was sent. A :class:`~aiocoord.BadArgumentsError` too, as every
+    input refused before anything is sent."""
+
+
+class SchemaViolationError(ModelError):
+    """A write refused by a :class:`~aiocoord.modeled.SchemaSet` before it was sent:
+    ``schema`` is the rule broken (its ``name``, or its pattern)."""
+
+    def __init__(self, message: str, *, schema: str, path: str | None = None) -> None:
+        super().__init__(message, path=path)
+        #: the rule broken: the governing :class:`~aiocoord.modeled.Schema`'s ``name`` (or
+        #: its pattern), or ``"<none>"`` for a path no schema of a strict set governs
+        self.schema: str = schema
 
 
 # --- test servers -----------------------------------------------------------------------------

@@ -38,8 +38,8 @@ async def measure(connect: str, count: int) -> tuple[list[float], list[float]]:
     """``count`` hand-overs between two clients on ``connect``: the times (ms) from the
     delete to the watcher's notification, and from the delete to the answer of the listing
     the watcher writes on that notification."""
-    holder = await aiocoord.open_client(connect)
-    waiter = await aiocoord.open_client(connect)
+    holder = await aiocoord.connect(connect)
+    waiter = await aiocoord.connect(connect)
     notified: list[float] = []
     listed: list[float] = []
     try:

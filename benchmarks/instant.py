@@ -137,7 +137,7 @@ async def _aiocoord_lock(host: str, port: int, seconds: float) -> dict[str, Any]
     import aiocoord
     from aiocoord.recipes.lock import Lock
 
-    client = await aiocoord.open_client(f"{host}:{port}", session_timeout=10)
+    client = await aiocoord.connect(f"{host}:{port}", session_timeout=10)
     try:
         lock = Lock(client, "/instant-lock")
 

@@ -20,7 +20,7 @@ import os
 import sys
 
 import aiocoord
-from aiocoord import CacheEventType
+from aiocoord.recipes.cache import CacheEventType
 
 SERVICES = "/examples/cache_stream/services"
 

@@ -26,7 +26,7 @@ import os
 import sys
 
 import aiocoord
-from aiocoord.testing import expire_session
+from aiocoord.testing import expire_session, session_of
 
 LOCK_PATH = "/examples/lock_service/account-42"
 
@@ -83,7 +83,7 @@ async def stalled_holder(hosts: str, store: FencedStore) -> bool:
         # What a pause longer than the session timeout does: the server expires the session
         # and deletes the lock node. (expire_session does it now instead of in 10 s.)
         await expire_session(
-            slow_client.session_id, slow_client.session.password, hosts.split("/")[0]
+            slow_client.session_id, session_of(slow_client).password, hosts.split("/")[0]
         )
         cause = await slow.lost.wait(timeout=10)
         print(f"slow-instance: lock lost ({cause.value}) - but a paused process would not know")

@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 import aiocoord
-from aiocoord.testing import FaultProxy, ServerHandle, expire_session
+from aiocoord.testing import FaultProxy, ServerHandle, expire_session, session_of
 
 # Strict mode (pytest-asyncio's default) runs only the async tests marked for it.
 pytestmark = pytest.mark.asyncio
@@ -102,7 +102,7 @@ async def test_lock_is_lost_when_the_session_expires(
     client = await zk_connect()
     lock = aiocoord.Lock(client, "/jobs/nightly-report")
     await lock.acquire()
-    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await expire_session(client.session_id, session_of(client).password, zookeeper.connect_string)
     assert await lock.lost.wait(timeout=10) is aiocoord.State.LOST
     assert not lock.is_held
     # Another process can take the lock now: the expired session's node is gone.

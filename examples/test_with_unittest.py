@@ -15,7 +15,7 @@ from __future__ import annotations
 import unittest
 
 import aiocoord
-from aiocoord.testing import ZooKeeperEnsemble, ZooKeeperTestCase
+from aiocoord.testing import ZooKeeperEnsemble, ZooKeeperTestCase, session_of
 
 
 class LockTest(ZooKeeperTestCase):
@@ -47,7 +47,7 @@ class EnsembleTest(unittest.IsolatedAsyncioTestCase):
         async with aiocoord.connect(self.ensemble.connect_string, session_timeout=10) as client:
             await client.create("/survivor", b"x", ephemeral=True)
             session = client.session_id
-            server = client.session.server
+            server = session_of(client).server
             assert server is not None
             member = self.ensemble.index_of_port(server.port)  # the one this client talks to
             self.ensemble.kill(member)

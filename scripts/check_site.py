@@ -8,8 +8,8 @@ A page fails on:
   links or code (scripts/docs_roles.py does it at build time);
 * a code block without syntax highlighting (a ``<pre>`` outside a ``highlight`` block, or a
   block in a programming language with no highlighted token in it);
-* a public name (each name in ``aiocoord.__all__`` and ``aiocoord.testing.__all__``) that the
-  API pages (``api/``) do not document under its public name with a typed signature: every
+* a public name (each name in ``__all__`` of the root and of the public modules in
+  PUBLIC_MODULES, an object re-exported by a later one counted once) that the API pages (``api/``) do not document under its public name with a typed signature: every
   parameter annotated, a function's return annotated, a module attribute's type shown. A class
   whose constructor is not aiocoord's own (an enum, an exception without ``__init__``) needs
   its entry only;
@@ -38,7 +38,15 @@ PLAIN_LANGUAGES = {"", "text", "console", "output", "none", "plain"}
 HEADING = re.compile(r'<h(\d) id="(?P<id>[^"]+)" class="doc doc-heading">')
 SIGNATURE = re.compile(r'<div class="[^"]*\bdoc-signature\b[^"]*">(.*?)</div>', re.S)
 TAG = re.compile(r"<[^>]+>")
-PUBLIC_MODULES = ("aiocoord", "aiocoord.testing")
+PUBLIC_MODULES = (
+    "aiocoord",
+    "aiocoord.errors",
+    "aiocoord.ensemble",
+    "aiocoord.stats",
+    "aiocoord.recipes.discovery",
+    "aiocoord.modeled",
+    "aiocoord.testing",
+)
 
 
 @dataclass(frozen=True)
@@ -135,11 +143,15 @@ def untyped(name: str, obj: Any, signature: str | None) -> str | None:
 
 def public_names() -> dict[str, Any]:
     names: dict[str, Any] = {}
+    seen: set[int] = set()  # an object re-exported by a later module is documented once
     for module_name in PUBLIC_MODULES:
         module = importlib.import_module(module_name)
         for name in module.__all__:
-            if not name.startswith("__"):  # __version__ is a string, said in prose
-                names[f"{module_name}.{name}"] = getattr(module, name)
+            obj = getattr(module, name)
+            if name.startswith("__") or (id(obj) in seen and not isinstance(obj, (int, str))):
+                continue  # __version__ is a string, said in prose
+            seen.add(id(obj))
+            names[f"{module_name}.{name}"] = obj
     return names
 
 

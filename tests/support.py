@@ -25,7 +25,7 @@ import pytest
 
 from aiocoord import Client, EventType, Lock, LockLostError, NoNodeError
 from aiocoord.errors import ServerSetupError
-from aiocoord.testing import find_distribution
+from aiocoord.testing import find_distribution, session_of
 
 #: The ``zk_connect`` fixture's type: ``await zk_connect()`` opens a client (arguments as
 #: :func:`aiocoord.connect`'s), closed when the test ends.
@@ -234,7 +234,7 @@ async def stale_grant_scenario(
 
 
 async def _idle(client: Client) -> bool:
-    return client.session.pending_count == 0
+    return session_of(client).pending_count == 0
 
 
 # --- the command line -----------------------------------------------------------------------

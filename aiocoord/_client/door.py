@@ -10,7 +10,7 @@ when not connected or when the answer was lost with the connection. Recipes also
 what only the session knows: whether it may be trusted, whether it renews itself after an
 expiry, its negotiated timeout, its metrics recorder and the fields of its log records.
 
-Nothing else in :mod:`aiocoord.recipes` touches ``client.session`` or the watch table (the
+Nothing else in :mod:`aiocoord.recipes` touches ``client._session`` or the watch table (the
 layout test holds that rule).
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from aiocoord._client.requests import acl_for_create
@@ -51,6 +51,8 @@ __all__ = [
     "children_now",
     "corked",
     "create_acl",
+    "extension_state",
+    "follow",
     "log_extra",
     "make_parent_now",
     "negotiated_timeout",
@@ -62,6 +64,7 @@ __all__ = [
     "send_now",
     "server_path",
     "short_path",
+    "spawn",
     "submit_children",
     "submit_get",
     "submit_get_many",
@@ -74,20 +77,51 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 
+def spawn(
+    client: Client, coro: Coroutine[Any, Any, Any], name: str, *, daemon: bool = False
+) -> asyncio.Task[Any]:
+    """Run ``coro`` as a task ``client`` owns: ``close()`` cancels and awaits it, and
+    ``wait_background()`` waits for it. For clean-ups that must outlive their caller
+    (guaranteed deletes, a recipe's node removal after a cancelled acquire).
+
+    ``daemon=True``: a task that only follows the server (a watch to arm, the ensemble
+    tracker): ``close()`` still ends it, but it is no work owed, so ``pending_deletes()``
+    does not count it and ``wait_background()`` does not wait for it."""
+    return client._spawn(coro, name, daemon=daemon)
+
+
+def follow(
+    client: Client, future: asyncio.Future[T], then: Callable[[asyncio.Future[T]], None]
+) -> None:
+    """Count ``future`` (the answer to a request written now, say) as ``client``'s
+    background work until it is done, then call ``then`` with it: ``wait_background()``
+    waits for it and ``close()`` cancels it. For answers a recipe settles after its caller
+    has moved on (a release's delete) without a task to start."""
+    client._follow(future, then)
+
+
+def extension_state(client: Client, key: object, factory: Callable[[], T]) -> T:
+    """State kept per client: the object ``factory()`` made on the first call with ``key``,
+    the same one on every later call (from views made by ``client.bound()`` too), for as
+    long as the client lives. The recipes keep what one client knows of a queue here (its
+    shared listings), so that it ends with the client instead of living in a module global."""
+    return client._extension_state(key, factory)
+
+
 def server_path(client: Client, path: str) -> str:
     """``path`` as the server knows it (the chroot prefixed)."""
-    return client.session.paths.add(path)
+    return client._session.paths.add(path)
 
 
 def short_path(client: Client, path: str) -> str:
     """A path from the server as the caller knows it (the chroot stripped)."""
-    return client.session.paths.strip(path)
+    return client._session.paths.strip(path)
 
 
 def send_now(client: Client, request: Request[R]) -> asyncio.Future[Reply[R]] | None:
     """Write ``request`` (paths already as the server knows them) now, from the caller's step;
     None if not connected. The future resolves to the raw reply (its error code unmapped)."""
-    return client.session.send_now(request)
+    return client._session.send_now(request)
 
 
 #: What :func:`_now` answers when the public, retrying method must ask instead.
@@ -121,7 +155,7 @@ def _write(
 ) -> tuple[asyncio.Future[Reply[R]], Watch | None] | None:
     """The first half of :func:`_now`: the request written, its watch registered first (an
     event that races the reply finds its waiter); None if it cannot be written now."""
-    session = client.session
+    session = client._session
     if generation is not None and session.generation != generation:
         return None
     full = session.paths.add(path)
@@ -143,7 +177,7 @@ async def _answer(
     client: Client, path: str, op: Op, sent: asyncio.Future[Reply[R]], armed: Watch | None
 ) -> tuple[R, Watch | None] | object | None:
     """The second half of :func:`_now`: the answer to a request :func:`_write` wrote."""
-    watches = client.session.watches
+    watches = client._session.watches
     try:
         reply = await sent
     except ConnectionLossError:
@@ -224,7 +258,7 @@ async def watch_data_many_now(
                 left[0].add_done_callback(retrieve)  # its answer (or failure) is read by nobody
                 if left[1] is not None:
                     # Written, never to be answered here: no lingering watch.
-                    client.session.watches.abandon(left[1])
+                    client._session.watches.abandon(left[1])
         raise
     return out
 
@@ -249,7 +283,7 @@ def watch_data_then(
         return False
     sent, armed = written
     assert armed is not None  # a watch was asked for
-    watches = client.session.watches
+    watches = client._session.watches
 
     def answered(done: asyncio.Future[Reply[GetDataResponse]]) -> None:
         if done.cancelled():  # the client closed
@@ -285,7 +319,7 @@ def submit_get(
     of its raw reply (the error code unmapped); ConnectionLossError if the connection is lost
     after it was written, ClientClosedError if the client closes first. For callers that
     follow many reads with callbacks rather than a task each (a cache's pipelined load)."""
-    session = client.session
+    session = client._session
     full = session.paths.add(path)
     if data:
         return session.submit(GetDataRequest(path=full, watch=False))
@@ -298,7 +332,7 @@ def submit_get_many(
     """:func:`submit_get` of every path of ``paths`` (their data) in one multiRead (3.6+):
     one request and one answer for all, each read failing alone (``results[i]`` is the
     ``(err, body)`` of ``paths[i]``)."""
-    session = client.session
+    session = client._session
     add = session.paths.add
     ops = [GetDataRequest(path=add(path), watch=False) for path in paths]
     return session.submit(MultiReadRequest(ops))
@@ -324,13 +358,13 @@ def parent_known(client: Client, path: str) -> bool:
     """Whether this client made a node under ``path`` lately (:func:`note_parent`): then it
     most likely exists still (but for a container the server removed once it was empty),
     and a child's create needs no :func:`make_parent_now` first."""
-    known: dict[str, None] = client.extension_state(_KnownParents, dict)
+    known: dict[str, None] = extension_state(client, _KnownParents, dict)
     return path in known
 
 
 def note_parent(client: Client, path: str) -> None:
     """Remember that this client made a node under ``path`` (see :func:`parent_known`)."""
-    known: dict[str, None] = client.extension_state(_KnownParents, dict)
+    known: dict[str, None] = extension_state(client, _KnownParents, dict)
     if path not in known:
         known[path] = None
         if len(known) > _KNOWN_PARENTS:
@@ -355,9 +389,9 @@ def make_parent_now(
     The answer is followed, not reported: the child's create tells whether the parent is
     there (NoNode if a level above it was missing too). False if not connected (nothing was
     written)."""
-    session = client.session
+    session = client._session
     full = session.paths.add(path)
-    in_flight: dict[str, asyncio.Future[Any]] = client.extension_state(_ParentsInFlight, dict)
+    in_flight: dict[str, asyncio.Future[Any]] = extension_state(client, _ParentsInFlight, dict)
     if full in in_flight:
         return True
     node_acl = create_acl(client, path, acl)
@@ -379,49 +413,49 @@ def make_parent_now(
             del in_flight[full]
         retrieve(done)  # a lost connection: the child's create fails with it too
 
-    client.follow(sent, settled)
+    follow(client, sent, settled)
     return True
 
 
 def corked(client: Client) -> contextlib.AbstractContextManager[None]:
     """A block whose requests leave together at its end, in one write (one system call, full
     packets) rather than one each: for a caller writing many requests in one step."""
-    return client.session.corked()
+    return client._session.corked()
 
 
 def submit_children(client: Client, path: str) -> asyncio.Future[Reply[GetChildrenResponse]]:
     """:func:`submit_get`'s listing: getChildren of ``path``, no watch."""
-    session = client.session
+    session = client._session
     return session.submit(GetChildrenRequest(path=session.paths.add(path), watch=False))
 
 
 def trusted(client: Client) -> bool:
     """Whether the client's session may be trusted now (the rule:
     :mod:`aiocoord._session.liveness`)."""
-    return client.session.trusted()
+    return client._session.trusted()
 
 
 def renews_sessions(client: Client) -> bool:
     """Whether the client starts a new session after an expiry (``reconnect_after_expiry``)."""
-    return client.session.reconnect_after_expiry
+    return client._session.reconnect_after_expiry
 
 
 def round_trip(client: Client) -> float | None:
     """The round trip to the server the client is connected to, in seconds (the least a
     recent read took); None when not known."""
-    return client.session.round_trip
+    return client._session.round_trip
 
 
 def negotiated_timeout(client: Client) -> float:
     """The session timeout the server granted, in seconds."""
-    return client.session.negotiated_timeout
+    return client._session.negotiated_timeout
 
 
 def recorder(client: Client) -> Recorder:
     """What :meth:`Client.stats <aiocoord.Client.stats>` reports from (recipes count into it)."""
-    return client.session.recorder
+    return client._session.recorder
 
 
 def log_extra(client: Client) -> dict[str, Any]:
     """The fields that tie a log record to the client's session."""
-    return session_extra(client.session)
+    return session_extra(client._session)

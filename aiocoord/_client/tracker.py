@@ -43,13 +43,13 @@ class TrackedClient(Protocol):
     sits below the client, so it names the client's abilities rather than its class."""
 
     @property
-    def session(self) -> Session:
+    def _session(self) -> Session:
         """The session manager whose server list is kept."""
 
     async def get_config(self, *, watch: Literal[True]) -> tuple[EnsembleConfig, Watch]:
         """The ensemble's configuration, with a watch on its next change."""
 
-    def spawn(
+    def _spawn(
         self, coro: Coroutine[Any, Any, Any], name: str, *, daemon: bool = False
     ) -> asyncio.Task[Any]:
         """Run ``coro`` as a task the client owns (a daemon: no work anyone waits for)."""
@@ -79,12 +79,12 @@ class EnsembleTracker:
         """Read the configuration, apply it, and follow its changes in a task of the client."""
         config, watch = await self._client.get_config(watch=True)
         self._apply(config)
-        self._client.spawn(self._follow(watch), name="aiocoord-ensemble-tracker", daemon=True)
+        self._client._spawn(self._follow(watch), name="aiocoord-ensemble-tracker", daemon=True)
 
     @property
     def servers(self) -> list[str]:
         """The client's server list now (``host:port`` each)."""
-        return [str(s) for s in self._client.session.servers]
+        return [str(s) for s in self._client._session.servers]
 
     async def wait_newer(self, version: int, timeout: float | None = None) -> EnsembleConfig:
         """Wait until the tracker has applied a configuration newer than ``version`` (an
@@ -105,9 +105,9 @@ class EnsembleTracker:
         self.config = config
         if config.client_addresses:
             servers, _ = parse_connect_string(config.connect_string)
-            if servers != self._client.session.servers:
+            if servers != self._client._session.servers:
                 log.info("ensemble tracker: servers now %s", config.connect_string)
-                self._client.session.servers = servers
+                self._client._session.servers = servers
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 

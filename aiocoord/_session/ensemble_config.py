@@ -283,7 +283,7 @@ def reconfig_arguments(
 ) -> tuple[str | None, str | None, str | None, int]:
     """The wire form of :meth:`~aiocoord.Client.reconfig`'s arguments, checked: each list
     comma-joined (None where not given) and the config version. Raises
-    :class:`~aiocoord.BadArgumentsError` or :class:`~aiocoord.InvalidTypeError` before
+    :class:`~aiocoord.BadArgumentsError` or :class:`~aiocoord.errors.InvalidTypeError` before
     anything is sent."""
     if isinstance(from_config, bool) or not isinstance(from_config, int):
         raise InvalidTypeError(f"from_config must be an int, not {type(from_config).__name__}")

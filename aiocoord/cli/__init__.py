@@ -16,7 +16,11 @@ as its first argument (``demo``: ``--connect`` only); it defaults to ``$AIOCOORD
 else ``127.0.0.1:2181`` (where ``server`` listens by default).
 """
 
+from aiocoord._shown import show_in
 from aiocoord.cli._common import DEFAULT_CONNECT
 from aiocoord.cli._main import main
 
 __all__ = ["DEFAULT_CONNECT", "main"]
+
+# Shown as defined here: the private modules beside this one are no place to import from.
+show_in(__name__, globals(), __all__)

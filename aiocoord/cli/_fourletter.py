@@ -3,7 +3,7 @@
 
 The words go over the wire in :mod:`aiocoord._server_commands`, shared with
 ``Client.command``; a word the server refuses raises :class:`FourLetterError`
-(:class:`aiocoord.FourLetterWordError`).
+(:class:`aiocoord.errors.FourLetterWordError`).
 """
 
 from __future__ import annotations

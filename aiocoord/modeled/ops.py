@@ -50,7 +50,7 @@ R = TypeVar("R")
 
 class ModeledNode(Generic[T]):
     """A model bound to a client and to (some of) its template's parameters; see the module
-    docstring. Made by :meth:`Model.bind`; :meth:`at` fills more parameters.
+    docstring. Made by :meth:`~aiocoord.modeled.Model.bind`; :meth:`at` fills more parameters.
 
     Every waiting call takes ``timeout=`` (seconds for the whole call, retries included;
     :class:`aiocoord.TimeoutError`). Cancelling a read leaves nothing behind; cancelling a

@@ -42,9 +42,9 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class ModelChange(Generic[T]):
     """One change of a typed stream: the cache's event ``type`` (a
-    :class:`~aiocoord.CacheEventType`), the node's ``path``, its new ``entry`` (None when it
-    was removed, and for INITIALIZED, connection events and RESYNCED) and its ``previous``
-    entry (None when it was added).
+    :class:`~aiocoord.recipes.cache.CacheEventType`), the node's ``path``, its new ``entry``
+    (None when it was removed, and for INITIALIZED, connection events and RESYNCED) and its
+    ``previous`` entry (None when it was added).
 
     A node that does not decode still makes a change: its entry carries the error and the
     bytes (``change.entry.ok`` is False).
@@ -73,8 +73,8 @@ class ModelChanges(Generic[T]):
 
     The underlying subscription's rules hold: at most ``buffer_size`` unread changes; after
     an overflow one RESYNCED change, then read the view's state. A stream made by
-    :meth:`ModeledNode.changes` owns its cache: it starts it on the first read (or on
-    entering ``async with``) and closes it with :meth:`aclose` (or on leaving). A plain
+    :meth:`~aiocoord.modeled.ModeledNode.changes` owns its cache: it starts it on the first read (or
+    on entering ``async with``) and closes it with :meth:`aclose` (or on leaving). A plain
     ``async for`` that is left early leaves that cache running until the client closes:
     prefer ``async with``.
     """

@@ -10,7 +10,11 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError
+from aiocoord.errors import (
+    BadArgumentsError,
+    CorruptedValueError,
+    InvalidTypeError,
+)
 
 __all__ = [
     "INT32",
@@ -31,36 +35,6 @@ INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-
-
-class CorruptedValueError(CoordinationError, ValueError):
-    """A counter node holds data that is not a value of the expected form: a big-endian
-    integer of ``width`` bytes, or (``width`` 0) kazoo's ASCII text of an integer."""
-
-    def __init__(self, path: str, data: bytes, width: int) -> None:
-        form = (
-            f"a {width}-byte big-endian integer"
-            if width
-            else "an integer in kazoo's text form (a float or other value is not read as one)"
-        )
-        if not data and width == INT32.size:
-            # The one empty SharedCount node a peer makes on purpose; Curator's SharedCount
-            # cannot read it either (ByteBuffer.getInt on no bytes), so it is not read as 0.
-            why = (
-                "kazoo's Counter(path, support_curator=True) makes its node empty and reads "
-                "that as its default until its first change, which Curator's SharedCount "
-                "cannot read either: write a value once (SharedCount.set(), or a change "
-                "through kazoo's counter), or create the node through SharedCount first"
-            )
-        else:
-            why = "was it written by something else?"
-        super().__init__(
-            f"counter node {path} holds {len(data)} bytes ({data[:16]!r}), not {form}; {why}"
-        )
-        #: the counter node's path (under the client's chroot)
-        self.path: str = path
-        #: the node's data as read, which is no value of the counter's form
-        self.data: bytes = data
 
 
 def decode_text(path: str, data: bytes) -> int:

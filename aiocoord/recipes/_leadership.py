@@ -8,7 +8,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from aiocoord.errors import CoordinationError
+from aiocoord.errors import LeadershipLostError
 from aiocoord.recipes._args import check_identifier
 
 __all__ = [
@@ -24,11 +24,6 @@ __all__ = [
 LATCH_NAME = "latch-"
 #: Curator's LeaderSelector node name (its InterProcessMutex's).
 ELECTION_NAME = "lock-"
-
-
-class LeadershipLostError(CoordinationError):
-    """Leadership ended while the body of ``async with election.leadership():`` ran; the
-    body was cancelled (or had finished, if it ended before the cancellation reached it)."""
 
 
 @dataclass(frozen=True, slots=True)

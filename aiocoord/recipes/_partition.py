@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aiocoord.errors import CoordinationError
+from aiocoord.errors import PartitionFailedError
 
 __all__ = [
     "PartitionChange",
@@ -40,11 +40,6 @@ class PartitionState(enum.Enum):
     RELEASE = "release"
     #: failed or closed for good; make a new partitioner
     FAILURE = "failure"
-
-
-class PartitionFailedError(CoordinationError):
-    """A :class:`SetPartitioner` reached FAILURE; ``__cause__`` is the error behind it, if
-    any (the session's end, a lost item lock, an error of ``partition_func``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,8 +58,8 @@ from aiocoord.acl import check_acl
 from aiocoord.client import Client, State
 from aiocoord.errors import (
     BadArgumentsError,
+    BarrierError,
     ConnectionLossError,
-    CoordinationError,
     InvalidTypeError,
     NodeExistsError,
     NoNodeError,
@@ -74,11 +74,6 @@ __all__ = ["READY_NODE", "Barrier", "BarrierError", "DoubleBarrier"]
 
 #: Curator's name for the node that opens a double barrier.
 READY_NODE = "ready"
-
-
-class BarrierError(CoordinationError):
-    """A double barrier was used out of order, or its participant node vanished while the
-    session that made it was still alive (someone deleted it)."""
 
 
 class Barrier:

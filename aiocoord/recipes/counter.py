@@ -12,8 +12,8 @@ an 8-byte big-endian signed integer (empty data reads as 0; a missing node is cr
 first write). It is :class:`~aiocoord.DistributedAtomicValue` over that codec: each change
 reads the value and writes the new one on the version read; if another client wrote first,
 it reads again and retries, as the retry policy allows, then under a mutex with a
-:class:`~aiocoord.PromotedToLock` (Curator's promoted mode). The result says whether it
-succeeded and gives the value before and after.
+:class:`~aiocoord.recipes.atomic_value.PromotedToLock` (Curator's promoted mode). The result
+says whether it succeeded and gives the value before and after.
 
 **kazoo's layout** (``AtomicCounter(..., layout="kazoo")``): the value is kazoo's ``Counter``
 text, the integer's ASCII digits (``repr(value)``; empty data reads as ``default``, as kazoo's
@@ -33,7 +33,9 @@ or with the session.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from aiocoord._client import door
 from aiocoord._validation import validate_path
@@ -63,15 +65,11 @@ __all__ = [
     "AtomicCounter",
     "AtomicValue",
     "CorruptedValueError",
-    "CountChange",
     "SharedCount",
     "VersionedValue",
 ]
 
 # --- SharedCount -----------------------------------------------------------------------
-
-#: The change a :class:`SharedCount`'s stream carries (the :class:`ValueChange` of an int).
-CountChange = ValueChange
 
 
 class SharedCount(_SharedNode[int]):
@@ -81,7 +79,7 @@ class SharedCount(_SharedNode[int]):
     if it does not exist and follows it; :attr:`value` and :attr:`versioned` are then always
     the latest known. ``await count.set(n)`` writes unconditionally, ``await
     count.try_set(n, expected_version)`` only if nobody wrote since that version.
-    ``count.changes()`` streams every change (:class:`CountChange`); ``await
+    ``count.changes()`` streams every change (:class:`~aiocoord.ValueChange` of an int); ``await
     count.wait_for(predicate)`` waits for a value. ``close()`` stops the cache and its
     tasks; the node stays. Reading a node that holds something else than 4 bytes raises
     :class:`CorruptedValueError` (``value``, ``versioned``), an empty node too (kazoo's
@@ -122,11 +120,12 @@ class AtomicCounter:
     ``await counter.increment()`` returns an :class:`AtomicValue` with the value before and
     after. Writes that lose a race are retried as ``retry`` allows (an
     :class:`~aiocoord.ExponentialBackoff` by default), then, with a
-    :class:`~aiocoord.PromotedToLock`, under its mutex; when they give up the result has
-    ``succeeded=False``. It is :class:`~aiocoord.DistributedAtomicValue`'s mechanism over an
-    8-byte big-endian integer. ``close()`` (or leaving ``async with``) deletes the marker
-    nodes of its last writes; the counter node stays. ``acl`` is the ACL of the nodes it
-    creates, parents included (None: the client's ``acl_provider``, else OPEN_ACL_UNSAFE).
+    :class:`~aiocoord.recipes.atomic_value.PromotedToLock`, under its mutex; when they give up
+    the result has ``succeeded=False``. It is :class:`~aiocoord.DistributedAtomicValue`'s
+    mechanism over an 8-byte big-endian integer. ``close()`` (or leaving ``async with``)
+    deletes the marker nodes of its last writes; the counter node stays. ``acl`` is the ACL of
+    the nodes it creates, parents included (None: the client's ``acl_provider``, else
+    OPEN_ACL_UNSAFE).
     """
 
     def __init__(
@@ -266,3 +265,18 @@ class AtomicCounter:
 
     def __repr__(self) -> str:
         return f"<AtomicCounter {self.path}>"
+
+
+if not TYPE_CHECKING:  # to a type checker the module has its names and no others
+
+    def __getattr__(name: str) -> object:
+        # CountChange was an alias of ValueChange: one release more, with a warning (PEP 562).
+        if name == "CountChange":
+            warnings.warn(
+                "aiocoord.recipes.counter.CountChange is deprecated and goes in the next release; "
+                "use aiocoord.ValueChange",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return ValueChange
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

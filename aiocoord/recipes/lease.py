@@ -53,8 +53,8 @@ from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
     ConnectionLossError,
-    CoordinationError,
     InvalidTypeError,
+    LeaseDataError,
     NodeExistsError,
     NoNodeError,
     SessionExpiredError,
@@ -85,20 +85,6 @@ FORMAT_VERSION = 1
 _END_FORMAT = "%Y-%m-%dT%H:%M:%S"
 
 Clock = Callable[[], datetime.datetime]
-
-
-class LeaseDataError(CoordinationError, ValueError):
-    """A lease's holder node holds data that is not a lease record (someone else wrote it)."""
-
-    def __init__(self, path: str, data: bytes, why: str) -> None:
-        super().__init__(
-            f"lease node {path} holds {data[:64]!r}, not a lease record ({why}); "
-            "delete it if nothing else uses that path"
-        )
-        #: the holder node's path
-        self.path: str = path
-        #: the data found on it
-        self.data: bytes = data
 
 
 @dataclass(frozen=True, slots=True)

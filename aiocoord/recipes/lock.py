@@ -16,7 +16,7 @@ other; the lock path and the parents made are persistent nodes there, as kazoo's
 container the server removed once empty). Everything else below holds in both layouts.
 Whatever its layout, a lock waits for every contender on its path; one whose listing as it
 asks shows a contender of the other layout, which may not wait for it, warns
-(:class:`~aiocoord.MixedLayoutWarning`; see :mod:`aiocoord.recipes.layout`). One that comes
+(:class:`~aiocoord.errors.MixedLayoutWarning`; see :mod:`aiocoord.recipes.layout`). One that comes
 after it, holder or waiter, is told to nobody: ``python -m aiocoord locks PATH`` marks such a
 path (docs/from-kazoo.md).
 

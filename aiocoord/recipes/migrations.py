@@ -54,7 +54,13 @@ from aiocoord._validation import validate_data, validate_path, validate_timeout,
 from aiocoord._wire.data import ACL
 from aiocoord.acl import OPEN_ACL_UNSAFE, check_acl
 from aiocoord.client import Client
-from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError, NoNodeError
+from aiocoord.errors import (
+    BadArgumentsError,
+    InvalidTypeError,
+    MigrationChangedError,
+    MigrationError,
+    NoNodeError,
+)
 from aiocoord.recipes._args import check_client
 from aiocoord.recipes.semaphore import Semaphore
 from aiocoord.transaction import Transaction
@@ -75,22 +81,6 @@ META_NAME = "meta-"
 # ZooKeeper's op codes and create flags, as Curator's hash spells them.
 _CREATE, _DELETE, _SET, _CHECK, _CREATE_CONTAINER = 1, 2, 5, 13, 19
 _CSV_ESCAPES = {"\0": "%00", "\n": "%0A", "\r": "%0D", ",": "%2C", "}": "%7D", "%": "%25"}
-
-
-class MigrationError(CoordinationError):
-    """A migration set does not fit what its records say was applied (Curator's
-    ``MigrationException``); nothing was written."""
-
-    def __init__(self, set_id: str, message: str) -> None:
-        super().__init__(f"migration set {set_id!r}: {message}")
-        #: the id of the migration set that does not fit
-        self.set_id: str = set_id
-
-
-class MigrationChangedError(MigrationError):
-    """A migration that was applied has other operations now than when it was (Curator's
-    "Metadata mismatch"), or the set lost migrations that were applied. Applied migrations
-    are history: add a new migration instead of changing an old one."""
 
 
 def _csv_string(text: str) -> str:

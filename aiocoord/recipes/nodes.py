@@ -347,8 +347,10 @@ class PersistentNode:
                 if not create.cancelled() and create.exception() is None:
                     self._actual = create.result()  # close() deletes it
             else:
-                self.client.spawn(
-                    _delete_once_made(self.client, create), f"aiocoord-node:{self.path}"
+                door.spawn(
+                    self.client,
+                    _delete_once_made(self.client, create),
+                    f"aiocoord-node:{self.path}",
                 )
             raise
 

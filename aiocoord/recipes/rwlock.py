@@ -21,7 +21,7 @@ then release write). As in Curator 5.4, the downgraded read node is a plain EPHE
 with the write node's sequence number, ``_c_<uuid>-__READ__<write seq>``, so it sorts ahead of
 every writer queued meanwhile and keeps them out until it is released. The opposite, a reader
 asking for the write lock, would wait for itself forever; it is refused with
-:class:`~aiocoord.LockUpgradeError`.
+:class:`~aiocoord.errors.LockUpgradeError`.
 
 Loss, cancellation and fencing behave as for :class:`~aiocoord.recipes.lock.Lock`.
 """

@@ -53,8 +53,8 @@ from aiocoord.acl import check_acl
 from aiocoord.client import Client, Watch
 from aiocoord.errors import (
     BadArgumentsError,
-    CoordinationError,
     InvalidTypeError,
+    MaxLeasesMismatchError,
     NodeExistsError,
     NoNodeError,
     SessionExpiredError,
@@ -82,24 +82,6 @@ log = logging.getLogger(__name__)
 LOCKS = "locks"
 LEASES = "leases"
 LEASE_NAME = "lease-"
-
-
-class MaxLeasesMismatchError(CoordinationError, ValueError):
-    """A semaphore of kazoo's layout stores another ``max_leases`` on its node than this
-    object was given (kazoo refuses the same with a ValueError); nothing was written. Every
-    process must use one number: delete the node to change it, as kazoo's docs say."""
-
-    def __init__(self, path: str, stored: int, given: int) -> None:
-        super().__init__(
-            f"the semaphore {path} stores max_leases {stored}, this object was given {given}; "
-            "every process on the path must use one number (delete the node to change it)"
-        )
-        #: the semaphore's path, whose node stores ``max_leases``
-        self.path: str = path
-        #: the ``max_leases`` stored on the node (by the process that made it)
-        self.stored: int = stored
-        #: the ``max_leases`` this object was given
-        self.given: int = given
 
 
 class Lease:

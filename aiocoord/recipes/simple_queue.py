@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from aiocoord._deadline import Expired, deadline_after
 from aiocoord._paths import join
 from aiocoord._validation import validate_timeout
-from aiocoord.errors import CoordinationError, NoNodeError, SessionExpiredError
+from aiocoord.errors import NoNodeError, QueueEmptyError, SessionExpiredError
 from aiocoord.recipes.layout import Layout
 from aiocoord.recipes.queue import Queue, check_items
 
@@ -34,16 +34,6 @@ __all__ = ["SIMPLE_QUEUE_ITEM_NAME", "QueueEmptyError", "SimpleQueue"]
 
 #: Curator's (and ZooKeeper's queue recipe's) item node name, before the sequence number.
 SIMPLE_QUEUE_ITEM_NAME = "qn-"
-
-
-class QueueEmptyError(CoordinationError):
-    """The queue had no item (``element()``/``remove()`` on an empty :class:`SimpleQueue`;
-    Java's ``NoSuchElementException``)."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__(f"the queue {path} is empty; use poll() or take() to wait for an item")
-        #: the path of the queue that was empty
-        self.path: str = path
 
 
 class SimpleQueue(Queue):

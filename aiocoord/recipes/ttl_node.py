@@ -156,7 +156,7 @@ class PersistentTtlNode:
         """Stop touching the child and stop keeping the node; the server deletes both once
         the TTL has passed. Idempotent.
 
-        Raises :class:`~aiocoord.UnimplementedError` if the server refused the TTL child
+        Raises :class:`~aiocoord.errors.UnimplementedError` if the server refused the TTL child
         (a server without ``extendedTypesEnabled``): the node was then never kept alive.
         """
         task, self._task = self._task, None

@@ -6,6 +6,7 @@
 * :class:`ZooKeeperTestCase`: a ``unittest`` base class with a server, a client under a
   namespace of the test's own, and ``expire_session``;
 * :class:`FaultProxy`: a proxy that drops, partitions, delays and loses replies;
+* :func:`session_of`: the session behind a client, for tests that look below the public API;
 * :func:`expire_session`: real server-side session expiry; :func:`expire_client` also waits
   until the client has heard;
 * the pytest plugin (:mod:`aiocoord.testing.pytest_plugin`) with the ``zookeeper``,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from aiocoord.testing.expire import RawSession, expire_client, expire_session, raw_session
     from aiocoord.testing.faults import DroppedRequest, FaultProxy, FrameBuffer, PendingDrop
     from aiocoord.testing.harness import ZooKeeperTestCase
+    from aiocoord.testing.plumbing import session_of
     from aiocoord.testing.server import ZooKeeperEnsemble, ZooKeeperServer
 
 #: Where each public name lives: imported on first use (PEP 562), because pytest imports the
@@ -55,6 +57,7 @@ _WHERE = {
     "four_letter": "aiocoord.testing._process",
     "raw_session": "aiocoord.testing.expire",
     "select_backend": "aiocoord.testing._backend",
+    "session_of": "aiocoord.testing.plumbing",
     "start_server": "aiocoord.testing._backend",
     "sweep_orphans": "aiocoord.testing._process",
 }
@@ -78,6 +81,7 @@ __all__ = [
     "four_letter",
     "raw_session",
     "select_backend",
+    "session_of",
     "start_server",
     "sweep_orphans",
 ]
@@ -90,5 +94,9 @@ if not TYPE_CHECKING:  # to a type checker, the names are those imported above, 
         except KeyError:
             raise AttributeError(f"module 'aiocoord.testing' has no attribute {name!r}") from None
         value = getattr(importlib.import_module(module), name)
+        from aiocoord._shown import show_in
+
+        # Shown as aiocoord.testing.X, as users import it, not as the private module's.
+        show_in(__name__, {name: value}, [name])
         globals()[name] = value
         return value

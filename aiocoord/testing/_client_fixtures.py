@@ -58,7 +58,7 @@ async def zk_connect(zookeeper: Any, zk_namespace: str) -> AsyncIterator[ClientF
     ``zookeeper`` server; pass a FaultProxy's to put faults between the client and the server.
     The namespace is created first and removed, with everything under it, afterwards.
     """
-    from aiocoord import open_client
+    from aiocoord._connect import open_client
     from aiocoord.testing.server import SUPER_AUTH
 
     clients: list[Client] = []

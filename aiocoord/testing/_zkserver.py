@@ -1,7 +1,7 @@
 """One ZooKeeper server in a local JVM (:class:`ZooKeeperServer`): its ``zoo.cfg``, the JVM
 command, start, readiness, stop, kill and restart, and the settings every test server gets
 (:data:`SUPER_AUTH`, :data:`TEST_SERVER_PROPERTIES`, :data:`DEFAULT_JVM_OPTIONS`). Public
-through :mod:`aiocoord.testing.server`; the ensemble builds on it (``_ensemble``).
+through :mod:`aiocoord.testing.server`; the ensemble builds on it (``_zkensemble``).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from aiocoord._session.session import State, StateChange
 from aiocoord._wire.handshake import CloseRequest, ConnectRequest, decode_connect
 from aiocoord.errors import NoServersError
+from aiocoord.testing.plumbing import session_of
 
 if TYPE_CHECKING:
     from aiocoord.client import Client
@@ -205,7 +206,7 @@ async def expire_client(client: Client, connect_string: str, *, timeout: float =
     Raises ``asyncio.TimeoutError`` if that takes longer than ``timeout`` seconds.
     """
     heard = asyncio.Event()
-    renews = client.session.reconnect_after_expiry
+    renews = session_of(client).reconnect_after_expiry
 
     def on_change(change: StateChange) -> None:
         if change.new_session if renews else change.state is State.LOST:
@@ -214,7 +215,7 @@ async def expire_client(client: Client, connect_string: str, *, timeout: float =
     stop = client.add_state_listener(on_change)
     try:
         await expire_session(
-            client.session_id, client.session.password, connect_string, timeout=timeout
+            client.session_id, session_of(client).password, connect_string, timeout=timeout
         )
         await asyncio.wait_for(heard.wait(), timeout)
     finally:

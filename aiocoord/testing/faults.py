@@ -30,6 +30,7 @@ from collections.abc import Callable
 from enum import Enum
 from types import TracebackType
 
+from aiocoord._shown import show_in
 from aiocoord.testing._drops import DroppedRequest, PendingDrop
 from aiocoord.testing._frames import (
     CLOSE_OPCODE,
@@ -472,3 +473,7 @@ class FaultProxy:
                 return b""
             out.append(frame)
         return b"".join(out)
+
+
+# Shown as defined here: the private modules beside this one are no place to import from.
+show_in(__name__, globals(), __all__)

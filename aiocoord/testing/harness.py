@@ -8,7 +8,8 @@ import unittest
 import uuid
 from typing import Any, ClassVar
 
-from aiocoord import Client, open_client
+from aiocoord import Client
+from aiocoord._connect import open_client
 from aiocoord.testing._backend import ServerHandle, start_server
 from aiocoord.testing._client_fixtures import NAMESPACE_ROOT
 from aiocoord.testing.expire import expire_client

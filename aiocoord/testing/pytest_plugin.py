@@ -86,3 +86,8 @@ __all__ = [
     "zookeeper",
     "zookeeper_ensemble",
 ]
+
+# Shown as the plugin's (where users' conftest files name them), not the private module's; the
+# plugin's import budget (tests/unit/test_plugin_load.py) leaves no room for aiocoord._shown.
+for _fixture in (zk_client, zk_connect, zk_namespace):
+    _fixture.__module__ = __name__

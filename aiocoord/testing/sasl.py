@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from aiocoord._shown import show_in
 from aiocoord.errors import ServerSetupError
 from aiocoord.testing._kdc import INSTALL_HINT, KerberosKDC, kdc_tools_missing
 from aiocoord.testing.server import ZooKeeperServer
@@ -145,3 +146,7 @@ def kerberos_server(
     }
     jaas = write_kerberos_jaas(directory, kdc.keytab(name), principal)
     return _jaas_server(jaas, properties, options)
+
+
+# Shown as defined here: the private modules beside this one are no place to import from.
+show_in(__name__, globals(), __all__)

@@ -6,13 +6,14 @@ directory of its own (``zoo.cfg``, data, ``zookeeper.log``) that :meth:`~ZooKeep
 removes; :meth:`~ZooKeeperServer.restart` keeps it, so data survives restarts.
 
 The launchers live in private modules, one each: :mod:`aiocoord.testing._zkserver` (one
-server, and the settings every test server gets) and :mod:`aiocoord.testing._ensemble`
+server, and the settings every test server gets) and :mod:`aiocoord.testing._zkensemble`
 (with :mod:`aiocoord.testing._reconfigure` for its membership changes).
 """
 
 from __future__ import annotations
 
-from aiocoord.testing._ensemble import ZooKeeperEnsemble
+from aiocoord._shown import show_in
+from aiocoord.testing._zkensemble import ZooKeeperEnsemble
 from aiocoord.testing._zkserver import (
     DEFAULT_JVM_OPTIONS,
     SUPER_AUTH,
@@ -27,3 +28,6 @@ __all__ = [
     "ZooKeeperEnsemble",
     "ZooKeeperServer",
 ]
+
+# Shown as defined here: the private modules beside this one are no place to import from.
+show_in(__name__, globals(), __all__)

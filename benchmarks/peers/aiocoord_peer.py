@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import aiocoord
+from aiocoord.testing import session_of
 from benchmarks.common import (
     HandoffTracker,
     Unavailable,
@@ -37,7 +38,7 @@ def _lock_class() -> Any:
 
 
 async def _open(connect: str, params: dict[str, Any]) -> aiocoord.Client:
-    return await aiocoord.open_client(connect, session_timeout=params["session_timeout"])
+    return await aiocoord.connect(connect, session_timeout=params["session_timeout"])
 
 
 # --- W0 -------------------------------------------------------------------------------------
@@ -302,7 +303,7 @@ async def _w5(connect: str, p: dict[str, Any]) -> dict[str, Any]:
     member = None
     for _ in range(p["attempts"]):
         client = await _open(connect, p)
-        server = client.session.server
+        server = session_of(client).server
         assert server is not None
         member = choose_member(members, server.port, p["case"])
         if member is not None:

@@ -14,17 +14,13 @@ from typing import Any
 
 from chaos_log import Chaos
 
-from aiocoord import (
-    Client,
-    State,
-    open_client,
-)
+from aiocoord import Client, State, connect
 from aiocoord.errors import (
     ClientClosedError,
     CoordinationError,
     NoNodeError,
 )
-from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, expire_session
+from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, expire_session, session_of
 from aiocoord.testing.server import SUPER_AUTH
 
 
@@ -113,13 +109,11 @@ class Cluster:
             if not member.is_running:
                 await asyncio.to_thread(self.ensemble.restart, i)
         await asyncio.to_thread(self.ensemble.wait_for_quorum, 30)
-        self.admin = await open_client(
+        self.admin = await connect(
             self.ensemble.connect_string, session_timeout=10, auth=[SUPER_AUTH]
         )
         await self.admin.ensure_path(self.root)
-        self.observer = await open_client(
-            self.ensemble.connect_string + self.root, session_timeout=10
-        )
+        self.observer = await connect(self.ensemble.connect_string + self.root, session_timeout=10)
         return self
 
     def member_targets(self) -> list[tuple[str, int]]:
@@ -137,9 +131,7 @@ class Cluster:
             hosts = self.ensemble.connect_string
         options.setdefault("connect_timeout", 15.0)
         try:
-            client = await open_client(
-                hosts + self.root, session_timeout=session_timeout, **options
-            )
+            client = await connect(hosts + self.root, session_timeout=session_timeout, **options)
         except BaseException:
             if proxied:
                 await links.aclose()
@@ -165,7 +157,7 @@ class Cluster:
 
     def member_of(self, client: Client) -> int:
         """The index of the member ``client`` is connected to (through its links or not)."""
-        server = client.session.server
+        server = session_of(client).server
         assert server is not None
         links = self.links.get(id(client))
         if links is not None:
@@ -207,7 +199,7 @@ class Cluster:
         self.chaos.expiring(client.session_id)
         self.chaos.note(f"expire {self.name_of(client)} 0x{client.session_id:x}")
         await expire_session(
-            client.session_id, client.session.password, self.ensemble.connect_string, timeout=15
+            client.session_id, session_of(client).password, self.ensemble.connect_string, timeout=15
         )
 
     async def wait_state(self, client: Client, state: State, timeout: float = 15.0) -> None:
@@ -248,11 +240,11 @@ class Cluster:
         for client in clients:
             if client.closed:
                 continue
-            counts = client.session.watches.counts()
+            counts = session_of(client).watches.counts()
             self.chaos.check(
                 not any(counts.values()),
                 "no leftover watches (client)",
-                f"session 0x{client.session_id:x}: {counts} {client.session.watches.listing()}",
+                f"session 0x{client.session_id:x}: {counts} {session_of(client).watches.listing()}",
             )
 
     async def tree(self) -> dict[str, Any]:
@@ -324,7 +316,7 @@ class Cluster:
                     return True
             return False
 
-        timeouts = [c.session.negotiated_timeout for c in self.clients] or [2.0]
+        timeouts = [session_of(c).negotiated_timeout for c in self.clients] or [2.0]
         limit = orphan_timeout if orphan_timeout is not None else max(timeouts) + 5.0
         deadline = time.monotonic() + limit
         while True:

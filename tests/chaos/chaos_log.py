@@ -12,13 +12,10 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from aiocoord import (
-    LeadershipLostError,
-    State,
-    StateChange,
-)
+from aiocoord import State, StateChange
 from aiocoord.errors import (
     ConnectionLossError,
+    LeadershipLostError,
     LockLostError,
     SessionExpiredError,
 )

@@ -46,8 +46,6 @@ from aiocoord import (
     Client,
     LeaderLatch,
     NodeCache,
-    ServiceDiscovery,
-    ServiceInstance,
     State,
     StateChange,
     TreeCache,
@@ -55,7 +53,8 @@ from aiocoord import (
 from aiocoord.errors import (
     CoordinationError,
 )
-from aiocoord.testing import ZooKeeperEnsemble
+from aiocoord.recipes.discovery import ServiceDiscovery, ServiceInstance
+from aiocoord.testing import ZooKeeperEnsemble, session_of
 
 
 @dataclass
@@ -272,7 +271,7 @@ def client_report(name: str, client: Client) -> str:
     requests in flight and background deletes, and its last transitions."""
     return (
         f"{name}: {client.state.value} 0x{client.session_id:x}, in flight "
-        f"{client.session.pending_count}, background {client.pending_deletes()}, "
+        f"{session_of(client).pending_count}, background {client.pending_deletes()}, "
         f"transitions {list(STATE_HISTORY.get(name, ()))}"
     )
 

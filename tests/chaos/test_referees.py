@@ -23,21 +23,13 @@ from chaoslib import (
     watched_paths,
 )
 
-from aiocoord import (
-    Client,
-    LeadershipChange,
-    LeadershipTerm,
-    ServiceDiscovery,
-    Stat,
-    State,
-    StateChange,
-    TreeCache,
-)
+from aiocoord import Client, LeadershipChange, LeadershipTerm, Stat, State, StateChange, TreeCache
 from aiocoord._json import ForeignDataError, load_foreign
 from aiocoord._session.servers import Server
 from aiocoord._session.session import Session
 from aiocoord.client import ChildData
 from aiocoord.recipes.cache import CacheEventType, NodeEvent
+from aiocoord.recipes.discovery import ServiceDiscovery
 from aiocoord.recipes.queue import unframe
 
 

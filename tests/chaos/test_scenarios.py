@@ -45,7 +45,7 @@ from aiocoord import (
     State,
     StateChange,
     TreeCache,
-    open_client,
+    connect,
 )
 from aiocoord.errors import (
     ConnectionLossError,
@@ -54,7 +54,7 @@ from aiocoord.errors import (
     TransactionFailedError,
 )
 from aiocoord.recipes.cache import CacheEventType
-from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, ZooKeeperServer
+from aiocoord.testing import FaultProxy, ZooKeeperEnsemble, ZooKeeperServer, session_of
 
 pytestmark = pytest.mark.ensemble
 
@@ -129,7 +129,8 @@ async def watching(client: Client) -> bool:
     """True once ``client`` has a server watch armed and no request in flight (a waiter that
     is settled in its wait)."""
     return (
-        client.session.watches.counts()["server_watches"] > 0 and not client.session.pending_count
+        session_of(client).watches.counts()["server_watches"] > 0
+        and not session_of(client).pending_count
     )
 
 
@@ -607,7 +608,7 @@ async def test_quorum_lost_suspends_then_loses_the_session_at_its_timeout(
     assert await lock.acquire(timeout=10)
     me = cluster.member_of(client)
     others = [i for i in range(3) if i != me]
-    heard = client.session._conn.last_recv if client.session._conn else time.monotonic()
+    heard = session_of(client)._conn.last_recv if session_of(client)._conn else time.monotonic()
     for i in others:
         chaos.fault("kill")
         await cluster.kill(i)
@@ -699,7 +700,7 @@ async def test_read_only_client_moves_to_a_server_that_serves_writes(chaos: Chao
         for i in (1, 2):
             chaos.fault("kill")
             await asyncio.to_thread(ensemble.kill, i)
-        client = await open_client(
+        client = await connect(
             f"{member.connect_string},{writable.connect_string}",
             read_only=True,
             session_timeout=3,
@@ -710,7 +711,7 @@ async def test_read_only_client_moves_to_a_server_that_serves_writes(chaos: Chao
             seen = states(client)
             await asyncio.to_thread(writable.start)
             await client.wait_for(State.CONNECTED, 30)
-            server = client.session.server
+            server = session_of(client).server
             chaos.check(
                 server is not None and server.port == writable.port,
                 "moved to the read-write server",

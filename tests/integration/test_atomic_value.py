@@ -11,17 +11,10 @@ from typing import Any
 import pytest
 from support import Factory
 
-from aiocoord import (
-    AtomicCounter,
-    DistributedAtomicValue,
-    InvalidTypeError,
-    Lock,
-    NoRetry,
-    PromotedToLock,
-    RetryNTimes,
-)
+from aiocoord import AtomicCounter, DistributedAtomicValue, Lock, NoRetry, RetryNTimes
 from aiocoord._wire.opcodes import Op
-from aiocoord.errors import BadArgumentsError, NoNodeError
+from aiocoord.errors import BadArgumentsError, InvalidTypeError, NoNodeError
+from aiocoord.recipes.atomic_value import PromotedToLock
 from aiocoord.testing import FaultProxy
 
 #: The failure-semantics rows of docs/recipes/atomic-value.md with the tests that hold each

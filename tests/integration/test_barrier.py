@@ -14,7 +14,7 @@ from support import Factory, child_names, eventually
 import aiocoord
 from aiocoord import Client, State
 from aiocoord.recipes.barrier import Barrier, BarrierError, DoubleBarrier
-from aiocoord.testing import FaultProxy, expire_client
+from aiocoord.testing import FaultProxy, expire_client, session_of
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
@@ -63,11 +63,11 @@ async def test_barrier_holds_waiters_until_removed(zk_connect: Factory) -> None:
 
 
 async def _no_waiters(client: Client) -> bool:
-    return client.session.watches.counts()["waiters"] == 0
+    return session_of(client).watches.counts()["waiters"] == 0
 
 
 async def _waiters(client: Client, n: int) -> bool:
-    return client.session.watches.counts()["waiters"] >= n
+    return session_of(client).watches.counts()["waiters"] >= n
 
 
 async def test_barrier_removed_while_the_waiter_is_disconnected(zk_connect: Factory) -> None:
@@ -76,7 +76,7 @@ async def test_barrier_removed_while_the_waiter_is_disconnected(zk_connect: Fact
     await owner.set()
     waiting = asyncio.ensure_future(Barrier(waiter_client, "/gate/b").wait(15))
     await eventually(lambda: _waiters(waiter_client, 1))
-    waiter_client.session.drop_connection()
+    session_of(waiter_client).drop_connection()
     await owner.remove()
     await waiter_client.wait_for(State.RECONNECTED, timeout=10)
     assert await asyncio.wait_for(waiting, 10)
@@ -211,7 +211,7 @@ async def test_a_cancelled_wait_or_enter_leaves_nothing(zk_connect: Factory) -> 
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
-    assert client.session.watches.counts()["waiters"] == 0  # its watch is withdrawn
+    assert session_of(client).watches.counts()["waiters"] == 0  # its watch is withdrawn
     barrier = DoubleBarrier(client, "/double-cancel", 2)
     entering = asyncio.ensure_future(barrier.enter())
     await eventually(lambda: _participants(owner_client, "/double-cancel", 1))

@@ -19,6 +19,7 @@ from aiocoord.recipes.cache import (
     NodeEvent,
     TreeCache,
 )
+from aiocoord.testing import session_of
 
 T = CacheEventType
 MODES = ["auto", "one-shot"]
@@ -228,7 +229,7 @@ async def test_stopping_removes_watches_and_leaves_no_task(
         client, "/stop", watch_mode=mode
     )
     await cache.start()
-    counts = client.session.watches.counts()
+    counts = session_of(client).watches.counts()
     assert counts["server_watches"] > 0
     assert counts["persistent"] == (1 if mode == "auto" else 0)
     # wchp lists data and persistent watches (child watches are not shown).
@@ -237,7 +238,11 @@ async def test_stopping_removes_watches_and_leaves_no_task(
 
     await cache.close()
     assert asyncio.all_tasks() == tasks_before  # ...and none is left after close
-    assert client.session.watches.counts() == {"server_watches": 0, "waiters": 0, "persistent": 0}
+    assert session_of(client).watches.counts() == {
+        "server_watches": 0,
+        "waiters": 0,
+        "persistent": 0,
+    }
     await client.sync("/")  # the removals were sent before; this reply comes after theirs
     assert not any(p.startswith(zk_namespace) for p in await server_watches(zookeeper))
     await cache.close()  # idempotent
@@ -252,7 +257,7 @@ async def server_watches(zookeeper: Any) -> set[str]:
 
 
 async def test_bad_input_is_refused_before_anything_is_sent(zk_client: Client) -> None:
-    sent = sum(zk_client.session.sent.values())
+    sent = sum(session_of(zk_client).sent.values())
     with pytest.raises(InvalidPathError):
         NodeCache(zk_client, "no-slash")
     with pytest.raises(InvalidPathError):
@@ -274,7 +279,7 @@ async def test_bad_input_is_refused_before_anything_is_sent(zk_client: Client) -
     cache = ChildrenCache(zk_client, "/t")
     with pytest.raises(BadArgumentsError):
         cache.changes(buffer_size=-5)
-    assert sum(zk_client.session.sent.values()) == sent
+    assert sum(session_of(zk_client).sent.values()) == sent
 
     await cache.start()
     with pytest.raises(CacheError, match="already started"):
@@ -315,7 +320,7 @@ async def test_cancelled_start_closes_the_cache_and_leaves_no_task(
     assert [t for t in asyncio.all_tasks() if _is_cache_task(t)] == []
     zk_fault_proxy.heal()
     await client.wait_for(State.CONNECTED, timeout=10)
-    assert client.session.watches.counts()["server_watches"] == 0
+    assert session_of(client).watches.counts()["server_watches"] == 0
     # Closed here, while the proxy is up: closing it later, once the proxy is gone, takes
     # about a session timeout (a session issue, not the cache's).
     await client.close()

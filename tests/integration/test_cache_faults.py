@@ -20,7 +20,7 @@ from aiocoord.errors import NodeExistsError, NoNodeError, NoServersError, NotEmp
 from aiocoord.recipes._stream import EventSubscription
 from aiocoord.recipes.cache import CacheEventType, ChildrenCache, NodeCache, NodeEvent, TreeCache
 from aiocoord.recipes.cache._feeds import BATCH, WINDOW
-from aiocoord.testing import FaultProxy, expire_session
+from aiocoord.testing import FaultProxy, expire_session, session_of
 
 Summary = dict[str, tuple[bytes, int, int]]
 T = CacheEventType
@@ -195,7 +195,7 @@ async def force_expiry(client: Client, zookeeper: Any) -> None:
         for _ in range(10):
             with contextlib.suppress(NoServersError):
                 await expire_session(
-                    client.session_id, client.session.password, zookeeper.connect_string
+                    client.session_id, session_of(client).password, zookeeper.connect_string
                 )
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(lost.wait(), 2)
@@ -378,7 +378,7 @@ async def test_cache_rearms_after_session_expiry(
     sub = cache.changes()
     consumer = asyncio.ensure_future(replay_all(sub, replay))
     await cache.start()
-    watches_before = client.session.watches.counts()
+    watches_before = session_of(client).watches.counts()
 
     await force_expiry(client, zookeeper)
     await writer.set("/away/x", b"2")
@@ -391,7 +391,7 @@ async def test_cache_rearms_after_session_expiry(
     # The watches are armed again on the new session: a later change still arrives.
     await writer.set("/away/x", b"4")
     await cache.wait_for(lambda _: any(d.data == b"4" for d in cache_nodes(cache)), timeout=10)
-    assert client.session.watches.counts()["server_watches"] == watches_before["server_watches"]
+    assert session_of(client).watches.counts()["server_watches"] == watches_before["server_watches"]
     final = summary(cache_nodes(cache))
     await cache.close()
     await asyncio.wait_for(consumer, 5)
@@ -415,7 +415,7 @@ async def test_initial_load_of_10000_children_is_pipelined(zk_connect: Factory, 
     await asyncio.gather(*commits)
 
     cache = ChildrenCache(client, "/big", watch_mode=mode)
-    base = client.session.sent.copy()
+    base = session_of(client).sent.copy()
     get_data_sent_at_first_child: list[int] = []
     registered = asyncio.Event()
 
@@ -428,14 +428,14 @@ async def test_initial_load_of_10000_children_is_pipelined(zk_connect: Factory, 
         # the first reply was applied.
         registered.set()
         if len(children) and not get_data_sent_at_first_child:
-            get_data_sent_at_first_child.append(reads(client.session.sent - base))
+            get_data_sent_at_first_child.append(reads(session_of(client).sent - base))
         return False
 
     observer = asyncio.ensure_future(cache.wait_for(observe))
     await registered.wait()
     await cache.start()
     observer.cancel()
-    sent = client.session.sent - base
+    sent = session_of(client).sent - base
 
     assert len(cache.children) == 10_000
     assert cache.children["n01234"].data == payload
@@ -467,10 +467,10 @@ async def make_tree(client: Client, root: str, parents: int, leaves: int) -> Non
 async def test_tree_load_lists_only_nodes_that_have_children(zk_connect: Factory) -> None:
     client = await zk_connect()
     await make_tree(client, "/lt", 3, 50)
-    base = client.session.sent.copy()
+    base = session_of(client).sent.copy()
     cache = TreeCache(client, "/lt")
     await cache.start()
-    sent = client.session.sent - base
+    sent = session_of(client).sent - base
     assert len(cache.nodes) == 1 + 3 + 150
     # The root alone, then the parents, then their leaves in multiReads of up to BATCH (how
     # the leaves group depends on how the listings' answers arrive together).

@@ -43,7 +43,7 @@ async def test_a_word_off_the_whitelist_is_a_typed_error(zk_connect: Factory) ->
     # ruok stays on the list: the server's start waits for its answer.
     whitelist = {"4lw.commands.whitelist": "srvr,ruok"}
     async with ZooKeeperServer(extra_config=whitelist) as server:
-        client = await aiocoord.open_client(server.connect_string, session_timeout=10)
+        client = await aiocoord.connect(server.connect_string, session_timeout=10)
         try:
             with pytest.raises(FourLetterWordError, match="whitelist"):
                 await client.command("cons")

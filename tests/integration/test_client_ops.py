@@ -10,6 +10,7 @@ import pytest
 import aiocoord
 import aiocoord._validation
 from aiocoord import ACL, Client, EventType
+from aiocoord._client import door
 from aiocoord._wire.opcodes import OP_NAMES
 from aiocoord.errors import (
     BadArgumentsError,
@@ -23,7 +24,7 @@ from aiocoord.errors import (
     NotEmptyError,
     TransactionFailedError,
 )
-from aiocoord.testing import ServerHandle
+from aiocoord.testing import ServerHandle, session_of
 
 
 async def test_create_get_set_delete_roundtrip(zk_client: Client) -> None:
@@ -171,7 +172,7 @@ async def test_acl_and_digest_auth(zookeeper, zk_connect, zk_namespace) -> None:
 
 
 async def test_bad_input_raises_typed_errors_with_nothing_sent(zk_client: Client) -> None:
-    sent_before = sum(zk_client.session.sent.values())
+    sent_before = sum(session_of(zk_client).sent.values())
     calls = [
         (InvalidPathError, zk_client.create("relative")),
         (InvalidPathError, zk_client.get("/a/")),
@@ -192,7 +193,7 @@ async def test_bad_input_raises_typed_errors_with_nothing_sent(zk_client: Client
     for expected, coro in calls:
         with pytest.raises(expected):
             await coro
-    assert sum(zk_client.session.sent.values()) == sent_before
+    assert sum(session_of(zk_client).sent.values()) == sent_before
     assert issubclass(InvalidPathError, aiocoord.CoordinationError)
 
 
@@ -207,12 +208,12 @@ async def test_largest_request_the_server_reads_is_accepted_and_one_more_refused
     await zk_client.set("/max", b"m" * room)
     data, stat = await zk_client.get("/max")
     assert len(data) == stat.data_length == room
-    sent = sum(zk_client.session.sent.values())
+    sent = sum(session_of(zk_client).sent.values())
     with pytest.raises(DataTooLargeError):
         await zk_client.set("/max", b"m" * (room + 1))
     with pytest.raises(DataTooLargeError):
         await zk_client.create("/max2", b"m" * (1024 * 1024))
-    assert sum(zk_client.session.sent.values()) == sent
+    assert sum(session_of(zk_client).sent.values()) == sent
     assert (await zk_client.get("/max"))[1].mzxid == stat.mzxid  # still connected, nothing lost
 
 
@@ -236,13 +237,13 @@ async def test_ten_thousand_gets_from_a_thousand_tasks_are_pipelined(zk_client: 
             coro = zk_client.get(f"/p{(n + j) % 10}")
             task = asyncio.ensure_future(coro)
             await asyncio.sleep(0)
-            peak = max(peak, zk_client.session.pending_count)
+            peak = max(peak, session_of(zk_client).pending_count)
             out.append((await task)[0])
         return out
 
-    gets_before = zk_client.session.sent[4]
+    gets_before = session_of(zk_client).sent[4]
     results = await asyncio.gather(*(worker(n) for n in range(1000)))
-    assert zk_client.session.sent[4] - gets_before == 10_000
+    assert session_of(zk_client).sent[4] - gets_before == 10_000
     for n, values in enumerate(results):
         assert values == [str((n + j) % 10).encode() for j in range(10)]
     # Many requests were on the wire at once: one connection, pipelined, not one at a time.
@@ -253,19 +254,19 @@ async def test_cancelled_calls_leave_no_pending_entry(zk_client: Client) -> None
     await zk_client.create("/c", b"x")
     tasks = [asyncio.ensure_future(zk_client.get("/c")) for _ in range(200)]
     await asyncio.sleep(0)  # let them write their requests
-    assert zk_client.session.pending_count > 0
+    assert session_of(zk_client).pending_count > 0
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     assert all(t.cancelled() for t in tasks)
-    assert zk_client.session.pending_count == 0
+    assert session_of(zk_client).pending_count == 0
     assert (await zk_client.get("/c"))[0] == b"x"
     # A cancelled watch read leaves no waiter behind either.
     task = asyncio.ensure_future(zk_client.get("/c", watch=True))
     await asyncio.sleep(0)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    assert zk_client.session.watches.counts()["waiters"] == 0
+    assert session_of(zk_client).watches.counts()["waiters"] == 0
     assert OP_NAMES[4] == "get"
 
 
@@ -330,7 +331,7 @@ async def test_wait_background_returns_when_a_task_finished_in_this_turn(
     async def quick() -> None:
         return None
 
-    task = client.spawn(quick(), "quick")
+    task = door.spawn(client, quick(), "quick")
     await asyncio.sleep(0)  # the task runs and ends in this turn; its callback comes next
     assert task.done()
     assert client.pending_deletes() == 0  # a finished task owes nothing, callback or not

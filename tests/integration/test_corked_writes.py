@@ -10,13 +10,14 @@ import pytest
 
 from aiocoord import Client, ConnectionLossError
 from aiocoord._wire.reads import GetDataRequest
+from aiocoord.testing import session_of
 
 
 async def test_corked_requests_leave_at_the_end_and_are_answered_in_order(
     zk_client: Client,
 ) -> None:
     await asyncio.gather(*(zk_client.create(f"/c{i:03d}", b"%d" % i) for i in range(200)))
-    session = zk_client.session
+    session = session_of(zk_client)
     conn = session._conn
     assert conn is not None
     written = conn.requests_sent
@@ -42,7 +43,7 @@ async def test_corked_requests_leave_at_the_end_and_are_answered_in_order(
 
 
 async def test_corked_requests_on_a_closing_connection_are_lost(zk_client: Client) -> None:
-    session = zk_client.session
+    session = session_of(zk_client)
     conn = session._conn
     assert conn is not None and conn._transport is not None
     with session.corked():

@@ -17,7 +17,7 @@ from aiocoord._wire.opcodes import Op
 from aiocoord.errors import ConnectionLossError, NoNodeError
 from aiocoord.recipes._marker import FENCE
 from aiocoord.recipes.counter import AtomicCounter, AtomicValue, SharedCount
-from aiocoord.testing import FaultProxy, PendingDrop, expire_client, expire_session
+from aiocoord.testing import FaultProxy, PendingDrop, expire_client, expire_session, session_of
 
 CLIENTS = 8
 INCREMENTS = 200
@@ -148,7 +148,7 @@ async def test_an_increment_whose_reply_is_lost_before_an_expiry_is_a_connection
     counter = AtomicCounter(client, "/counters/expiry")
     await counter.increment()
     session = client.session_id
-    password = client.session.password
+    password = session_of(client).password
     zk_fault_proxy.hold_new_connections()
     lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
     changing = asyncio.ensure_future(counter.increment())

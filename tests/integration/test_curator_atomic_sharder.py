@@ -15,15 +15,14 @@ from support import Factory, JavaPeers, java_line, start_java_peer
 
 from aiocoord import (
     AtomicCounter,
-    AtomicValue,
     DistributedAtomicValue,
     NoRetry,
-    PromotedToLock,
     QueueSharder,
     QueueSharderPolicies,
     RetryNTimes,
 )
 from aiocoord.errors import TimeoutError as CoordTimeoutError
+from aiocoord.recipes.atomic_value import AtomicValue, PromotedToLock
 
 #: Java's side of the contention (CuratorAtomicShardPeer's THREADS x INCREMENTS), and ours.
 JAVA_INCREMENTS = 2 * 40

@@ -17,7 +17,7 @@ from aiocoord import Client, DelayQueue
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import BadArgumentsError, InvalidTypeError
 from aiocoord.recipes.queue import unframe
-from aiocoord.testing import expire_session
+from aiocoord.testing import expire_session, session_of
 
 
 def now_ms() -> int:
@@ -25,11 +25,11 @@ def now_ms() -> int:
 
 
 def listings(client: Client) -> int:
-    return client.session.sent[Op.GET_CHILDREN] + client.session.sent[Op.GET_CHILDREN2]
+    return session_of(client).sent[Op.GET_CHILDREN] + session_of(client).sent[Op.GET_CHILDREN2]
 
 
 async def _watched(client: Client) -> bool:
-    return client.session.watches.counts()["waiters"] > 0
+    return session_of(client).watches.counts()["waiters"] > 0
 
 
 async def test_layout_is_curators_and_items_come_out_by_time_then_arrival(
@@ -70,7 +70,7 @@ async def test_an_item_comes_out_at_its_time_on_a_timer_not_by_polling(
     assert now_ms() >= due
     # One listing before the wait, one when the timer fired (a stray early wake-up at most).
     assert listings(consumer_client) - before <= 3
-    assert consumer_client.session.watches.counts()["waiters"] == 0
+    assert session_of(consumer_client).watches.counts()["waiters"] == 0
 
 
 async def test_an_earlier_item_put_meanwhile_wakes_the_consumer(zk_connect: Factory) -> None:
@@ -88,7 +88,7 @@ async def test_an_earlier_item_put_meanwhile_wakes_the_consumer(zk_connect: Fact
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
-    assert consumer_client.session.watches.counts()["waiters"] == 0
+    assert session_of(consumer_client).watches.counts()["waiters"] == 0
     assert await consumer.size() == 1
     await consumer.close()
     await producer.close()
@@ -119,7 +119,7 @@ async def test_a_waiting_consumer_gets_its_item_across_a_session_expiry(
     getting = asyncio.ensure_future(consumer.get(timeout=20))
     await eventually(lambda: _watched(consumer_client))
     old = consumer_client.session_id
-    await expire_session(old, consumer_client.session.password, zookeeper.connect_string)
+    await expire_session(old, session_of(consumer_client).password, zookeeper.connect_string)
     # The watch went with the session: the consumer lists again on the new one and waits
     # for the item's time there.
     assert await getting == b"survives"

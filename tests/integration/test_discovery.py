@@ -16,12 +16,17 @@ import pytest
 from support import Factory, child_names, eventually
 
 import aiocoord
-from aiocoord import (
-    CREATOR_ALL_ACL,
-    CacheEventType,
+from aiocoord import CREATOR_ALL_ACL
+from aiocoord.errors import (
+    BadArgumentsError,
     DiscoveryError,
-    DownInstancePolicy,
     InstanceFormatError,
+    InvalidPathError,
+    InvalidTypeError,
+)
+from aiocoord.recipes.cache import CacheEventType
+from aiocoord.recipes.discovery import (
+    DownInstancePolicy,
     Random,
     RoundRobin,
     ServiceDiscovery,
@@ -30,8 +35,7 @@ from aiocoord import (
     Sticky,
     UriSpec,
 )
-from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError
-from aiocoord.testing import expire_session
+from aiocoord.testing import expire_session, session_of
 
 # What Curator 5.4's JsonInstanceSerializer(Details.class, false) writes for
 #   ServiceInstance.<Details>builder().name("api").id("7d1b4c2e-...-000000000001")
@@ -124,7 +128,9 @@ async def test_registration_comes_back_on_a_new_session(
         await eventually(lambda: _true(discovery.registered() == [disabled]))
 
         old = client.session_id
-        await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+        await expire_session(
+            client.session_id, session_of(client).password, zookeeper.connect_string
+        )
 
         async def back() -> bool:
             stat = await admin.exists(path)
@@ -332,7 +338,7 @@ async def test_bad_input_is_refused_before_anything_is_sent(zk_connect: Factory)
     with pytest.raises(InvalidTypeError):
         await discovery.register({"name": "api"})  # type: ignore[arg-type]  # on purpose
     huge = ServiceInstance.build("api", payload="x" * (1024 * 1024))
-    with pytest.raises(aiocoord.DataTooLargeError):
+    with pytest.raises(aiocoord.errors.DataTooLargeError):
         await discovery.register(huge)
     with pytest.raises(BadArgumentsError):
         DownInstancePolicy(error_threshold=0)
@@ -398,7 +404,7 @@ async def test_cancelled_or_timed_out_registration_leaves_no_node(zk_connect: Fa
         assert acl == no_admin
     await discovery.close()
     refused = ServiceDiscovery(client, "/refused", acl=CREATOR_ALL_ACL)  # needs auth
-    with pytest.raises(aiocoord.InvalidACLError):
+    with pytest.raises(aiocoord.errors.InvalidACLError):
         await refused.register(ServiceInstance.build("api"), timeout=10)
     assert refused.registered() == []
     assert await client.exists("/refused") is None

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from support import Factory, JavaPeers
 
-from aiocoord import (
-    CacheEventType,
-    InstanceFormatError,
+from aiocoord.errors import InstanceFormatError
+from aiocoord.recipes.cache import CacheEventType
+from aiocoord.recipes.discovery import (
     ServiceDiscovery,
     ServiceInstance,
     ServiceType,

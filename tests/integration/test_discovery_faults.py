@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 from support import Factory, child_names, eventually
 
-from aiocoord import CacheEventType, ServiceDiscovery, ServiceInstance, ServiceType, State
+from aiocoord import State
 from aiocoord.errors import ConnectionLossError, CoordinationError
+from aiocoord.recipes.cache import CacheEventType
+from aiocoord.recipes.discovery import ServiceDiscovery, ServiceInstance, ServiceType
 from aiocoord.recipes.discovery._service_cache import InstanceSubscription
-from aiocoord.testing import FaultProxy, expire_client, expire_session
+from aiocoord.testing import FaultProxy, expire_client, expire_session, session_of
 
 SET_DATA = 5  # ZooKeeper's opcode
 
@@ -163,7 +165,7 @@ async def test_a_static_instance_unregistered_while_cut_off_is_gone_after_an_exp
         assert await discovery.unregister(instance)
         # The session ends while the client is cut off, so the delete cannot go out on it.
         session = client.session_id
-        await expire_session(session, client.session.password, zookeeper.connect_string)
+        await expire_session(session, session_of(client).password, zookeeper.connect_string)
         zk_fault_proxy.heal()
         await client.wait_for(State.CONNECTED, timeout=10)
         assert client.session_id != session
@@ -192,9 +194,9 @@ async def test_an_instance_that_cannot_be_written_is_refused_typed_before_anythi
 ) -> None:
     """Bad input gets our typed error, never a bare UnicodeEncodeError (issue 26, item 5)."""
     client = await zk_connect()
-    before = dict(client.session.sent)
+    before = dict(session_of(client).sent)
     async with ServiceDiscovery(client, "/faults/bad") as discovery:
         with pytest.raises(CoordinationError):
             await discovery.register(ServiceInstance.build("api", port=1, **fields))
         assert discovery.registered() == []
-    assert dict(client.session.sent) == before
+    assert dict(session_of(client).sent) == before

@@ -11,19 +11,12 @@ from typing import Any
 import pytest
 from support import Factory, child_names, eventually
 
-from aiocoord import (
-    Client,
-    CreateMode,
-    PersistentNode,
-    ServiceDiscovery,
-    ServiceInstance,
-    ServiceType,
-    State,
-)
+from aiocoord import Client, CreateMode, PersistentNode, State
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import LockLostError, SessionExpiredError
+from aiocoord.recipes.discovery import ServiceDiscovery, ServiceInstance, ServiceType
 from aiocoord.recipes.lock import Lock, Mutex
-from aiocoord.testing import FaultProxy, expire_session
+from aiocoord.testing import FaultProxy, expire_session, session_of
 
 
 async def _cut_off(proxy: FaultProxy, client: Client) -> None:
@@ -35,7 +28,7 @@ async def _cut_off(proxy: FaultProxy, client: Client) -> None:
 
 async def _cut_off_and_expired(proxy: FaultProxy, client: Client, connect_string: str) -> None:
     """Cut off, then the session expired on the server by force: on heal the client hears."""
-    session_id, password = client.session_id, client.session.password
+    session_id, password = client.session_id, session_of(client).password
     await _cut_off(proxy, client)
     await expire_session(session_id, password, connect_string)
 
@@ -107,7 +100,7 @@ async def test_a_persistent_node_closed_while_cut_off_is_deleted_after_the_sessi
     zk_fault_proxy.heal()
     await client.wait_for(State.RECONNECTED, timeout=10)
     await client.wait_background()
-    assert client.session.recorder.expiries == 1
+    assert session_of(client).recorder.expiries == 1
     assert await observer.exists("/kept/config") is None
 
 
@@ -164,8 +157,8 @@ async def test_no_local_hand_over_while_the_session_is_being_expired_unseen(
     # Cut off without the client noticing, and expired on the server by force: the client
     # still trusts its session (it heard from the server moments ago).
     zk_fault_proxy.blackhole()
-    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
-    assert client.session.trusted()
+    await expire_session(client.session_id, session_of(client).password, zookeeper.connect_string)
+    assert session_of(client).trusted()
     await first.release()
     # The server has given the lock to the other client ...
     assert await asyncio.wait_for(third_task, 10)
@@ -225,7 +218,7 @@ async def test_an_expiry_forced_on_a_live_link_is_heard_and_owes_nothing(
     await lock.acquire()
     waiting = asyncio.create_task(waiter.acquire(timeout=30))
     await eventually(lambda: _count(client, "/live-expiry", 2), what="the waiter queued")
-    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await expire_session(client.session_id, session_of(client).password, zookeeper.connect_string)
     await client.wait_for(State.LOST, timeout=10)
     with pytest.raises(LockLostError):
         await lock.release()

@@ -21,7 +21,7 @@ from aiocoord.recipes.election import (
     LeadershipLostError,
     LeadershipTerm,
 )
-from aiocoord.testing import FaultProxy, expire_session
+from aiocoord.testing import FaultProxy, expire_session, session_of
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 LATCH_NODE = re.compile(rf"^_c_{UUID}-latch-\d{{10}}$")
@@ -167,7 +167,7 @@ async def test_session_policy_keeps_leadership_through_a_dropped_connection(
         assert await latch.wait_until_leader(5)
         token = latch.fencing_token
         changes = latch.changes()
-        client.session.drop_connection()
+        session_of(client).drop_connection()
         await client.wait_for(State.RECONNECTED, timeout=10)
         assert latch.is_leader
         assert latch.fencing_token == token
@@ -182,7 +182,7 @@ async def test_suspension_ends_leadership_under_the_default_policy(zk_connect: F
         await b.start()
         await eventually(lambda: _count(other, "/suspend", 2))
         changes = a.changes()
-        client.session.drop_connection()
+        session_of(client).drop_connection()
         ended = await changes.get(5)
         assert (ended.is_leader, ended.reason) == (False, "suspended")
         # The node is deleted once reconnected and `a` queues again behind `b`.
@@ -249,7 +249,9 @@ async def test_session_expiry_cancels_the_body_and_raises_leadership_lost(
             # Expired from another task: the body waits in a plain sleep, where the
             # cancellation lands (asyncio.wait_for in 3.11 may swallow one that races it).
             expiry = asyncio.ensure_future(
-                expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+                expire_session(
+                    client.session_id, session_of(client).password, zookeeper.connect_string
+                )
             )
             await asyncio.sleep(30)  # cancelled when the leadership ends
             reached_end = True

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from aiocoord import Client, open_client
+from aiocoord import Client, connect
 from aiocoord.recipes.election import LeaderLatch, LeadershipChange
-from aiocoord.testing import ZooKeeperEnsemble, expire_session
+from aiocoord.testing import ZooKeeperEnsemble, expire_session, session_of
 
 pytestmark = pytest.mark.ensemble
 
@@ -112,8 +112,8 @@ class Referee:
 
 
 def member_of(ensemble: ZooKeeperEnsemble, client: Client) -> int:
-    assert client.session.server is not None
-    return ensemble.index_of_port(client.session.server.port)
+    assert session_of(client).server is not None
+    return ensemble.index_of_port(session_of(client).server.port)
 
 
 async def test_leader_is_unique_and_replaced_when_its_server_dies_and_its_session_expires(
@@ -121,7 +121,7 @@ async def test_leader_is_unique_and_replaced_when_its_server_dies_and_its_sessio
 ) -> None:
     ensemble = zookeeper_ensemble
     path = f"/election-faults-{uuid.uuid4().hex}/leader"
-    clients = [await open_client(ensemble.connect_string, session_timeout=6) for _ in range(5)]
+    clients = [await connect(ensemble.connect_string, session_timeout=6) for _ in range(5)]
     latches = [LeaderLatch(c, path, identifier=f"contender-{i}") for i, c in enumerate(clients)]
     referee = Referee(latches)
     killed: int | None = None
@@ -148,7 +148,7 @@ async def test_leader_is_unique_and_replaced_when_its_server_dies_and_its_sessio
         assert leader_token is not None
         await expire_session(
             leader.client.session_id,
-            leader.client.session.password,
+            session_of(leader.client).password,
             ensemble.member_connect_string(member_of(ensemble, leader.client)),
         )
         third = await referee.new_leader(leader_token, timeout=30)

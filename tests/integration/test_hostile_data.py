@@ -15,18 +15,10 @@ import time
 import pytest
 from support import Factory
 
-from aiocoord import (
-    CacheEventType,
-    CorruptedValueError,
-    CountChange,
-    DelayQueue,
-    InstanceFormatError,
-    LeaseDataError,
-    NonBlockingLease,
-    ServiceDiscovery,
-    ServiceInstance,
-    SharedCount,
-)
+from aiocoord import DelayQueue, NonBlockingLease, SharedCount, ValueChange
+from aiocoord.errors import CorruptedValueError, InstanceFormatError, LeaseDataError
+from aiocoord.recipes.cache import CacheEventType
+from aiocoord.recipes.discovery import ServiceDiscovery, ServiceInstance
 
 #: Bytes another client may write where a JSON record is expected.
 HOSTILE: dict[str, bytes] = {
@@ -141,9 +133,9 @@ async def test_hostile_count_data_is_skipped_by_the_stream_and_wait_for(
             waiting = asyncio.ensure_future(count.wait_for(lambda n: n == 42, timeout=10))
             await writer.set(path, struct.pack(">i", 42))
             assert (await waiting).value == 42
-            assert await changes.get(10) == CountChange(42, 1)
+            assert await changes.get(10) == ValueChange(42, 1)
             await writer.set(path, struct.pack(">i", 43))
-            assert await changes.get(10) == CountChange(43, 2)
+            assert await changes.get(10) == ValueChange(43, 2)
     assert _undecodable(client, "shared_count") == 4  # once per bad version
 
 

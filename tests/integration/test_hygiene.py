@@ -47,11 +47,11 @@ from aiocoord import (
     SimpleQueue,
     State,
     TreeCache,
-    open_client,
 )
+from aiocoord._connect import open_client  # the awaitable form, under a name of its own
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import ClientClosedError, NoNodeError, NoServersError
-from aiocoord.testing import FaultProxy, expire_session
+from aiocoord.testing import FaultProxy, expire_session, session_of
 
 FD_DIR = "/proc/self/fd"
 pytestmark = pytest.mark.skipif(not os.path.isdir(FD_DIR), reason="needs /proc/self/fd")
@@ -127,8 +127,8 @@ def wchc_paths(zookeeper: Any, session_id: int) -> list[str]:
 
 
 async def assert_no_watches(client: Client, zookeeper: Any) -> None:
-    counts = client.session.watches.counts()
-    table = client.session.watches
+    counts = session_of(client).watches.counts()
+    table = session_of(client).watches
     assert not any(counts.values()), (
         f"client watch table: {counts} {list(table._one_shot)} {list(table._persistent)}"
     )
@@ -144,11 +144,11 @@ async def assert_no_watches(client: Client, zookeeper: Any) -> None:
 
 async def _waiting(client: Client) -> bool:
     """Whether a one-shot watch of the client has a waiter (a recipe waits on the server)."""
-    return client.session.watches.counts()["waiters"] > 0
+    return session_of(client).watches.counts()["waiters"] > 0
 
 
 async def _idle(client: Client) -> bool:
-    return client.session.watches.counts()["waiters"] == 0
+    return session_of(client).watches.counts()["waiters"] == 0
 
 
 def bouncer(client: Client, proxy: FaultProxy) -> Callable[[], Awaitable[None]]:
@@ -171,7 +171,7 @@ def bouncer(client: Client, proxy: FaultProxy) -> Callable[[], Awaitable[None]]:
 
 async def collectable(make: Callable[[], Awaitable[Client]]) -> weakref.ref[Any]:
     client = await make()
-    ref = weakref.ref(client.session)
+    ref = weakref.ref(session_of(client))
     await client.close()
     return ref
 
@@ -195,7 +195,7 @@ async def test_client_close_leaves_no_task_socket_watch_or_reference(
     await asyncio.sleep(0)  # the cancelled waiter leaves the table on the next loop turn
     await persistent.aclose()
     await assert_no_watches(client, zookeeper)
-    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await expire_session(client.session_id, session_of(client).password, zookeeper.connect_string)
     await client.wait_for(State.LOST, 10)
     await client.wait_for(State.CONNECTED, 10)
     _, _, pending_watch = await client.get("/a", watch=True)  # left armed at close
@@ -468,7 +468,7 @@ async def test_a_shared_watch_is_removed_when_its_setter_leaves_before_the_other
     stat, setter = await client.exists("/missing", watch=True)  # sets an exist watch
     assert stat is None
     other = asyncio.ensure_future(client.get("/missing", watch=True))
-    while client.session.pending_count == 0:  # noqa: ASYNC110 - until the get is written
+    while session_of(client).pending_count == 0:  # noqa: ASYNC110 - until the get is written
         await asyncio.sleep(0)
     setter.cancel()  # the get still waits on the shared entry: nothing to remove yet
     with pytest.raises(NoNodeError):
@@ -490,10 +490,10 @@ async def test_a_watch_consumed_by_an_event_read_with_its_answer_is_not_removed(
     client = await connect(zookeeper, zk_namespace)
     try:
         await client.create("/consumed", b"")
-        removes = client.session.sent[Op.REMOVE_WATCHES]
+        removes = session_of(client).sent[Op.REMOVE_WATCHES]
         get = asyncio.ensure_future(client.get("/consumed", watch=True))
         delete = asyncio.ensure_future(client.delete("/consumed"))
-        while client.session.pending_count < 2:  # noqa: ASYNC110 - until both are written
+        while session_of(client).pending_count < 2:  # noqa: ASYNC110 - until both are written
             await asyncio.sleep(0)
         # The loop is held (a busy client) until the three frames wait in the socket: the
         # get's answer (92 bytes, an empty node), the event and the delete's answer.
@@ -502,7 +502,7 @@ async def test_a_watch_consumed_by_an_event_read_with_its_answer_is_not_removed(
         _, _, watch = await get
         await delete
         assert (await watch).type is EventType.DELETED
-        assert client.session.sent[Op.REMOVE_WATCHES] == removes
+        assert session_of(client).sent[Op.REMOVE_WATCHES] == removes
         await assert_no_watches(client, zookeeper)
     finally:
         await client.close()
@@ -523,15 +523,15 @@ async def test_a_watch_set_after_the_event_that_fired_its_waiter_is_removed(
         zk_fault_proxy.blackhole()  # held: the change's event, then the second get's answer
         await other.set("/earlier", b"changed")
         second = asyncio.ensure_future(client.get("/earlier", watch=True))
-        while client.session.pending_count == 0:  # noqa: ASYNC110 - until it is written
+        while session_of(client).pending_count == 0:  # noqa: ASYNC110 - until it is written
             await asyncio.sleep(0)
-        removes = client.session.sent[Op.REMOVE_WATCHES]
+        removes = session_of(client).sent[Op.REMOVE_WATCHES]
         zk_fault_proxy.heal()
         data, _, watch = await second
         assert data == b"changed"
         assert (await first).type is EventType.DATA_CHANGED
         assert watch.done()  # fired by the change, which came before its answer
-        assert client.session.sent[Op.REMOVE_WATCHES] == removes + 1
+        assert session_of(client).sent[Op.REMOVE_WATCHES] == removes + 1
         await assert_no_watches(client, zookeeper)
     finally:
         await client.close()
@@ -540,7 +540,7 @@ async def test_a_watch_set_after_the_event_that_fired_its_waiter_is_removed(
 
 def _wait_unread(client: Client, nbytes: int, timeout: float = 5.0) -> None:
     """Block the loop until ``nbytes`` wait unread in the client's socket."""
-    conn = client.session._conn
+    conn = session_of(client)._conn
     assert conn is not None and conn._transport is not None
     sock = conn._transport.get_extra_info("socket")
     deadline = time.monotonic() + timeout
@@ -579,7 +579,7 @@ async def test_queue_consumer_and_tree_cache_on_one_path_and_client(
         getter = asyncio.ensure_future(Queue(client, "/jobs").get(timeout=5))
 
         async def consumer_waits() -> None:
-            while not client.session.watches.counts()["waiters"]:  # noqa: ASYNC110
+            while not session_of(client).watches.counts()["waiters"]:  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
 
         await asyncio.wait_for(consumer_waits(), 5)

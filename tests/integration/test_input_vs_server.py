@@ -18,24 +18,22 @@ from aiocoord import (
     BadArgumentsError,
     Client,
     CoordinationError,
-    DataTooLargeError,
     Election,
-    InvalidPathError,
     LeaderLatch,
     Lock,
     NodeExistsError,
     NonBlockingLease,
-    NoServersError,
     PersistentNode,
     Semaphore,
-    ServiceDiscovery,
-    ServiceInstance,
     SetPartitioner,
-    open_client,
+    connect,
 )
 from aiocoord._validation import validate_path
 from aiocoord._wire.writes import CreateRequest
 from aiocoord.acl import wire_acl
+from aiocoord.errors import DataTooLargeError, InvalidPathError, NoServersError
+from aiocoord.recipes.discovery import ServiceDiscovery, ServiceInstance
+from aiocoord.testing import session_of
 
 # Characters around every edge of ZooKeeper's rules (controls, C1, surrogates, the private
 # use area, the specials block, beyond the BMP), plus ordinary ones.
@@ -45,7 +43,7 @@ SEGMENT = st.text(alphabet=st.sampled_from(list(EDGES) + list("az.-_é中")), mi
 
 async def _server_accepts(client: Client, path: str) -> bool:
     """Whether the server creates ``path`` (under the namespace), sent past our checks."""
-    full = client.session.chroot + path
+    full = session_of(client).chroot + path
     try:
         full.encode("utf-8")
     except UnicodeEncodeError:
@@ -53,7 +51,7 @@ async def _server_accepts(client: Client, path: str) -> bool:
     provider = client.acl_provider
     acl = wire_acl(provider(path) if provider is not None else None)
     try:
-        await client.session.request(CreateRequest(path=full, data=b"", acl=acl, flags=0))
+        await session_of(client).request(CreateRequest(path=full, data=b"", acl=acl, flags=0))
     except NodeExistsError:
         return True
     except CoordinationError:
@@ -95,10 +93,10 @@ async def test_paths_we_accept_are_exactly_the_paths_the_server_accepts(
 async def test_a_path_outside_the_basic_multilingual_plane_is_refused_unsent(
     zk_client: Client,
 ) -> None:
-    before = sum(zk_client.session.sent.values())
+    before = sum(session_of(zk_client).sent.values())
     with pytest.raises(InvalidPathError):
         await zk_client.create("/emoji-\U0001f600", b"")
-    assert sum(zk_client.session.sent.values()) == before
+    assert sum(session_of(zk_client).sent.values()) == before
 
 
 def _refused_port() -> int:
@@ -112,7 +110,7 @@ async def test_every_host_refusing_fails_at_once_naming_the_refusal() -> None:
     loop = asyncio.get_running_loop()
     start = loop.time()
     with pytest.raises(NoServersError, match="refused"):
-        await open_client(f"127.0.0.1:{port},127.0.0.1:{port}", connect_timeout=10)
+        await connect(f"127.0.0.1:{port},127.0.0.1:{port}", connect_timeout=10)
     assert loop.time() - start < 1.0
 
 
@@ -136,7 +134,7 @@ async def test_strings_without_a_utf8_form_and_oversized_nodes_are_refused_unsen
     # A lone surrogate has no UTF-8 form: a typed BadArgumentsError before anything is
     # sent, never a bare UnicodeEncodeError from deep in a request.
     lone = "x\ud800"
-    before = sum(zk_client.session.sent.values())
+    before = sum(session_of(zk_client).sent.values())
     makers = [
         lambda: ServiceInstance.build("api", address=lone),
         lambda: ServiceInstance.build("api", payload={"k": lone}),
@@ -169,4 +167,4 @@ async def test_strings_without_a_utf8_form_and_oversized_nodes_are_refused_unsen
     for joining in ([""], [" , "], "server.4=a\x1bb:1:2;3", "server.4=\U0001f600:1:2;3"):
         with pytest.raises(BadArgumentsError):
             await zk_client.reconfig(joining=joining)
-    assert sum(zk_client.session.sent.values()) == before
+    assert sum(session_of(zk_client).sent.values()) == before

@@ -17,16 +17,10 @@ from typing import Any
 import pytest
 from support import Factory
 
-from aiocoord import (
-    AtomicCounter,
-    BadArgumentsError,
-    ConnectionLossError,
-    CorruptedValueError,
-    SharedCount,
-    State,
-)
+from aiocoord import AtomicCounter, BadArgumentsError, ConnectionLossError, SharedCount, State
 from aiocoord._wire.opcodes import Op
-from aiocoord.testing import FaultProxy, expire_client, expire_session
+from aiocoord.errors import CorruptedValueError
+from aiocoord.testing import FaultProxy, expire_client, expire_session, session_of
 
 pytest.importorskip("kazoo.client", reason="kazoo is not installed")
 
@@ -197,7 +191,7 @@ async def test_an_add_waiting_offline_when_our_session_expires_is_counted_once(
     counter = AtomicCounter(client, "/count", layout="kazoo")
     kazoo_side = asyncio.ensure_future(asyncio.to_thread(_kazoo_adds, kazoo, "/count", ROUNDS))
     await _our_adds(counter, 5)
-    session, password = client.session_id, client.session.password
+    session, password = client.session_id, session_of(client).password
     zk_fault_proxy.blackhole()
     zk_fault_proxy.drop()
     await client.wait_for(State.SUSPENDED, timeout=5)
@@ -232,7 +226,7 @@ async def test_an_add_whose_reply_is_lost_before_our_session_expires_is_never_re
     kazoo_side = asyncio.ensure_future(asyncio.to_thread(kazoo_adds))
     await _our_adds(counter, ROUNDS)
     assert await asyncio.to_thread(halfway.wait, 30)
-    session, password = client.session_id, client.session.password
+    session, password = client.session_id, session_of(client).password
     zk_fault_proxy.hold_new_connections()
     lost = zk_fault_proxy.drop_after_request(lambda xid, op: op == Op.MULTI)
     changing = asyncio.ensure_future(counter.increment())

@@ -26,16 +26,8 @@ from typing import Any
 import pytest
 from support import Factory, eventually
 
-from aiocoord import (
-    Client,
-    Election,
-    Layout,
-    Lock,
-    MixedLayoutWarning,
-    Mutex,
-    ReadWriteLock,
-    State,
-)
+from aiocoord import Client, Election, Layout, Lock, Mutex, ReadWriteLock, State
+from aiocoord.errors import MixedLayoutWarning
 from aiocoord.testing import expire_client, expire_session
 
 kazoo_exceptions = pytest.importorskip("kazoo.exceptions", reason="kazoo is not installed")

@@ -17,7 +17,7 @@ from support import Factory, eventually
 
 import aiocoord
 from aiocoord import BadArgumentsError, Client, LockingQueue, PriorityQueue, Queue, TreeCache
-from aiocoord.testing import expire_client
+from aiocoord.testing import expire_client, session_of
 
 pytest.importorskip("kazoo.client", reason="kazoo is not installed")
 kazoo_cache = pytest.importorskip("kazoo.recipe.cache")
@@ -292,4 +292,4 @@ async def _kazoo_sees(cache: Any, path: str) -> bool:
 
 
 async def _watched(client: Client) -> bool:
-    return client.session.watches.counts()["waiters"] > 0
+    return session_of(client).watches.counts()["waiters"] > 0

@@ -15,16 +15,8 @@ from typing import Any
 import pytest
 from support import Factory, eventually
 
-from aiocoord import (
-    Client,
-    EventType,
-    MaxLeasesMismatchError,
-    NoNodeError,
-    PersistentWatch,
-    Semaphore,
-    State,
-    TimeoutError,
-)
+from aiocoord import Client, EventType, NoNodeError, PersistentWatch, Semaphore, State, TimeoutError
+from aiocoord.errors import MaxLeasesMismatchError
 from aiocoord.testing import expire_client, expire_session
 
 pytest.importorskip("kazoo.client", reason="kazoo is not installed")

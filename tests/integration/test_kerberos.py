@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from aiocoord import ACL, GSSAPI, State, connect, open_client
+from aiocoord import ACL, GSSAPI, State, connect
 from aiocoord._auth.gssapi import GssapiLogin
 from aiocoord.errors import AuthFailedError, NoAuthError, ServerSetupError
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_client
@@ -87,9 +87,9 @@ def server(kdc: KerberosKDC, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 async def test_login_gives_the_principal_identity_and_sasl_acls_hold(
     server: ZooKeeperServer,
 ) -> None:
-    alice = await open_client(server.connect_string, sasl=ZK)  # the default principal
-    bob = await open_client(server.connect_string, sasl=GSSAPI(principal=BOB, hostname="localhost"))
-    anonymous = await open_client(server.connect_string)
+    alice = await connect(server.connect_string, sasl=ZK)  # the default principal
+    bob = await connect(server.connect_string, sasl=GSSAPI(principal=BOB, hostname="localhost"))
+    anonymous = await connect(server.connect_string)
     try:
         assert ("sasl", ALICE) in await alice.whoami()
         assert ("sasl", BOB) in await bob.whoami()
@@ -131,7 +131,7 @@ async def test_a_client_keytab_is_enough(
 async def test_missing_credentials_are_refused_typed(server: ZooKeeperServer) -> None:
     nobody = GSSAPI(principal=f"mallory@{REALM}", hostname="localhost")
     with pytest.raises(AuthFailedError, match=r"Kerberos login to zookeeper@localhost failed"):
-        await open_client(server.connect_string, sasl=nobody, connect_timeout=5)
+        await connect(server.connect_string, sasl=nobody, connect_timeout=5)
 
 
 async def test_a_stale_keytab_is_refused_typed(
@@ -143,7 +143,7 @@ async def test_a_stale_keytab_is_refused_typed(
     monkeypatch.setenv("KRB5_CLIENT_KTNAME", str(stale))
     dave = GSSAPI(principal=kdc.principal("dave"), hostname="localhost")
     with pytest.raises(AuthFailedError, match="Kerberos login"):
-        await open_client(server.connect_string, sasl=dave, connect_timeout=5)
+        await connect(server.connect_string, sasl=dave, connect_timeout=5)
 
 
 @pytest.mark.parametrize(
@@ -155,7 +155,7 @@ async def test_a_server_principal_the_kdc_does_not_know_is_refused_typed(
     server: ZooKeeperServer, config: GSSAPI
 ) -> None:
     with pytest.raises(AuthFailedError, match=f"Kerberos login to {config.target('x')}"):
-        await open_client(server.connect_string, sasl=config, connect_timeout=5)
+        await connect(server.connect_string, sasl=config, connect_timeout=5)
 
 
 async def test_a_ticket_the_server_cannot_read_is_refused_by_the_server(
@@ -164,16 +164,14 @@ async def test_a_ticket_the_server_cannot_read_is_refused_by_the_server(
     # The KDC issues a ticket for zookeeper/otherhost; the server holds zookeeper/localhost's
     # key only, so its half of the exchange fails and it answers AUTHFAILED.
     with pytest.raises(AuthFailedError, match="refused by the server"):
-        await open_client(
-            server.connect_string, sasl=GSSAPI(hostname="otherhost"), connect_timeout=5
-        )
+        await connect(server.connect_string, sasl=GSSAPI(hostname="otherhost"), connect_timeout=5)
 
 
 async def test_login_is_made_again_after_reconnects_and_new_sessions(
     server: ZooKeeperServer,
 ) -> None:
     async with FaultProxy(server.host, server.port) as proxy:
-        alice = await open_client(proxy.connect_string, sasl=ZK, session_timeout=4)
+        alice = await connect(proxy.connect_string, sasl=ZK, session_timeout=4)
         try:
             await alice.create("/kept-krb", b"x", acl=ALICE_ONLY)
             session = alice.session_id

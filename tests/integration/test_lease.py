@@ -21,6 +21,7 @@ from aiocoord.errors import (
     InvalidTypeError,
 )
 from aiocoord.recipes.lease import LeaseDataError, MultiNonBlockingLease, NonBlockingLease
+from aiocoord.testing import session_of
 from aiocoord.testing.faults import FaultProxy
 
 T0 = datetime.datetime(2026, 11, 25, 22, 0, 0)
@@ -226,10 +227,10 @@ LEASE_INPUTS: list[tuple[str, Callable[[Client], Any], type[CoordinationError]]]
 async def test_bad_arguments_raise_typed_errors_and_send_nothing(
     zk_client: Client, make: Callable[[Client], Any], error: type[CoordinationError]
 ) -> None:
-    before = dict(zk_client.session.sent)
+    before = dict(session_of(zk_client).sent)
     with pytest.raises(error):
         make(zk_client)
-    assert dict(zk_client.session.sent) == before
+    assert dict(session_of(zk_client).sent) == before
 
 
 async def test_bad_timeout_and_clock_answer(zk_client: Client) -> None:

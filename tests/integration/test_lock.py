@@ -20,6 +20,7 @@ from aiocoord.errors import (
     LockNotOwnedError,
 )
 from aiocoord.recipes.lock import Lock, Mutex
+from aiocoord.testing import session_of
 
 LOCK_NODE = re.compile(
     r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$"
@@ -66,9 +67,9 @@ async def test_uncontended_acquire_is_one_pipelined_round_trip(zk_client: Client
     lock = Lock(zk_client, "/fast")
     await lock.acquire()  # first use makes the parent
     await lock.release()
-    before = dict(zk_client.session.sent)
+    before = dict(session_of(zk_client).sent)
     assert await lock.acquire()
-    sent = {op: n - before.get(op, 0) for op, n in zk_client.session.sent.items()}
+    sent = {op: n - before.get(op, 0) for op, n in session_of(zk_client).sent.items()}
     # create2 (15) and getChildren (8) only: no exists, no getData, no second listing.
     assert {op: n for op, n in sent.items() if n} == {15: 1, 8: 1}
     await lock.release()
@@ -224,14 +225,14 @@ async def test_failed_non_blocking_acquire_leaves_no_node(zk_connect: Factory) -
     holder = Lock(a, "/nb")
     await holder.acquire()
     other = Lock(b, "/nb")
-    before = dict(b.session.sent)
+    before = dict(session_of(b).sent)
     assert not await other.acquire(blocking=False)
     with pytest.raises(aiocoord.TimeoutError):  # one look, then the timeout
         await other.acquire(timeout=0)
     assert not other.is_held
     await b.wait_background()  # the deletes of its nodes, written before it answered
     assert len(await a.children("/nb")) == 1
-    sent = {op: n - before.get(op, 0) for op, n in b.session.sent.items()}
+    sent = {op: n - before.get(op, 0) for op, n in session_of(b).sent.items()}
     assert sent.get(15) == 2
     assert sent.get(2) == 2
     await holder.release()
@@ -274,12 +275,12 @@ async def test_timed_out_acquire_raises_and_leaves_no_node(
     assert 0.45 <= loop.time() - started < 5
     await b.wait_background()  # its delete was written before the raise; now it is answered
     assert len(await a.children("/to")) == 1
-    assert b.session.watches.counts()["waiters"] == 0
+    assert session_of(b).watches.counts()["waiters"] == 0
     await holder.release()
 
 
 async def test_bad_input_is_refused_before_anything_is_sent(zk_client: Client) -> None:
-    before = dict(zk_client.session.sent)
+    before = dict(session_of(zk_client).sent)
     with pytest.raises(InvalidPathError):
         Lock(zk_client, "no-slash")
     with pytest.raises(InvalidPathError):
@@ -301,7 +302,7 @@ async def test_bad_input_is_refused_before_anything_is_sent(zk_client: Client) -
         await lock.acquire(blocking=1)  # type: ignore[arg-type]
     with pytest.raises(BadArgumentsError):
         await Mutex(zk_client, "/x").acquire(timeout=-0.1)
-    assert dict(zk_client.session.sent) == before
+    assert dict(session_of(zk_client).sent) == before
     assert not await zk_client.exists("/x")
 
 

@@ -14,7 +14,7 @@ from aiocoord._wire.opcodes import Op
 from aiocoord.errors import LockLostError
 from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.recipes.multilock import MultiLock
-from aiocoord.testing import FaultProxy, expire_client, expire_session
+from aiocoord.testing import FaultProxy, expire_client, expire_session, session_of
 
 #: The failure-semantics rows of docs/recipes/locks.md and of the lock rows of docs/recipes.md,
 #: with the tests that hold each under the fault it names
@@ -143,7 +143,7 @@ async def test_session_expiry_while_holding_fires_lost_cancels_the_body_and_free
     await asyncio.wait_for(entered.wait(), 10)
     lost = lock.lost
     assert not lost.is_set()
-    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await expire_session(client.session_id, session_of(client).password, zookeeper.connect_string)
     assert await lost.wait(10) is State.LOST
     assert not lock.is_held
     with pytest.raises(LockLostError):
@@ -164,7 +164,7 @@ async def test_loss_without_cancel_on_loss_is_raised_when_the_body_ends(
     async def body() -> None:
         async with lock:
             await expire_session(
-                client.session_id, client.session.password, zookeeper.connect_string
+                client.session_id, session_of(client).password, zookeeper.connect_string
             )
             await lock.lost.wait(10)
             assert not lock.is_held
@@ -186,7 +186,7 @@ async def test_waiter_whose_session_expires_queues_again_with_one_node(
     task = asyncio.create_task(waiter.acquire())
     await eventually(lambda: _len(holder_client, "/requeue", 2))
     old = set(await child_names(holder_client, "/requeue"))
-    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await expire_session(client.session_id, session_of(client).password, zookeeper.connect_string)
     # The old node vanished with the session and a new one took its place in the queue.
     await eventually(lambda: _replaced(holder_client, "/requeue", old))
     await holder.release()
@@ -412,4 +412,4 @@ async def test_a_release_leaves_nothing_of_a_node_watch_that_lost_its_answer(
     await asyncio.wait_for(client.wait_background(), 10)
     left = [t.get_name() for t in asyncio.all_tasks() if "/arm-lost" in t.get_name()]
     assert left == []
-    assert client.session.watches.listing() == []
+    assert session_of(client).watches.listing() == []

@@ -16,7 +16,7 @@ from aiocoord import Client
 from aiocoord._wire.opcodes import Op
 from aiocoord.recipes._contention import kernel
 from aiocoord.recipes.lock import Lock, Mutex
-from aiocoord.testing import FaultProxy
+from aiocoord.testing import FaultProxy, session_of
 
 
 def server_watches(wchc: str, session_id: int) -> list[str]:
@@ -33,7 +33,7 @@ def server_watches(wchc: str, session_id: int) -> list[str]:
 
 def count_dispatches(client: Client) -> Counter[int]:
     """Count the watch notifications the client's session receives, by event type."""
-    table = client.session.watches
+    table = session_of(client).watches
     seen: Counter[int] = Counter()
     original = table.dispatch
 
@@ -74,7 +74,7 @@ async def test_one_release_wakes_exactly_one_of_100_waiters(
     assert len(watched) == 101
     assert len(set(watched)) == 101
     seen = count_dispatches(waiters_client)
-    before = dict(waiters_client.session.sent)
+    before = dict(session_of(waiters_client).sent)
 
     await holder.release()
     await eventually(lambda: _done(order, 1))
@@ -93,7 +93,7 @@ async def test_one_release_wakes_exactly_one_of_100_waiters(
     await asyncio.wait_for(asyncio.gather(*tasks), 10)
     # From the first release on, the waiters sent nothing but their own deletes: no listing,
     # no probe, no watch to re-arm or remove.
-    sent = {op: n - before.get(op, 0) for op, n in waiters_client.session.sent.items()}
+    sent = {op: n - before.get(op, 0) for op, n in session_of(waiters_client).sent.items()}
     assert {op: n for op, n in sent.items() if n} == {2: 100}
     await waiters_client.wait_background()  # the last release's delete, answered
     assert len(await child_names(holder_client, "/herd")) == 0
@@ -106,7 +106,7 @@ async def _has(client: Client, path: str, n: int) -> bool:
 async def _watching(client: Client, n: int) -> bool:
     # The table counts a watch once it is asked for; the server has it only once the request
     # was answered (wchc right after the count could miss the last one, seen once in CI).
-    session = client.session
+    session = session_of(client)
     return session.pending_count == 0 and session.watches.counts()["server_watches"] == n
 
 
@@ -168,7 +168,7 @@ async def test_the_round_trip_a_connection_measured_is_at_least_the_networks(
         await client.exists("/w")
         await client.get("/w")
         await client.children("/w")
-    rtt = client.session.round_trip
+    rtt = session_of(client).round_trip
     assert rtt is not None and 0.004 <= rtt < 1.0
 
 
@@ -189,8 +189,8 @@ async def _woken_last_asks(
         await eventually(lambda n=i + 1: _has(clients[0], "/known", n))
     last = clients[-1]
     await eventually(lambda: _watching(last, watches))
-    waited_rtt = last.session.round_trip
-    before = dict(last.session.sent)
+    waited_rtt = session_of(last).round_trip
+    before = dict(session_of(last).sent)
     if stall is not None:
         stall.blackhole()
     await locks[0].release()
@@ -203,7 +203,7 @@ async def _woken_last_asks(
     # The holding watches its node: the watch kept from the wait, or one it arms from the next
     # loop turn (a getData); wait until it is armed and every request answered.
     await eventually(lambda: _watching(last, 1))
-    sent = {op: n - before.get(op, 0) for op, n in last.session.sent.items()}
+    sent = {op: n - before.get(op, 0) for op, n in session_of(last).sent.items()}
     assert {op: n for op, n in sent.items() if n} == asks
     await locks[-1].release()
     return waited_rtt
@@ -239,7 +239,7 @@ async def test_500_waiters_that_give_up_leave_no_node_and_the_next_one_gets_it(
     assert all(t.cancelled() for t in cancelled)
     await waiters_client.wait_background()
     assert len(await child_names(holder_client, "/crowd")) == 2  # the holder and the last one
-    assert waiters_client.session.watches.counts()["waiters"] == 0
+    assert session_of(waiters_client).watches.counts()["waiters"] == 0
     await holder.release()
     assert await asyncio.wait_for(last_task, 10)
     await last.release()
@@ -279,23 +279,23 @@ async def test_contenders_entering_together_share_one_listing(zk_connect: Factor
         async with Lock(client, "/burst"):
             done.append(i)
 
-    before = client.session.sent[8]
+    before = session_of(client).sent[8]
     tasks = [asyncio.create_task(contender(i)) for i in range(50)]
     await eventually(lambda: _has(holder_client, "/burst", 51))
     # Fifty creates, two getChildren (op 8): the first contender, alone on the path when it
     # entered, lists at once (behind its create, one round trip); the 49 that entered while
     # it waited share one listing that saw them all.
-    assert client.session.sent[8] - before == 2
+    assert session_of(client).sent[8] - before == 2
     await holder.release()
     await asyncio.wait_for(asyncio.gather(*tasks), 20)
     assert sorted(done) == list(range(50))
-    assert client.session.sent[8] - before == 2  # and no listing on any hand-over
+    assert session_of(client).sent[8] - before == 2  # and no listing on any hand-over
 
 
 def _record_writes(client: Client) -> list[tuple[int, set[int]]]:
     """From now on, each request the client's connection writes: its opcode and the xids
     still unanswered at that moment (the connection is only observed)."""
-    conn = client.session._conn
+    conn = session_of(client)._conn
     assert conn is not None
     writes: list[tuple[int, set[int]]] = []
     send = conn.send
@@ -390,10 +390,10 @@ async def test_a_first_acquire_on_a_deeper_missing_path_makes_every_level(
 ) -> None:
     # More than the parent missing: the parent's create is refused too, and the node is made
     # once the walk made every level; the refused create is not sent again first.
-    creates_before = zk_client.session.sent[Op.CREATE2]
+    creates_before = session_of(zk_client).sent[Op.CREATE2]
     lock = Lock(zk_client, "/fresh/resource-1/lock")
     await lock.acquire()
-    assert zk_client.session.sent[Op.CREATE2] - creates_before == 2
+    assert session_of(zk_client).sent[Op.CREATE2] - creates_before == 2
     nodes = await zk_client.children("/fresh/resource-1/lock")
     assert len(nodes) == 1
     await lock.release()

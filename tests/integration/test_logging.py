@@ -11,7 +11,7 @@ import pytest
 from support import Factory
 
 from aiocoord import Client, Lock, State
-from aiocoord.testing import expire_session
+from aiocoord.testing import expire_session, session_of
 
 
 async def test_a_reconnect_is_logged_at_info_with_the_session_in_extra(
@@ -19,9 +19,9 @@ async def test_a_reconnect_is_logged_at_info_with_the_session_in_extra(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="aiocoord")
     session_id = f"0x{zk_client.session_id:x}"
-    server = str(zk_client.session.server)
+    server = str(session_of(zk_client).server)
     changes = zk_client.state_changes()
-    zk_client.session.drop_connection()
+    session_of(zk_client).drop_connection()
     async for change in changes:
         if change.state is State.RECONNECTED:
             break
@@ -44,7 +44,7 @@ async def test_a_lost_lock_is_logged_with_the_session_it_was_lost_with(
     lock = Lock(client, "/logged-lock")
     await lock.acquire()
     session_id = f"0x{client.session_id:x}"
-    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await expire_session(client.session_id, session_of(client).password, zookeeper.connect_string)
     assert await lock.lost.wait(10) is State.LOST
     lost = [
         r for r in caplog.records if "lost" in r.getMessage() and "/logged-lock" in r.getMessage()

@@ -17,19 +17,10 @@ from support import (
 )
 
 import aiocoord
-from aiocoord import (
-    BadArgumentsError,
-    Client,
-    InvalidTypeError,
-    Migration,
-    MigrationChangedError,
-    MigrationManager,
-    MigrationOp,
-    MigrationSet,
-    NodeExistsError,
-    TransactionFailedError,
-)
+from aiocoord import BadArgumentsError, Client, NodeExistsError, TransactionFailedError
 from aiocoord.acl import CREATOR_ALL_ACL
+from aiocoord.errors import InvalidTypeError, MigrationChangedError
+from aiocoord.recipes.migrations import Migration, MigrationManager, MigrationOp, MigrationSet
 
 SEMANTICS = {
     "typed-state.md | Failure semantics | Migrations: two services migrate at once, or an "

@@ -12,31 +12,22 @@ from typing import Any
 import pytest
 from support import Factory
 
-from aiocoord import (
-    CacheEventType,
-    ExponentialBackoff,
-    Model,
-    ModelChange,
-    ModelDecodeError,
-    ModelEncodeError,
-    NoRetry,
-    PathTemplate,
-    RetryNTimes,
-    Schema,
-    SchemaSet,
-    SchemaViolationError,
-    State,
-)
+from aiocoord import ExponentialBackoff, NoRetry, RetryNTimes, State
 from aiocoord._wire.opcodes import Op
 from aiocoord.errors import (
     BadArgumentsError,
     BadVersionError,
     ClientClosedError,
     ConnectionLossError,
+    ModelDecodeError,
+    ModelEncodeError,
     NodeExistsError,
     NoNodeError,
+    SchemaViolationError,
     TimeoutError,
 )
+from aiocoord.modeled import Model, ModelChange, PathTemplate, Schema, SchemaSet
+from aiocoord.recipes.cache import CacheEventType
 from aiocoord.testing import FaultProxy
 
 SEMANTICS = {

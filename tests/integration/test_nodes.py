@@ -16,7 +16,7 @@ from aiocoord import Client, State
 from aiocoord.recipes.cache import CacheEventType
 from aiocoord.recipes.nodes import CreateMode, GroupMember, PersistentNode
 from aiocoord.recipes.ttl_node import PersistentTtlNode
-from aiocoord.testing import FaultProxy, expire_session
+from aiocoord.testing import FaultProxy, expire_session, session_of
 
 PROTECTED_SEQUENTIAL = re.compile(
     r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-member-\d{10}$"
@@ -93,7 +93,9 @@ async def test_ephemeral_node_comes_back_after_deletion_and_session_expiry(
         await eventually(lambda: owned_by(admin, "/svc/a", client.session_id))
 
         old_session = client.session_id
-        await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+        await expire_session(
+            client.session_id, session_of(client).password, zookeeper.connect_string
+        )
         await eventually(
             lambda: _true(client.session_id not in (0, old_session) and client.connected)
         )
@@ -119,7 +121,9 @@ async def test_protected_sequential_node_gets_a_new_name_after_expiry(
         first = node.actual_path
         assert first is not None
         assert PROTECTED_SEQUENTIAL.match(first.rsplit("/", 1)[1])
-        await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+        await expire_session(
+            client.session_id, session_of(client).password, zookeeper.connect_string
+        )
 
         async def renamed() -> bool:
             path = node.actual_path
@@ -185,7 +189,7 @@ async def test_group_membership_converges_after_a_members_session_expires(
     events = members[0].changes()
     expired = clients[1]
     old_session = expired.session_id
-    await expire_session(expired.session_id, expired.session.password, zookeeper.connect_string)
+    await expire_session(expired.session_id, session_of(expired).password, zookeeper.connect_string)
     # Seen from m0: m1 goes with its session, then comes back on the new one.
     seen = []
     while [e.type for e in seen][-2:] != [CacheEventType.CHILD_REMOVED, CacheEventType.CHILD_ADDED]:
@@ -231,11 +235,11 @@ async def test_close_while_the_first_create_is_in_flight_leaves_no_node(
     # the node the server makes must not outlive the PersistentNode (a persistent one would
     # stay for good, an ephemeral one as long as the session).
     await zk_client.ensure_path("/inflight")
-    sent = zk_client.session.sent.total()
+    sent = session_of(zk_client).sent.total()
     node = PersistentNode(zk_client, "/inflight/n", b"x", mode=mode)
     await node.start()
     # A few loop turns: the node's task starts, then its create's; nothing signals the write.
-    while zk_client.session.sent.total() == sent:  # noqa: ASYNC110 - no event for a write
+    while session_of(zk_client).sent.total() == sent:  # noqa: ASYNC110 - no event for a write
         await asyncio.sleep(0)
     assert node.creations == 0  # not answered yet
     await node.close()
@@ -317,7 +321,7 @@ async def test_a_persistent_node_closed_while_cut_off_is_gone_after_an_expiry(
     await client.wait_for(State.SUSPENDED, timeout=5)
     await node.close()
     session = client.session_id
-    await expire_session(session, client.session.password, zookeeper.connect_string)
+    await expire_session(session, session_of(client).password, zookeeper.connect_string)
     zk_fault_proxy.heal()
     await client.wait_for(State.CONNECTED, timeout=10)
     assert client.session_id != session

@@ -28,7 +28,7 @@ from aiocoord.recipes.partitioner import (
     PartitionState,
     SetPartitioner,
 )
-from aiocoord.testing import expire_session
+from aiocoord.testing import expire_session, session_of
 from aiocoord.testing.faults import FaultProxy
 
 ITEMS = [f"q{i}" for i in range(10)]
@@ -226,7 +226,9 @@ async def test_a_member_whose_session_expires_fails_and_is_covered(
     try:
         await referee.converged(parts)
         victim = clients[2]
-        await expire_session(victim.session_id, victim.session.password, zookeeper.connect_string)
+        await expire_session(
+            victim.session_id, session_of(victim).password, zookeeper.connect_string
+        )
         # (It may go RELEASE first: the expiry takes the connection away before the session.)
         seen = referee.changes["m2"]
         await referee.until(lambda: seen[-1].state is PartitionState.FAILURE)
@@ -359,10 +361,10 @@ PARTITIONER_INPUTS: list[tuple[str, Callable[[Client], Any], type[CoordinationEr
 async def test_bad_arguments_raise_typed_errors_and_send_nothing(
     zk_client: Client, build: Callable[[Client], Any], error: type[CoordinationError]
 ) -> None:
-    before = dict(zk_client.session.sent)
+    before = dict(session_of(zk_client).sent)
     with pytest.raises(error):
         build(zk_client)
-    assert dict(zk_client.session.sent) == before
+    assert dict(session_of(zk_client).sent) == before
 
 
 async def test_misuse_is_reported(zk_client: Client) -> None:

@@ -30,7 +30,7 @@ from aiocoord.recipes.delay_queue import DelayQueue
 from aiocoord.recipes.id_queue import IdQueue
 from aiocoord.recipes.locking_queue import LockingQueue
 from aiocoord.recipes.queue import PriorityQueue, Queue, frame, unframe
-from aiocoord.testing import FaultProxy, expire_session
+from aiocoord.testing import FaultProxy, expire_session, session_of
 from aiocoord.transaction import Transaction
 
 PRODUCERS, CONSUMERS, ITEMS = 3, 3, 500
@@ -192,11 +192,11 @@ async def test_get_waits_for_a_put_and_times_out_empty(zk_connect: Factory) -> N
     await eventually(lambda: _watched(consumer_client))
     await producer.put(b"late")
     assert await waiting == b"late"
-    assert consumer_client.session.watches.counts()["waiters"] == 0
+    assert session_of(consumer_client).watches.counts()["waiters"] == 0
 
 
 async def _watched(client: Client) -> bool:
-    return client.session.watches.counts()["waiters"] > 0
+    return session_of(client).watches.counts()["waiters"] > 0
 
 
 async def test_put_and_claim_whose_replies_are_lost_happen_exactly_once(
@@ -276,7 +276,7 @@ async def test_fences_go_once_their_transactions_can_no_longer_arrive(
         return out
 
     assert await fences()  # made, and kept while the lost transactions could arrive
-    lifetime = FENCE_LIFETIME * client.session.negotiated_timeout
+    lifetime = FENCE_LIFETIME * session_of(client).negotiated_timeout
 
     async def gone() -> bool:
         return not await fences()
@@ -326,9 +326,9 @@ async def test_a_get_cancelled_while_claiming_keeps_the_item_for_the_next_get(
     await Queue(observer, "/cancelled", layout=layout).put(b"precious")
     queue = Queue(client, "/cancelled", layout=layout)
     zk_fault_proxy.latency(0.3)
-    multis = client.session.sent[Op.MULTI]
+    multis = session_of(client).sent[Op.MULTI]
     getter = asyncio.ensure_future(queue.get(10))
-    await eventually(lambda: _true(client.session.sent[Op.MULTI] > multis))
+    await eventually(lambda: _true(session_of(client).sent[Op.MULTI] > multis))
     getter.cancel()  # the claim is on its way to the server
     with pytest.raises(asyncio.CancelledError):
         await getter
@@ -355,9 +355,9 @@ async def test_close_puts_a_cancelled_gets_item_back_at_its_priority(
     before = await item_names()
     queue = PriorityQueue(client, "/back", layout=layout)
     zk_fault_proxy.latency(0.3)
-    multis = client.session.sent[Op.MULTI]
+    multis = session_of(client).sent[Op.MULTI]
     getter = asyncio.ensure_future(queue.get(10))
-    await eventually(lambda: _true(client.session.sent[Op.MULTI] > multis))
+    await eventually(lambda: _true(session_of(client).sent[Op.MULTI] > multis))
     getter.cancel()  # the claim of b"urgent" is on its way to the server
     with pytest.raises(asyncio.CancelledError):
         await getter
@@ -421,7 +421,7 @@ async def test_item_is_redelivered_when_its_consumers_session_expires_before_con
     waiting = asyncio.ensure_future(second.take(15))
     await eventually(lambda: _watched(b))
     assert not waiting.done()
-    await expire_session(a.session_id, a.session.password, zookeeper.connect_string)
+    await expire_session(a.session_id, session_of(a).password, zookeeper.connect_string)
     redelivered = await waiting
     assert redelivered.data == b"job"
     with pytest.raises(LockLostError):

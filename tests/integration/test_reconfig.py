@@ -22,19 +22,17 @@ from aiocoord import (
     BadArgumentsError,
     BadVersionError,
     Client,
-    EnsembleConfig,
     EventType,
-    InvalidTypeError,
-    NewConfigNoQuorumError,
     NoAuthError,
-    ReconfigDisabledError,
     State,
     StateChange,
-    open_client,
+    connect,
 )
 from aiocoord import TimeoutError as CoordTimeoutError
 from aiocoord._wire.opcodes import Op
-from aiocoord.testing import ZooKeeperEnsemble, expire_client
+from aiocoord.ensemble import EnsembleConfig
+from aiocoord.errors import InvalidTypeError, NewConfigNoQuorumError, ReconfigDisabledError
+from aiocoord.testing import ZooKeeperEnsemble, expire_client, session_of
 from aiocoord.testing._client_fixtures import ClientFactory, async_fixture
 from aiocoord.testing._process import free_ports
 from aiocoord.testing.server import SUPER_AUTH
@@ -45,7 +43,7 @@ HOST = "127.0.0.1"
 @async_fixture
 async def admin(zookeeper_ensemble: ZooKeeperEnsemble) -> AsyncIterator[Client]:
     """A super-user client of the whole ensemble (the one allowed to reconfig)."""
-    client = await open_client(zookeeper_ensemble.connect_string, auth=[SUPER_AUTH])
+    client = await connect(zookeeper_ensemble.connect_string, auth=[SUPER_AUTH])
     try:
         yield client
     finally:
@@ -74,7 +72,7 @@ async def test_get_config_lists_every_member_with_its_client_address(
     ensemble = zookeeper_ensemble
     # Chrooted and without any credentials: the config node lies outside every chroot and
     # anyone may read it.
-    async with await open_client(ensemble.member_connect_string(1) + "/some/chroot") as client:
+    async with await connect(ensemble.member_connect_string(1) + "/some/chroot") as client:
         config = await committed(client)
     assert config.ids == (1, 2, 3)
     assert config.participants == config.members and config.observers == ()
@@ -108,7 +106,7 @@ async def test_bad_reconfig_arguments_send_nothing(zk_connect: ClientFactory) ->
         await client.reconfig(joining=[spec], new_members=[spec])
     with pytest.raises(BadArgumentsError, match="needs joining"):
         await client.reconfig()
-    assert client.session.sent[Op.RECONFIG] == 0
+    assert session_of(client).sent[Op.RECONFIG] == 0
 
 
 # --- reconfig ----------------------------------------------------------------------------------
@@ -164,7 +162,7 @@ async def test_new_members_no_quorum_can_serve_is_refused(admin: Client) -> None
 
 @pytest.mark.ensemble
 async def test_reconfig_needs_the_super_user(zookeeper_ensemble: ZooKeeperEnsemble) -> None:
-    async with await open_client(zookeeper_ensemble.connect_string) as client:
+    async with await connect(zookeeper_ensemble.connect_string) as client:
         config = await committed(client)
         with pytest.raises(NoAuthError):
             await client.reconfig(joining=absent_member(102))
@@ -192,7 +190,7 @@ async def test_ensemble_adds_a_member_that_serves_and_removes_it(
         assert member.role == "participant"
         assert member.client_address == ensemble.member_connect_string(index)
         # The new member serves the ensemble's data, written before it joined.
-        async with await open_client(ensemble.member_connect_string(index)) as client:
+        async with await connect(ensemble.member_connect_string(index)) as client:
             assert (await client.get(path))[0] == b"before"
     finally:
         await asyncio.to_thread(ensemble.remove_member, added_id)
@@ -228,15 +226,15 @@ async def test_tracker_learns_the_members_and_the_session_outlives_the_first_one
     ensemble = zookeeper_ensemble
     everyone = {ensemble.member_connect_string(i) for i in range(3)}
     first = ensemble.member_connect_string(0)
-    client = await open_client(first, track_ensemble=True, session_timeout=10)
+    client = await connect(first, track_ensemble=True, session_timeout=10)
     path = f"/tracked-{uuid.uuid4().hex}"
     try:
         tracker = client.ensemble_tracker
         assert tracker is not None and tracker.config is not None
         # Learned before connect returned.
         assert set(tracker.servers) == everyone
-        assert {str(s) for s in client.session.servers} == everyone
-        assert str(client.session.server) == first
+        assert {str(s) for s in session_of(client).servers} == everyone
+        assert str(session_of(client).server) == first
         await client.create(path, b"kept")
         session_id = client.session_id
         # A listener, not state_changes(): that stream starts listening only when first
@@ -255,7 +253,7 @@ async def test_tracker_learns_the_members_and_the_session_outlives_the_first_one
         assert [c.state for c in seen] == [State.SUSPENDED, State.RECONNECTED]
         assert not change.new_session
         assert client.session_id == session_id
-        assert str(client.session.server) in everyone - {first}
+        assert str(session_of(client).server) in everyone - {first}
         assert (await client.get(path))[0] == b"kept"
     finally:
         await asyncio.to_thread(ensemble.start, 0)
@@ -270,7 +268,7 @@ async def test_tracker_follows_members_added_and_removed(
     zookeeper_ensemble: ZooKeeperEnsemble,
 ) -> None:
     ensemble = zookeeper_ensemble
-    async with await open_client(ensemble.member_connect_string(0), track_ensemble=True) as client:
+    async with await connect(ensemble.member_connect_string(0), track_ensemble=True) as client:
         tracker = client.ensemble_tracker
         assert tracker is not None and tracker.config is not None
         before = tracker.config
@@ -295,8 +293,8 @@ async def test_tracker_moves_off_a_member_removed_by_reconfig(
     added_id = await asyncio.to_thread(ensemble.add_member)
     try:
         added = ensemble.member_connect_string(ensemble.index_of_id(added_id))
-        async with await open_client(added, track_ensemble=True) as client:
-            assert str(client.session.server) == added
+        async with await connect(added, track_ensemble=True) as client:
+            assert str(session_of(client).server) == added
             session_id = client.session_id
             reconnected: asyncio.Future[StateChange] = asyncio.get_running_loop().create_future()
 
@@ -310,7 +308,7 @@ async def test_tracker_moves_off_a_member_removed_by_reconfig(
             change = await asyncio.wait_for(reconnected, 30)
             assert not change.new_session and client.session_id == session_id
             remaining = {ensemble.member_connect_string(i) for i in range(3)}
-            assert str(client.session.server) in remaining
+            assert str(session_of(client).server) in remaining
             tracker = client.ensemble_tracker
             assert tracker is not None and set(tracker.servers) == remaining
     finally:
@@ -324,7 +322,7 @@ async def test_tracker_follows_on_in_a_new_session_after_expiry(
     zookeeper_ensemble: ZooKeeperEnsemble, admin: Client
 ) -> None:
     ensemble = zookeeper_ensemble
-    async with await open_client(ensemble.member_connect_string(2), track_ensemble=True) as client:
+    async with await connect(ensemble.member_connect_string(2), track_ensemble=True) as client:
         tracker = client.ensemble_tracker
         assert tracker is not None and tracker.config is not None
         before = tracker.config
@@ -347,7 +345,7 @@ async def test_tracker_keeps_the_connect_string_of_a_standalone_server(
     client = await zk_connect(track_ensemble=True)
     tracker = client.ensemble_tracker
     assert tracker is not None and tracker.config == EnsembleConfig((), -1, "")
-    assert tracker.servers == [str(s) for s in client.session.servers]
+    assert tracker.servers == [str(s) for s in session_of(client).servers]
     assert len(tracker.servers) == 1
     assert await tracker.wait_newer(-2) is tracker.config
     with pytest.raises(CoordTimeoutError):

@@ -13,6 +13,7 @@ import aiocoord
 from aiocoord import Client
 from aiocoord.errors import LockUpgradeError
 from aiocoord.recipes.rwlock import ReadWriteLock
+from aiocoord.testing import session_of
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
@@ -128,12 +129,12 @@ async def test_downgrade_keeps_queued_writers_out_until_the_read_lock_goes(
 async def test_upgrade_is_refused_before_anything_is_sent(zk_client: Client) -> None:
     rw = ReadWriteLock(zk_client, "/rw-up")
     async with rw.read:
-        before = dict(zk_client.session.sent)
+        before = dict(session_of(zk_client).sent)
         with pytest.raises(LockUpgradeError):
             await rw.write.acquire()
         with pytest.raises(LockUpgradeError):
             await rw.write.acquire(blocking=False)
-        assert dict(zk_client.session.sent) == before
+        assert dict(session_of(zk_client).sent) == before
     # Once the read lock is gone, writing is fine, and reentrant.
     async with rw.write, rw.write:
         assert rw.write.is_held

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aiocoord import ACL, State, open_client
+from aiocoord import ACL, State, connect
 from aiocoord.errors import AuthFailedError, InvalidTypeError, NoAuthError
 from aiocoord.testing import FaultProxy, ZooKeeperServer, expire_client
 from aiocoord.testing.sasl import sasl_server
@@ -24,9 +24,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer
 
 
 async def test_login_gives_the_sasl_identity_and_sasl_acls_hold(server: ZooKeeperServer) -> None:
-    alice = await open_client(server.connect_string, sasl=("alice", "secret"))
-    bob = await open_client(server.connect_string, sasl=("bob", "pw"))
-    anonymous = await open_client(server.connect_string)
+    alice = await connect(server.connect_string, sasl=("alice", "secret"))
+    bob = await connect(server.connect_string, sasl=("bob", "pw"))
+    anonymous = await connect(server.connect_string)
     try:
         assert ("sasl", "alice") in await alice.whoami()
         # A delete is checked against the parent's ACL, so the node goes in a guarded parent.
@@ -55,20 +55,20 @@ async def test_wrong_credentials_are_refused(
     server: ZooKeeperServer, credentials: tuple[str, str]
 ) -> None:
     with pytest.raises(AuthFailedError):
-        await open_client(server.connect_string, sasl=credentials, connect_timeout=5)
+        await connect(server.connect_string, sasl=credentials, connect_timeout=5)
 
 
 @pytest.mark.parametrize("bad", ["alice:secret", ("alice",), ("alice", 5), ("", "x")])
 async def test_sasl_argument_is_checked_before_connecting(bad: object) -> None:
     with pytest.raises(InvalidTypeError):
-        await open_client("127.0.0.1:1", sasl=bad)  # type: ignore[arg-type]
+        await connect("127.0.0.1:1", sasl=bad)  # type: ignore[arg-type]
 
 
 async def test_login_is_made_again_after_reconnects_and_new_sessions(
     server: ZooKeeperServer,
 ) -> None:
     async with FaultProxy(server.host, server.port) as proxy:
-        alice = await open_client(proxy.connect_string, sasl=("alice", "secret"), session_timeout=4)
+        alice = await connect(proxy.connect_string, sasl=("alice", "secret"), session_timeout=4)
         try:
             await alice.create("/kept-sasl", b"x", acl=ALICE_ONLY)
             session = alice.session_id
@@ -94,7 +94,7 @@ async def test_a_server_in_fips_mode_refuses_digest_md5_and_the_error_names_the_
     with sasl_server(tmp_path, {"alice": "secret"}, fips_mode=True) as fips:
         refused: AuthFailedError | None = None
         try:
-            client = await open_client(fips.connect_string, sasl=("alice", "secret"))
+            client = await connect(fips.connect_string, sasl=("alice", "secret"))
         except AuthFailedError as error:
             refused = error
         else:
@@ -112,5 +112,5 @@ async def test_a_wrong_password_is_not_taken_for_a_refused_mechanism(
     server: ZooKeeperServer,
 ) -> None:
     with pytest.raises(AuthFailedError) as refused:
-        await open_client(server.connect_string, sasl=("alice", "wrong"), connect_timeout=5)
+        await connect(server.connect_string, sasl=("alice", "wrong"), connect_timeout=5)
     assert "fips" not in str(refused.value).lower()

@@ -35,7 +35,6 @@ from aiocoord import (
     LockingQueue,
     PersistentNode,
     PersistentTtlNode,
-    PromotedToLock,
     Queue,
     QueueSharder,
     ReadWriteLock,
@@ -52,7 +51,8 @@ from aiocoord.errors import (
     NoAuthError,
     NoNodeError,
 )
-from aiocoord.testing import FaultProxy, expire_client
+from aiocoord.recipes.atomic_value import PromotedToLock
+from aiocoord.testing import FaultProxy, expire_client, session_of
 
 ALICE = ("digest", "alice:secret")
 BOB = ("digest", "bob:hunter2")
@@ -224,14 +224,14 @@ async def test_recipes_take_an_acl_and_refuse_a_bad_one_before_sending(
     zk_connect: Factory, recipe: str
 ) -> None:
     client = await zk_connect(auth=[ALICE])
-    sent = dict(client.session.sent)
+    sent = dict(session_of(client).sent)
     made = RECIPES[recipe](client, only(ALICE[1]))
     assert tuple(made.acl) == tuple(only(ALICE[1]))
     with pytest.raises(InvalidTypeError):
         RECIPES[recipe](client, ["not an ACL"])
     with pytest.raises(BadArgumentsError):
         RECIPES[recipe](client, [])  # ZooKeeper refuses an empty ACL
-    assert dict(client.session.sent) == sent  # constructing sends nothing
+    assert dict(session_of(client).sent) == sent  # constructing sends nothing
 
 
 async def _lock(r: Lock, done: AsyncExitStack) -> None:

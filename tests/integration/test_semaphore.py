@@ -14,7 +14,7 @@ import aiocoord
 from aiocoord import Client, State
 from aiocoord.errors import BadArgumentsError, InvalidPathError, InvalidTypeError, LockLostError
 from aiocoord.recipes.semaphore import Lease, Semaphore
-from aiocoord.testing import FaultProxy, expire_session
+from aiocoord.testing import FaultProxy, expire_session, session_of
 
 LEASE_NODE = re.compile(
     r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lease-\d{10}$"
@@ -183,7 +183,7 @@ async def test_lease_lost_with_the_session_cancels_the_body(
 
     task = asyncio.create_task(body())
     await asyncio.wait_for(entered.wait(), 10)
-    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await expire_session(client.session_id, session_of(client).password, zookeeper.connect_string)
     assert await held[0].lost.wait(10) is State.LOST
     assert not held[0].is_held
     with pytest.raises(LockLostError):
@@ -193,7 +193,7 @@ async def test_lease_lost_with_the_session_cancels_the_body(
 
 
 async def test_bad_input_is_refused_before_anything_is_sent(zk_client: Client) -> None:
-    before = dict(zk_client.session.sent)
+    before = dict(session_of(zk_client).sent)
     with pytest.raises(BadArgumentsError):
         Semaphore(zk_client, "/s", 0)
     with pytest.raises(BadArgumentsError):
@@ -213,7 +213,7 @@ async def test_bad_input_is_refused_before_anything_is_sent(zk_client: Client) -
         await sem.acquire(1, timeout=-1)
     with pytest.raises(BadArgumentsError):
         sem.lease(timeout=-1)
-    assert dict(zk_client.session.sent) == before
+    assert dict(session_of(zk_client).sent) == before
     assert not await zk_client.exists("/s")
 
 

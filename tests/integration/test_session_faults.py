@@ -11,7 +11,7 @@ from support import Factory
 import aiocoord
 from aiocoord import Client, EventType, State, StateChange
 from aiocoord.errors import SessionExpiredError
-from aiocoord.testing import FaultProxy, expire_session
+from aiocoord.testing import FaultProxy, expire_session, session_of
 
 
 def record_states(client: Client) -> list[StateChange]:
@@ -66,11 +66,11 @@ async def test_persistent_watch_is_restored_after_reconnect(
     client = await zk_connect(zk_fault_proxy.connect_string, session_timeout=6)
     await writer.create("/tree")
     watch = await client.add_watch("/tree", recursive=True)
-    sent = client.session.sent[105]  # SetWatches2
+    sent = session_of(client).sent[105]  # SetWatches2
     zk_fault_proxy.drop()
     await client.wait_for(State.SUSPENDED, timeout=5)
     await client.wait_for(State.RECONNECTED, timeout=10)
-    assert client.session.sent[105] == sent + 1
+    assert session_of(client).sent[105] == sent + 1
     # ZooKeeper re-arms persistent watches without replaying the gap (caches re-read for
     # that); what matters is that the watch works again without being added anew.
     await writer.create("/tree/a")
@@ -113,7 +113,7 @@ async def expire_and_wait_new_session(client: Client, zookeeper: Any, path: str)
     its new session before a wait for State.LOST would begin."""
     old = client.session_id
     _, _, watch = await client.get(path, watch=True)
-    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await expire_session(client.session_id, session_of(client).password, zookeeper.connect_string)
     with pytest.raises(SessionExpiredError):
         await asyncio.wait_for(watch, 10)
     await client.wait_for(State.CONNECTED, timeout=10)
@@ -139,7 +139,7 @@ async def test_server_side_expiry_is_reported_and_a_new_session_announced(
 
 async def test_no_reconnect_after_expiry_when_disabled(zookeeper, zk_connect: Factory) -> None:  # type: ignore[no-untyped-def]
     client = await zk_connect(reconnect_after_expiry=False)
-    await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+    await expire_session(client.session_id, session_of(client).password, zookeeper.connect_string)
     await client.wait_for(State.LOST, timeout=10)
     with pytest.raises(SessionExpiredError):
         await client.get("/")
@@ -181,7 +181,7 @@ async def test_protected_create_after_expiry_between_loss_and_retry(
             client.create("/locks/lock-", ephemeral=True, sequential=True, protected=True)
         )
         await dropped
-        await expire_session(old_session, client.session.password, zookeeper.connect_string)
+        await expire_session(old_session, session_of(client).password, zookeeper.connect_string)
         zk_fault_proxy.hold_new_connections(False)
         path = await asyncio.wait_for(create, 15)
         names = await observer.children("/locks")
@@ -195,14 +195,14 @@ async def test_killing_the_connected_member_keeps_the_session(zookeeper_ensemble
     async with aiocoord.connect(zookeeper_ensemble.connect_string, session_timeout=8) as client:
         path = await client.create("/failover-eph", ephemeral=True)
         session_id = client.session_id
-        assert client.session.server is not None
-        index = zookeeper_ensemble.index_of_port(client.session.server.port)
+        assert session_of(client).server is not None
+        index = zookeeper_ensemble.index_of_port(session_of(client).server.port)
         changes = record_states(client)
         await asyncio.to_thread(zookeeper_ensemble.kill, index)
         try:
             await client.wait_for(State.RECONNECTED, timeout=15)
             assert client.session_id == session_id
-            assert client.session.server.port != zookeeper_ensemble.member_port(index)
+            assert session_of(client).server.port != zookeeper_ensemble.member_port(index)
             assert await client.exists(path) is not None
             assert [c.state for c in changes][:2] == [State.SUSPENDED, State.RECONNECTED]
         finally:
@@ -221,7 +221,7 @@ async def test_a_bound_view_serves_again_for_its_session_and_policies(
     client = await zk_connect(session_timeout=4)
     view = client.bound()
     assert client.bound() is view
-    assert client.bound(client.session.generation) is view
+    assert client.bound(session_of(client).generation) is view
     await view.create("/bound", b"")
 
     client.retry = aiocoord.RetryNTimes(2, 0.01)

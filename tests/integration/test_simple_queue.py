@@ -10,14 +10,14 @@ import re
 import pytest
 from support import Factory, eventually
 
-from aiocoord import Client, QueueEmptyError, SimpleQueue
+from aiocoord import Client, SimpleQueue
 from aiocoord._wire.opcodes import Op
-from aiocoord.errors import BadArgumentsError, InvalidTypeError
-from aiocoord.testing import FaultProxy
+from aiocoord.errors import BadArgumentsError, InvalidTypeError, QueueEmptyError
+from aiocoord.testing import FaultProxy, session_of
 
 
 async def _watched(client: Client) -> bool:
-    return client.session.watches.counts()["waiters"] > 0
+    return session_of(client).watches.counts()["waiters"] > 0
 
 
 async def test_layout_is_curators_raw_qn_nodes_taken_lowest_sequence_first(
@@ -64,7 +64,7 @@ async def test_empty_queue_answers_none_or_raises_queue_empty(zk_connect: Factor
         await queue.remove()
     with pytest.raises(asyncio.TimeoutError):
         await queue.take(timeout=0.1)
-    assert client.session.watches.counts()["waiters"] == 0  # no watch left behind
+    assert session_of(client).watches.counts()["waiters"] == 0  # no watch left behind
     await queue.close()
 
 
@@ -80,7 +80,7 @@ async def test_take_waits_on_a_children_watch_for_another_clients_offer(
     await producer.offer(b"a")
     await producer.offer(b"b")
     assert sorted([await taking, await polling or b""]) == [b"a", b"b"]
-    assert consumer_client.session.watches.counts()["waiters"] == 0
+    assert session_of(consumer_client).watches.counts()["waiters"] == 0
 
 
 async def test_every_item_to_exactly_one_consumer(zk_connect: Factory) -> None:
@@ -131,13 +131,13 @@ async def test_a_cancelled_take_leaves_no_watch_and_loses_no_item(
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
-    assert client.session.watches.counts()["waiters"] == 0
+    assert session_of(client).watches.counts()["waiters"] == 0
     async with SimpleQueue(observer, "/cancel") as producer:
         await producer.offer(b"precious")
     zk_fault_proxy.latency(0.3)
-    multis = client.session.sent[Op.MULTI]
+    multis = session_of(client).sent[Op.MULTI]
     taking = asyncio.ensure_future(queue.take())
-    await eventually(lambda: _true(client.session.sent[Op.MULTI] > multis))
+    await eventually(lambda: _true(session_of(client).sent[Op.MULTI] > multis))
     taking.cancel()  # the claim is on its way
     with pytest.raises(asyncio.CancelledError):
         await taking

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from support import Factory, eventually
 
-import aiocoord
-from aiocoord import Client, ClientStats, Lock, State
+from aiocoord import Client, Lock, State
 from aiocoord.errors import NoNodeError
-from aiocoord.testing import FaultProxy, expire_session
+from aiocoord.stats import ClientStats
+from aiocoord.testing import FaultProxy, expire_session, session_of
 
 
 async def test_requests_are_counted_by_operation_with_errors_and_latency(
@@ -120,7 +120,7 @@ async def test_lock_grants_waits_and_losses(zk_connect: Factory, zookeeper: Any)
     assert (held_by_b.holds, held_by_b.waits) == (1, 1)
     assert 0.05 <= held_by_b.wait_seconds == held_by_b.wait_seconds_max < 10
     lost = second.lost
-    await expire_session(b.session_id, b.session.password, zookeeper.connect_string)
+    await expire_session(b.session_id, session_of(b).password, zookeeper.connect_string)
     assert await lost.wait(10) is State.LOST
     stats = b.stats()
     assert stats.recipes["lock"].losses == 1
@@ -133,7 +133,7 @@ async def test_lock_grants_waits_and_losses(zk_connect: Factory, zookeeper: Any)
 async def test_a_dropped_connection_counts_a_reconnect(zk_client: Client) -> None:
     await zk_client.exists("/")
     changes = zk_client.state_changes()
-    zk_client.session.drop_connection()
+    session_of(zk_client).drop_connection()
     async for change in changes:
         if change.state is State.RECONNECTED:
             break
@@ -146,5 +146,7 @@ async def _queued(client: Client, path: str, n: int) -> bool:
 
 
 def test_stats_are_exported() -> None:
+    import aiocoord.stats
+
     for name in ("ClientStats", "OpStats", "WatchStats", "RecipeStats"):
-        assert name in aiocoord.__all__
+        assert name in aiocoord.stats.__all__

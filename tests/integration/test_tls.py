@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from aiocoord import Client, Lock, State, TreeCache, open_client
+from aiocoord import Client, Lock, State, TreeCache, connect
 from aiocoord.errors import NoServersError
-from aiocoord.testing import ZooKeeperServer
+from aiocoord.testing import ZooKeeperServer, session_of
 from aiocoord.testing.tls import TLSConfig, make_self_signed_certificate, tls_config
 
 
@@ -28,9 +28,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TLSConfig, Z
 @pytest_asyncio.fixture
 async def tls_client(tls: tuple[TLSConfig, ZooKeeperServer]) -> AsyncIterator[Client]:
     config, _ = tls
-    client = await open_client(
-        config.connect_string, ssl=config.client_context(), session_timeout=10
-    )
+    client = await connect(config.connect_string, ssl=config.client_context(), session_timeout=10)
     try:
         yield client
     finally:
@@ -39,7 +37,7 @@ async def tls_client(tls: tuple[TLSConfig, ZooKeeperServer]) -> AsyncIterator[Cl
 
 def _ssl_object(client: Client) -> ssl.SSLObject | None:
     # The transport is the one place that knows whether the bytes are encrypted.
-    conn = client.session._conn
+    conn = session_of(client)._conn
     assert conn is not None and conn._transport is not None
     return conn._transport.get_extra_info("ssl_object")  # type: ignore[no-any-return]
 
@@ -71,7 +69,7 @@ async def test_session_resumes_over_a_new_tls_connection(tls_client: Client) -> 
     await tls_client.create("/tls-resume", b"1")
     session = tls_client.session_id
     _, _, watch = await tls_client.get("/tls-resume", watch=True)
-    tls_client.session.drop_connection()
+    session_of(tls_client).drop_connection()
     await tls_client.wait_for(State.RECONNECTED, 10)
     assert tls_client.session_id == session
     assert _ssl_object(tls_client) is not None
@@ -86,7 +84,7 @@ async def test_an_untrusted_certificate_is_refused(tls: tuple[TLSConfig, ZooKeep
     strict = ssl.create_default_context()  # system CAs only: our self-signed cert is unknown
     # The refusal is reported even when the deadline cut a later, slower handshake short.
     with pytest.raises(NoServersError, match=r"CERTIFICATE_VERIFY_FAILED|certificate verify"):
-        await open_client(config.connect_string, ssl=strict, connect_timeout=3)
+        await connect(config.connect_string, ssl=strict, connect_timeout=3)
 
 
 async def test_a_certificate_from_another_issuer_is_refused(
@@ -97,7 +95,7 @@ async def test_a_certificate_from_another_issuer_is_refused(
     # Trusts a certificate issued to someone else: the server's does not chain to it.
     context = ssl.create_default_context(cafile=str(other.cert))
     with pytest.raises(NoServersError):
-        await open_client(config.connect_string, ssl=context, connect_timeout=1)
+        await connect(config.connect_string, ssl=context, connect_timeout=1)
 
 
 async def test_plain_client_on_the_secure_port_fails_in_time(
@@ -105,7 +103,7 @@ async def test_plain_client_on_the_secure_port_fails_in_time(
 ) -> None:
     config, _ = tls
     with pytest.raises(NoServersError):
-        await asyncio.wait_for(open_client(config.connect_string, connect_timeout=1), 10)
+        await asyncio.wait_for(connect(config.connect_string, connect_timeout=1), 10)
 
 
 async def test_tls_client_on_the_plain_port_fails_in_time(
@@ -114,7 +112,7 @@ async def test_tls_client_on_the_plain_port_fails_in_time(
     config, server = tls
     with pytest.raises(NoServersError):
         await asyncio.wait_for(
-            open_client(server.connect_string, ssl=config.client_context(), connect_timeout=2), 10
+            connect(server.connect_string, ssl=config.client_context(), connect_timeout=2), 10
         )
 
 
@@ -125,4 +123,4 @@ async def test_ssl_argument_is_type_checked(
 
     config, _ = tls
     with pytest.raises(InvalidTypeError):
-        await open_client(config.connect_string, ssl="yes", connect_timeout=2)  # type: ignore[arg-type]
+        await connect(config.connect_string, ssl="yes", connect_timeout=2)  # type: ignore[arg-type]

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from aiocoord import Client, TreeCache, TreeCacheSelector
+from aiocoord import Client, TreeCache
 from aiocoord.errors import InvalidTypeError
+from aiocoord.recipes.cache import TreeCacheSelector
 
 MODES = ["auto", "one-shot"]
 

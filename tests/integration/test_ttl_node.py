@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from support import Factory, eventually
 
-from aiocoord import Client, CreateMode, PersistentNode, PersistentTtlNode, open_client
+from aiocoord import Client, CreateMode, PersistentNode, PersistentTtlNode, connect
 from aiocoord._session.watch import EventType
 from aiocoord.errors import BadArgumentsError, InvalidTypeError, UnimplementedError
-from aiocoord.testing import ZooKeeperServer, expire_session
+from aiocoord.testing import ZooKeeperServer, expire_session, session_of
 
 
 async def _reaped(client: Client, path: str) -> None:
@@ -164,7 +164,7 @@ async def _absent(client: Client, path: str) -> bool:
 async def test_a_server_without_ttl_nodes_is_named_in_the_error() -> None:
     plain = ZooKeeperServer(jvm_options=["-Dzookeeper.extendedTypesEnabled=false"])
     async with plain:
-        client = await open_client(plain.connect_string, session_timeout=10)
+        client = await connect(plain.connect_string, session_timeout=10)
         try:
             with pytest.raises(UnimplementedError, match="extendedTypesEnabled"):
                 await client.create("/ttl", ttl=1)
@@ -194,7 +194,9 @@ async def test_persistent_ttl_node_keeps_touching_on_a_new_session_after_expiry(
         await eventually(lambda: _exists(observer, "/survivor/touch"), what="the child")
         _, parent_gone = await observer.exists("/survivor", watch=True)
         old = client.session_id
-        await expire_session(client.session_id, client.session.password, zookeeper.connect_string)
+        await expire_session(
+            client.session_id, session_of(client).password, zookeeper.connect_string
+        )
         # The node and its child are persistent: nothing went with the session, and the
         # touches go on from the new one (a reaped node would fire the watch).
         await eventually(lambda: _true(client.connected and client.session_id != old))

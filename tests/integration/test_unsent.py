@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from aiocoord import Client, NotSentError, State
+from aiocoord import Client, State
 from aiocoord._wire.reads import GetChildrenRequest
+from aiocoord.errors import NotSentError
+from aiocoord.testing import session_of
 
 
 async def test_a_request_on_a_closing_connection_is_not_sent(zk_client: Client) -> None:
-    conn = zk_client.session._conn
+    conn = session_of(zk_client)._conn
     assert conn is not None and conn._transport is not None
     conn._transport.close()  # closing now; the loop reports it lost on a later turn
     before = conn.requests_sent
@@ -22,9 +24,9 @@ async def test_a_request_on_a_closing_connection_is_not_sent(zk_client: Client) 
 
 async def test_the_session_sends_it_on_the_next_connection(zk_client: Client) -> None:
     await zk_client.create("/kept", b"")
-    conn = zk_client.session._conn
+    conn = session_of(zk_client)._conn
     assert conn is not None and conn._transport is not None
     conn._transport.close()
     assert await zk_client.children("/") == ["kept"]  # written on the next connection
-    assert zk_client.session._conn is not conn
+    assert session_of(zk_client)._conn is not conn
     assert zk_client.state in (State.CONNECTED, State.RECONNECTED)

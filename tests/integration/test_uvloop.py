@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 
 import aiocoord
-from aiocoord import CacheEventType, ChildrenCache, Lock, open_client
-from aiocoord.testing import expire_session
+from aiocoord import ChildrenCache, Lock
+from aiocoord._connect import open_client
+from aiocoord.recipes.cache import CacheEventType
+from aiocoord.testing import expire_session, session_of
 
 uvloop = pytest.importorskip("uvloop", reason="uvloop is not installed (pip install uvloop)")
 
@@ -103,7 +105,7 @@ def test_session_expiry_is_reported_and_recovered_on_uvloop(zookeeper: Any) -> N
             await lock.acquire()
             first = client.session_id
             await expire_session(
-                client.session_id, client.session.password, zookeeper.connect_string
+                client.session_id, session_of(client).password, zookeeper.connect_string
             )
             assert await lock.lost.wait(10) is aiocoord.State.LOST
             await client.wait_for(aiocoord.State.CONNECTED, 10)

@@ -12,10 +12,9 @@ import uuid
 
 import pytest
 
-from aiocoord import (
-    BadArgumentsError,
-    InstanceFormatError,
-    InvalidTypeError,
+from aiocoord import BadArgumentsError
+from aiocoord.errors import InstanceFormatError, InvalidTypeError
+from aiocoord.recipes.discovery import (
     Random,
     RoundRobin,
     ServiceInstance,

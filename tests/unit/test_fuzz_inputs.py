@@ -46,8 +46,8 @@ from aiocoord import (
     State,
     TreeCache,
     Watch,
-    open_client,
 )
+from aiocoord._connect import open_client  # the awaitable form, under a name of its own
 from aiocoord._validation import MAX_DATA_SIZE
 from aiocoord.errors import (
     BadArgumentsError,
@@ -57,6 +57,7 @@ from aiocoord.errors import (
     NoServersError,
     ZooKeeperError,
 )
+from aiocoord.testing import session_of
 
 FUZZ = settings(
     max_examples=200,
@@ -99,7 +100,7 @@ def refused(exc: BaseException) -> bool:
 def sent(env: Env) -> Counter[int]:
     """Requests written so far, but removeWatches (18): those of watches that earlier examples
     cancelled go out on their own time, and are nobody's input."""
-    out = Counter(env.client.session.sent)
+    out = Counter(session_of(env.client).sent)
     del out[18]
     return out
 
@@ -496,10 +497,10 @@ def test_auth_credentials_are_type_checked(env: Env) -> None:
     ],
 )
 def test_acl_scheme_and_id_are_type_checked(env: Env, entry: ACL) -> None:
-    before = Counter(env.client.session.sent)
+    before = Counter(session_of(env.client).sent)
     with pytest.raises(InvalidTypeError):
         env.run(env.client.set_acl("/a", [entry]))
-    assert env.client.session.sent == before
+    assert session_of(env.client).sent == before
 
 
 @pytest.mark.parametrize("which", ["wait_for", "queue_get", "ttl_nan", "ttl_inf"])

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from wire_samples import SAMPLES
 
-from aiocoord import State, open_client
+from aiocoord import State, connect
 from aiocoord._session.connection import MAX_FRAME, Connection, Reply
 from aiocoord._wire.framing import decode_body, decode_reply_header
 from aiocoord._wire.handshake import decode_connect
@@ -381,7 +381,7 @@ async def test_client_gets_protocol_error_for_the_garbled_reply_only_and_recover
         return reply(xid, body=get_data_body(path.encode()))
 
     async with FakeZooKeeper(handler) as server:
-        client = await open_client(server.connect_string, session_timeout=10)
+        client = await connect(server.connect_string, session_timeout=10)
         try:
             changes: list[tuple[State, bool]] = []
             client.add_state_listener(lambda c: changes.append((c.state, c.new_session)))
@@ -409,7 +409,7 @@ async def test_protocol_error_is_not_retried_even_with_a_retry_policy() -> None:
         return reply(xid, body=b"\x00")  # every getData reply is garbage
 
     async with FakeZooKeeper(handler) as server:
-        client = await open_client(server.connect_string, session_timeout=10, retry=NoRetry())
+        client = await connect(server.connect_string, session_timeout=10, retry=NoRetry())
         try:
             for _ in range(3):
                 with pytest.raises(ProtocolError):
@@ -436,7 +436,7 @@ async def test_multi_refused_for_an_expired_session_is_a_session_error() -> None
         return reply(xid, -101)
 
     async with FakeZooKeeper(handler) as server:
-        client = await open_client(server.connect_string, session_timeout=10)
+        client = await connect(server.connect_string, session_timeout=10)
         try:
             with pytest.raises(SessionExpiredError):
                 await client.transaction().create("/a").create("/b").commit()

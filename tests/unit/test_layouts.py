@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import aiocoord
-from aiocoord import BadArgumentsError, InvalidTypeError, Layout
+from aiocoord import BadArgumentsError, Layout
+from aiocoord.errors import InvalidTypeError
 from aiocoord.recipes._contention.naming import foreign_contender, fresh_prefix
 from aiocoord.recipes.layout import check_layout, contender_layout
 

@@ -21,6 +21,7 @@ from aiocoord.recipes.lock import Lock, Mutex
 from aiocoord.recipes.multilock import MultiLock
 from aiocoord.recipes.rwlock import ReadWriteLock, _ReaderDriver, _WriterDriver
 from aiocoord.recipes.semaphore import Semaphore
+from aiocoord.testing import session_of
 
 
 def protected(name: str, seq: int) -> str:
@@ -149,7 +150,7 @@ def offline_client() -> Client:
 
 async def test_loss_watch_reports_once_under_each_policy() -> None:
     client = offline_client()
-    session = client.session
+    session = session_of(client)
     node = QueueNode("/l/n", "n", 1, 10, client.session_id, session.generation)
     lenient: list[State] = []
     strict: list[State] = []
@@ -183,4 +184,4 @@ def test_bad_arguments_are_refused_at_construction() -> None:
         Semaphore(client, "/s", "3")  # type: ignore[arg-type]
     with pytest.raises(InvalidTypeError):
         MultiLock("/a")  # type: ignore[arg-type]
-    assert sum(client.session.sent.values()) == 0
+    assert sum(session_of(client).sent.values()) == 0

@@ -14,22 +14,26 @@ from typing import Any, Optional, TypedDict
 
 import pytest
 
-from aiocoord import (
-    CreateMode,
-    JsonSerializer,
-    Model,
+from aiocoord import CreateMode, Stat
+from aiocoord.errors import (
+    BadArgumentsError,
+    CoordinationError,
+    InvalidPathError,
+    InvalidTypeError,
     ModelDecodeError,
     ModelEncodeError,
+    SchemaViolationError,
+)
+from aiocoord.modeled import (
+    JsonSerializer,
+    Model,
     MsgspecSerializer,
     PathTemplate,
     PydanticSerializer,
     Schema,
     SchemaSet,
-    SchemaViolationError,
-    Stat,
     serializer_for,
 )
-from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidPathError, InvalidTypeError
 
 UTC = datetime.UTC
 
@@ -253,9 +257,9 @@ def test_plain_types_have_a_json_form_too() -> None:
 
 def test_pydantic_and_msgspec_are_not_imported_until_used() -> None:
     code = (
-        "import sys, dataclasses, aiocoord\n"
+        "import sys, dataclasses, aiocoord.modeled\n"
         "@dataclasses.dataclass\nclass C:\n    x: int\n"
-        "m = aiocoord.Model(C, '/c/{id}')\n"
+        "m = aiocoord.modeled.Model(C, '/c/{id}')\n"
         "assert type(m.serializer).__name__ == 'JsonSerializer'\n"
         "assert 'pydantic' not in sys.modules and 'msgspec' not in sys.modules, "
         "[n for n in sys.modules if n.startswith(('pydantic', 'msgspec'))]\n"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from aiocoord import BadArgumentsError, InvalidTypeError, QueueSharderPolicies
+from aiocoord import BadArgumentsError, QueueSharderPolicies
+from aiocoord.errors import InvalidTypeError
 from aiocoord.recipes.queue_sharder import decide_shards
 
 POLICIES = QueueSharderPolicies(new_queue_threshold=10, max_queues=3)

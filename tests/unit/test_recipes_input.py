@@ -28,6 +28,7 @@ from aiocoord.recipes.queue import PriorityQueue, Queue
 from aiocoord.recipes.queue_sharder import QueueSharder
 from aiocoord.recipes.rwlock import ReadWriteLock
 from aiocoord.recipes.semaphore import Semaphore
+from aiocoord.testing import session_of
 
 Make = Callable[[Client], Any]
 
@@ -115,10 +116,10 @@ CONSTRUCTORS: list[tuple[str, Make, type[CoordinationError]]] = [
 async def test_bad_constructor_arguments_raise_typed_errors_and_send_nothing(
     zk_client: Client, make: Make, error: type[CoordinationError]
 ) -> None:
-    before = dict(zk_client.session.sent)
+    before = dict(session_of(zk_client).sent)
     with pytest.raises(error):
         make(zk_client)
-    assert dict(zk_client.session.sent) == before
+    assert dict(session_of(zk_client).sent) == before
 
 
 Call = Callable[[Client], Awaitable[Any]]
@@ -204,10 +205,10 @@ async def _started_wait(node: PersistentNode) -> None:
 async def test_bad_method_arguments_raise_typed_errors_and_create_nothing(
     zk_client: Client, call: Call, error: type[CoordinationError]
 ) -> None:
-    before = dict(zk_client.session.sent)
+    before = dict(session_of(zk_client).sent)
     with pytest.raises(error):
         await call(zk_client)
-    assert dict(zk_client.session.sent) == before
+    assert dict(session_of(zk_client).sent) == before
     assert await zk_client.children("/") == []
 
 

@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 from aiozk import protocol as z
 
-from aiocoord import BadArgumentsError, EnsembleConfig, EnsembleMember, InvalidTypeError
+from aiocoord import BadArgumentsError
 from aiocoord._session.ensemble_config import parse_member, reconfig_arguments
 from aiocoord._wire.data import Stat
 from aiocoord._wire.framing import REPLY_HEADER, decode_body
 from aiocoord._wire.reads import GetDataResponse
 from aiocoord._wire.reconfig import ReconfigRequest
+from aiocoord.ensemble import EnsembleConfig, EnsembleMember
+from aiocoord.errors import InvalidTypeError
 
 PUBLISHED = (
     "server.1=127.0.0.1:2888:3888:participant;0.0.0.0:2181\n"

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from aiocoord import GSSAPI, open_client
+from aiocoord import GSSAPI, connect
 from aiocoord.errors import (
     BadArgumentsError,
     CoordinationError,
@@ -53,6 +53,6 @@ async def test_a_missing_gssapi_package_is_refused_before_connecting(
     monkeypatch.setitem(sys.modules, "gssapi", None)  # what an import finds when it is absent
     # Port 1 has no server: the refusal must come before any connection is tried.
     with pytest.raises(MissingDependencyError, match=r"pip install 'aiocoord\[kerberos\]'") as e:
-        await open_client("127.0.0.1:1", sasl=GSSAPI(), connect_timeout=1)
+        await connect("127.0.0.1:1", sasl=GSSAPI(), connect_timeout=1)
     assert isinstance(e.value, ImportError)
     assert isinstance(e.value, CoordinationError)

@@ -9,13 +9,19 @@ import enum
 import pytest
 
 import aiocoord
+import aiocoord.recipes.cache
+import aiocoord.recipes.discovery
+
+#: the root and the public subpackages that hold options (WatchMode, ServiceType)
+PACKAGES = (aiocoord, aiocoord.recipes.cache, aiocoord.recipes.discovery)
 
 STRING_OPTIONS = sorted(
-    (
+    {
         value
-        for value in (getattr(aiocoord, name) for name in aiocoord.__all__)
+        for package in PACKAGES
+        for value in (getattr(package, name) for name in package.__all__)
         if isinstance(value, type) and issubclass(value, enum.Enum) and issubclass(value, str)
-    ),
+    },
     key=lambda cls: cls.__name__,
 )
 

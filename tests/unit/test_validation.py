@@ -119,7 +119,16 @@ def test_every_exception_class_is_exported() -> None:
         and obj.__module__ == "aiocoord.errors"
     }
     assert classes <= set(errors.__all__)
-    assert all(getattr(aiocoord, name) is getattr(errors, name) for name in classes)
+    # Every error in aiocoord.errors; the root re-exports those programs catch, the same objects.
+    in_root = [name for name in aiocoord.__all__ if name in classes]
+    assert len(in_root) >= 12
+    assert all(getattr(aiocoord, name) is getattr(errors, name) for name in in_root)
+    root_errors = {
+        name
+        for name in aiocoord.__all__
+        if isinstance(obj := getattr(aiocoord, name), type) and issubclass(obj, BaseException)
+    }
+    assert root_errors == set(in_root)
     assert all(issubclass(getattr(errors, name), errors.CoordinationError) for name in classes)
 
 
@@ -139,5 +148,12 @@ def test_every_public_name_is_in_the_api_reference() -> None:
         if name != "__version__" and f"::: aiocoord.{name}\n" not in api
     ]
     assert missing == [], "add them to the right page of docs/api/"
-    assert all(f"::: aiocoord.{name}\n" in api for name in errors.__all__)
+    # Every error, each under its public name: the root's (aiocoord.NoNodeError) or the
+    # module's (aiocoord.errors.OperationTimeoutError).
+    assert all(
+        f"::: aiocoord.{name}\n" in api
+        if name in aiocoord.__all__
+        else f"::: aiocoord.errors.{name}\n" in api
+        for name in errors.__all__
+    )
     assert "::: aiocoord.errors" in api

@@ -23,6 +23,7 @@ from aiocoord.client import State, StateChange
 from aiocoord.errors import CoordinationError
 from aiocoord.recipes.lock import Lock
 from aiocoord.recipes.nodes import GroupMember
+from aiocoord.testing.plumbing import session_of
 
 __all__ = ["failover"]
 
@@ -125,7 +126,7 @@ async def failover(demo: Stage) -> None:
 
 async def break_connection(demo: Stage, leader: Worker) -> float:
     """Kill the member the leader is connected to (or drop its connection); the time."""
-    server = leader.client.session.server
+    server = session_of(leader.client).server
     assert server is not None
     if demo.ensemble is None:
         demo.notes.append(
@@ -136,10 +137,10 @@ async def break_connection(demo: Stage, leader: Worker) -> float:
             "(with --connect there is no ensemble member to kill)"
         )
         demo.failover_started = time.monotonic()
-        leader.client.session.drop_connection()
+        session_of(leader.client).drop_connection()
         return demo.failover_started
     index = demo.ensemble.index_of_port(server.port)
-    on_it = [w.name for w in demo.workers if w.client.session.server == server]
+    on_it = [w.name for w in demo.workers if session_of(w.client).server == server]
     demo.phase = f"failover: member {index + 1} killed"
     demo.board.event(
         f"killing ZooKeeper member {index + 1} ({server}, {demo.member_modes[index]}), "

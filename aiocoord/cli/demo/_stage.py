@@ -16,6 +16,7 @@ from aiocoord.errors import CoordinationError
 from aiocoord.recipes.cache import CacheEventType, ChildrenCache, EventSubscription, NodeEvent
 from aiocoord.recipes.nodes import GroupMember
 from aiocoord.testing import ZooKeeperEnsemble
+from aiocoord.testing.plumbing import session_of
 
 __all__ = ["Stage"]
 
@@ -60,7 +61,7 @@ class Stage:
         return task
 
     def where(self, client: Client) -> str:
-        server = client.session.server
+        server = session_of(client).server
         if server is None or client.closed:
             return "-"
         if self.ensemble is not None:

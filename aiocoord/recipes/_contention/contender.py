@@ -181,7 +181,7 @@ class ProtectedNode:
     ``_c_<uuid>-``, kazoo's ``<uuid hex>``).
 
     The create is written at once, from the caller's step, so that it pipelines with whatever the
-    caller sends next; the client follows its answer (:meth:`Client.follow`). A missing parent is
+    caller sends next; the client follows its answer (``door.follow``). A missing parent is
     created right before it is sent again (:meth:`_write_parent`); a task of the client's takes over
     when the create must wait for a connection or make more levels. :meth:`result` waits for it;
     after a connection loss it finds the node by its prefix (after a ``sync``, so a create still on
@@ -243,7 +243,7 @@ class ProtectedNode:
         ):
             return
         # Not connected, or a second attempt: the create (with its parents) as a task.
-        self.client.spawn(self._create(self._reply), f"aiocoord-create:{self._path}")
+        door.spawn(self.client, self._create(self._reply), f"aiocoord-create:{self._path}")
 
     def _write_create(self, *, parent: bool) -> bool:
         """Write the create now, from the caller's step (no task to start, and a request the
@@ -268,7 +268,7 @@ class ProtectedNode:
         self.parent_written = self.parent_written or parent
         self.sent_stamp = next_stamp()
         # The client follows the answer, so that close() and wait_background() see it.
-        client.follow(sent, self._created)
+        door.follow(client, sent, self._created)
         return True
 
     def _write_parent(self) -> bool:
@@ -295,8 +295,10 @@ class ProtectedNode:
                 # More than the parent is missing (or not connected): the task makes the
                 # parents first, instead of asking the server again for a create it has just
                 # refused.
-                self.client.spawn(
-                    self._create(reply, parents_missing=True), f"aiocoord-create:{self._path}"
+                door.spawn(
+                    self.client,
+                    self._create(reply, parents_missing=True),
+                    f"aiocoord-create:{self._path}",
                 )
                 return
             if answer.err:
@@ -304,7 +306,7 @@ class ProtectedNode:
         if exc is not None:
             if self._abandoned:
                 if isinstance(exc, ConnectionLossError):
-                    self.client.spawn(self._sweep(), f"aiocoord-sweep:{self.parent}")
+                    door.spawn(self.client, self._sweep(), f"aiocoord-sweep:{self.parent}")
             elif not reply.done():
                 fail(reply, exc)
             return
@@ -312,7 +314,7 @@ class ProtectedNode:
         path = door.short_path(self.client, answer.body.path)
         if self._abandoned:
             # The caller left while the answer was on its way: the node is ours to remove.
-            self.client.spawn(delete_node(self.client, path), f"aiocoord-discard:{path}")
+            door.spawn(self.client, delete_node(self.client, path), f"aiocoord-discard:{path}")
         elif not reply.done():
             reply.set_result((path, answer.body.stat))
 
@@ -436,7 +438,7 @@ class ProtectedNode:
         if exc is None:
             await delete_node(self.client, reply.result()[0], confirm=True)
         elif isinstance(exc, ConnectionLossError) and self._maybe_exists:
-            self.client.spawn(self._sweep(), f"aiocoord-sweep:{self.parent}")
+            door.spawn(self.client, self._sweep(), f"aiocoord-sweep:{self.parent}")
 
 
 # --- trusting nodes ----------------------------------------------------------------------

@@ -342,7 +342,9 @@ class Holding:
         self._log.log(level, "%s lost (%s)", self.what, reason, extra=extra)
         client = self.client
         if state is not State.CLOSED:
-            client.spawn(delete_node(client, self.node.path), f"aiocoord-loss:{self.node.path}")
+            door.spawn(
+                client, delete_node(client, self.node.path), f"aiocoord-loss:{self.node.path}"
+            )
         if self.cancel_on_loss:
             for task in dict.fromkeys(self.bodies):
                 if not task.done():
@@ -383,7 +385,9 @@ class Holding:
         clean-up while unwinding)."""
         if not self.released and not self._end():
             client = self.client
-            client.spawn(delete_node(client, self.node.path), f"aiocoord-return:{self.node.path}")
+            door.spawn(
+                client, delete_node(client, self.node.path), f"aiocoord-return:{self.node.path}"
+            )
 
     def enter_body(self, task: asyncio.Task[Any]) -> None:
         """``task`` starts a body (``async with``) under this holding."""

@@ -11,7 +11,7 @@ events and from NoNode answers; each waiter of the client on the path benefits a
 granted by an exclusive driver (a mutex, a writer) and then gone *clears* everything ahead of it:
 when it was granted nothing was left ahead, and nothing can enter ahead later.
 
-**Whose state.** The state lives per client, in :meth:`Client.extension_state`, and per path
+**Whose state.** The state lives per client, in ``door.extension_state``, and per path
 for as long as some waiter of the client uses it: it ends with its users, and with the client.
 """
 
@@ -22,6 +22,7 @@ import bisect
 import contextlib
 import itertools
 
+from aiocoord._client import door
 from aiocoord._client.door import children_now
 from aiocoord._futures import fail
 from aiocoord._paths import join, sequence_of, sort_by_sequence, split
@@ -261,7 +262,7 @@ class _LeaderGone(Exception):
 
 
 def _states(client: Client) -> dict[str, QueueState]:
-    return client.extension_state(QueueState, dict)
+    return door.extension_state(client, QueueState, dict)
 
 
 def enter_state(client: Client, path: str) -> QueueState:

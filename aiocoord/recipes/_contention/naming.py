@@ -10,7 +10,7 @@ for any contender of either layout. The peers do not: Curator's recipes list onl
 that carry their lock name (``lock-``, ``__WRIT__``), and kazoo's only those that match
 ``__lock__<seq>`` / ``__rlock__<seq>`` (unless given ``extra_lock_patterns``). A contender of
 the other layout on our path may therefore not wait for us: :func:`foreign_contender` finds
-it, and the queue warns (:class:`~aiocoord.MixedLayoutWarning`).
+it, and the queue warns (:class:`~aiocoord.errors.MixedLayoutWarning`).
 """
 
 from __future__ import annotations

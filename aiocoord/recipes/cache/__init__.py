@@ -4,6 +4,7 @@ The lifecycle and the streams are in ``_caches``, what is cached and how it chan
 ``_store``, how changes are heard (persistent or one-shot watches) in ``_feeds``, the events and
 other values in ``_types``."""
 
+from aiocoord._shown import show_in
 from aiocoord.recipes.cache._caches import (
     CacheError,
     CacheEventType,
@@ -27,3 +28,6 @@ __all__ = [
     "TreeCacheSelector",
     "WatchMode",
 ]
+
+# Shown as defined here: the private modules of this package are no place to import from.
+show_in(__name__, globals(), __all__)

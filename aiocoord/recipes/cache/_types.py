@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from aiocoord._paths import split
 from aiocoord.client import ChildData
-from aiocoord.errors import CoordinationError
+from aiocoord.errors import CacheError
 
 __all__ = [
     "CacheError",
@@ -35,10 +35,6 @@ class WatchMode(enum.StrEnum):
     PERSISTENT = "persistent"
     #: one-shot watches, re-armed after every event
     ONE_SHOT = "one-shot"
-
-
-class CacheError(CoordinationError, RuntimeError):
-    """A cache was used out of order: started twice, or used after it was closed."""
 
 
 class CacheEventType(enum.Enum):

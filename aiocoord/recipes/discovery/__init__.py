@@ -4,6 +4,7 @@ ServiceCache follows a service, ServiceProvider picks an instance.
 Registration is in ``_registry``, the instance and its JSON in ``_codec`` (this host's address in
 ``_host``), the cache in ``_service_cache``, the provider and its strategies in ``_provider``."""
 
+from aiocoord._shown import show_in
 from aiocoord.recipes.discovery._registry import (
     DiscoveryError,
     DownInstancePolicy,
@@ -41,3 +42,6 @@ __all__ = [
     "UriPart",
     "UriSpec",
 ]
+
+# Shown as defined here: the private modules of this package are no place to import from.
+show_in(__name__, globals(), __all__)

@@ -45,7 +45,11 @@ from typing import Any
 
 from aiocoord._json import ForeignDataError, dump_jackson, is_type_wrapper, load_foreign
 from aiocoord._validation import encode_utf8
-from aiocoord.errors import BadArgumentsError, CoordinationError, InvalidTypeError
+from aiocoord.errors import (
+    BadArgumentsError,
+    InstanceFormatError,
+    InvalidTypeError,
+)
 from aiocoord.recipes.discovery._host import local_address
 
 __all__ = [
@@ -64,11 +68,6 @@ _JAVA_LONG = (-(2**63), 2**63 - 1)
 #: The keys Curator writes, in its order; any other key is kept as read (``_extra``).
 _KNOWN = "name id address port sslPort payload registrationTimeUTC serviceType uriSpec enabled"
 _KNOWN_KEYS = frozenset(_KNOWN.split())
-
-
-class InstanceFormatError(CoordinationError, ValueError):
-    """A node's data is not a service instance in Curator's JSON format (or a payload given
-    to :class:`ServiceInstance` is not a JSON value)."""
 
 
 class ServiceType(enum.StrEnum):

@@ -1,5 +1,5 @@
 """This host's address as Curator's ``ServiceInstance.builder()`` picks one (the default
-``address`` of :meth:`~aiocoord.ServiceInstance.build`). Re-exported from
+``address`` of :meth:`~aiocoord.recipes.discovery.ServiceInstance.build`). Re-exported from
 :mod:`aiocoord.recipes.discovery`."""
 
 from __future__ import annotations

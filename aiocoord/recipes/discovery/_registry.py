@@ -58,6 +58,7 @@ from aiocoord.errors import (
     ClientClosedError,
     ConnectionLossError,
     CoordinationError,
+    DiscoveryError,
     InvalidTypeError,
     NodeExistsError,
     NoNodeError,
@@ -117,11 +118,6 @@ _MODES = {
     ServiceType.STATIC: CreateMode.PERSISTENT,
     ServiceType.PERMANENT: CreateMode.PERSISTENT,
 }
-
-
-class DiscoveryError(CoordinationError, RuntimeError):
-    """Service discovery used out of order: an update of an instance that is not registered
-    here, or a discovery, cache or provider used after it was closed."""
 
 
 def check_segment(value: Any, what: str) -> str:
@@ -217,8 +213,8 @@ class ServiceDiscovery:
             if self._registrations.get(instance.id) is reg:
                 del self._registrations[instance.id]
             # A client task, so that a second cancellation cannot stop the removal halfway.
-            removal = self.client.spawn(
-                self._remove(reg, sweep=True), f"aiocoord-discovery-remove:{path}"
+            removal = door.spawn(
+                self.client, self._remove(reg, sweep=True), f"aiocoord-discovery-remove:{path}"
             )
             try:
                 await asyncio.shield(removal)

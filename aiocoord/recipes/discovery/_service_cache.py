@@ -44,7 +44,7 @@ _NODE_KINDS = (
 class InstanceEvent:
     """One change seen by a :class:`ServiceCache`.
 
-    ``type`` is a :class:`~aiocoord.CacheEventType`: CHILD_ADDED, CHILD_UPDATED,
+    ``type`` is a :class:`~aiocoord.recipes.cache.CacheEventType`: CHILD_ADDED, CHILD_UPDATED,
     CHILD_REMOVED for an instance (``id`` is its node's name, ``instance`` its new state,
     None when removed, ``previous`` its state before, None when added), else INITIALIZED,
     SUSPENDED, RECONNECTED, LOST or RESYNCED (``id``, ``instance`` and ``previous`` None;
