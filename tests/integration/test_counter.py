@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 from support import Factory
 
-from aiocoord import DistributedAtomicValue, NoRetry, RetryNTimes, RetryPolicy
+from aiocoord import DistributedAtomicValue, NoRetry, RetryNTimes, RetryPolicy, ValueChange
 from aiocoord.recipes.counter import (
     AtomicCounter,
     CorruptedValueError,
-    CountChange,
     SharedCount,
     VersionedValue,
 )
@@ -63,10 +62,10 @@ async def test_shared_count_streams_its_changes_in_order(zk_connect: Factory) ->
     changes = count.changes()
     await count.start()
     first = await changes.get(5)
-    assert first == CountChange(0, 0)
+    assert first == ValueChange(0, 0)
     for i in range(1, 6):
         await writer.set("/stream", struct.pack(">i", i * 10))
-        assert await changes.get(5) == CountChange(i * 10, i)
+        assert await changes.get(5) == ValueChange(i * 10, i)
     # Changes faster than a read may come out as one: the stream ends at the latest value.
     for i in range(6, 11):
         await writer.set("/stream", struct.pack(">i", i * 10))
@@ -76,7 +75,7 @@ async def test_shared_count_streams_its_changes_in_order(zk_connect: Factory) ->
         values.append(change.value)
     assert values == sorted(values)
     await writer.delete("/stream")
-    assert await changes.get(5) == CountChange(None, -1)
+    assert await changes.get(5) == ValueChange(None, -1)
     await count.close()
     assert [c async for c in changes] == []
 
