@@ -132,7 +132,8 @@ class RegisterModel(SequentialModel[Hashable]):
     ``initial`` is the value before the first write. Values are hashable.
     """
 
-    kinds = frozenset({"read", "write"})
+    #: the kinds of operations it has a step for
+    kinds: frozenset[str] = frozenset({"read", "write"})
 
     def __init__(self, initial: Hashable = None) -> None:
         #: the value before any write
@@ -202,7 +203,8 @@ class VersionedRegisterModel(SequentialModel[tuple[Hashable, int]]):
       ``BadVersionError`` recorded as ``ok(False)``.
     """
 
-    kinds = frozenset({"cas", "read", "write"})
+    #: the kinds of operations it has a step for
+    kinds: frozenset[str] = frozenset({"cas", "read", "write"})
 
     def __init__(self, value: Hashable = b"", version: int = 0) -> None:
         #: the value before any write (a new znode's data)
@@ -263,7 +265,8 @@ class VersionedRegisterModel(SequentialModel[tuple[Hashable, int]]):
 class CounterModel(SequentialModel[int]):
     """A counter: ``add(delta) -> value after`` (checked unless None), ``read() -> value``."""
 
-    kinds = frozenset({"add", "read"})
+    #: the kinds of operations it has a step for
+    kinds: frozenset[str] = frozenset({"add", "read"})
 
     def __init__(self, initial: int = 0) -> None:
         #: the value before any add
@@ -309,7 +312,8 @@ class QueueModel(SequentialModel[tuple[tuple[int, Hashable], ...]]):
     are hashable and never None. The state is the tuple of ``(priority, item)`` queued.
     """
 
-    kinds = frozenset({"put", "take"})
+    #: the kinds of operations it has a step for
+    kinds: frozenset[str] = frozenset({"put", "take"})
 
     def __init__(self, *, priorities: bool = False) -> None:
         #: whether a put names a priority: ``put((priority, item))``
@@ -401,7 +405,8 @@ class SetModel(SequentialModel[frozenset[Hashable]]):
     """A set: ``add(item) -> bool``, ``remove(item) -> bool`` (True if it changed the set;
     None: not checked), ``contains(item) -> bool``, ``read() -> items`` (any iterable)."""
 
-    kinds = frozenset({"add", "contains", "read", "remove"})
+    #: the kinds of operations it has a step for
+    kinds: frozenset[str] = frozenset({"add", "contains", "read", "remove"})
 
     def initial(self) -> frozenset[Hashable]:
         """The empty set."""
@@ -478,7 +483,8 @@ class MutexModel(SequentialModel[MutexState]):
     the lock: record it as ``fail()``.
     """
 
-    kinds = frozenset({"acquire", "release"})
+    #: the kinds of operations it has a step for
+    kinds: frozenset[str] = frozenset({"acquire", "release"})
 
     def initial(self) -> MutexState:
         """Free, no grant yet."""
