@@ -18,6 +18,7 @@ import pytest
 from history_samples import ANOMALY, KINDS, generate, model_for
 
 import aiocoord
+import aiocoord.errors
 from aiocoord.testing.history import (
     CounterModel,
     History,
@@ -267,9 +268,9 @@ def test_keys_are_checked_apart_and_the_violation_names_its_key() -> None:
 def test_the_input_is_checked_before_any_search() -> None:
     h = History(ManualClock())
     h.add("a", "add", 1, result=1, call=0, ret=1, key=["unhashable"])
-    with pytest.raises(aiocoord.InvalidTypeError, match=r"key .* is not hashable"):
+    with pytest.raises(aiocoord.errors.InvalidTypeError, match=r"key .* is not hashable"):
         check(h, CounterModel())
-    with pytest.raises(aiocoord.InvalidTypeError, match="SequentialModel"):
+    with pytest.raises(aiocoord.errors.InvalidTypeError, match="SequentialModel"):
         check(History(), "counter")  # type: ignore[arg-type]
     with pytest.raises(aiocoord.BadArgumentsError, match="timeout"):
         check(History(), CounterModel(), timeout=0)

@@ -19,7 +19,7 @@ a time (P-compositionality). A history that is not linearizable comes back with 
 failing prefix found (:class:`Violation`) and draws as a self-contained HTML page; when the
 time budget runs out the verdict is ``unknown``, never a guess. Bad input (a completion
 without its call, an operation the model does not know, two clocks) is a
-:class:`~aiocoord.HistoryError` naming the operation.
+:class:`~aiocoord.errors.HistoryError` naming the operation.
 
 The models: :class:`RegisterModel`, :class:`VersionedRegisterModel` (compare-and-set on a
 version), :class:`CounterModel`, :class:`QueueModel` (FIFO, with priorities),
@@ -29,6 +29,7 @@ version), :class:`CounterModel`, :class:`QueueModel` (FIFO, with priorities),
 
 from __future__ import annotations
 
+from aiocoord._shown import show_in
 from aiocoord.errors import (
     HistoryError,
     MixedClocksError,
@@ -90,8 +91,4 @@ __all__ = [
 
 # Shown, pickled and documented under the public name: the modules that define them are
 # private (the errors are aiocoord.errors', public already).
-for _name in __all__:
-    _obj = globals()[_name]
-    if getattr(_obj, "__module__", "").startswith(__name__ + "._"):
-        _obj.__module__ = __name__
-del _name, _obj
+show_in(__name__, globals(), __all__)

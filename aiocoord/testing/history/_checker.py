@@ -112,8 +112,8 @@ def check(
     """Check that ``history`` is linearizable against ``model``.
 
     Every operation is first read by the model (:meth:`SequentialModel.validate`): one it
-    does not know is an :class:`~aiocoord.UnknownOperationError`, an operation that returned
-    before its call a :class:`~aiocoord.MixedClocksError` — never a verdict. FAIL
+    does not know is an :class:`~aiocoord.errors.UnknownOperationError`, an operation that returned
+    before its call a :class:`~aiocoord.errors.MixedClocksError` — never a verdict. FAIL
     operations are left out; pending ones count as UNKNOWN. ``timeout`` (seconds, None: no
     budget) bounds the search: past it the verdict is UNKNOWN. ``picture``: write
     :meth:`CheckResult.html` there (whatever the verdict).

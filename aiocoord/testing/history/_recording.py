@@ -235,8 +235,8 @@ class Pending:
 
     def raised(self, exc: BaseException) -> Operation:
         """Complete it from the exception its call raised: :meth:`fail` for an error that
-        says nothing was sent (:class:`~aiocoord.NotSentError`, or an argument refused:
-        :class:`~aiocoord.BadArgumentsError`, :class:`~aiocoord.InvalidTypeError`),
+        says nothing was sent (:class:`~aiocoord.errors.NotSentError`, or an argument refused:
+        :class:`~aiocoord.BadArgumentsError`, :class:`~aiocoord.errors.InvalidTypeError`),
         :meth:`unknown` for any other (a connection loss, a timeout, a cancellation).
 
         A server's answer (``BadVersionError``, ``NoNodeError``) is a result, not a failure:
@@ -399,8 +399,8 @@ class History:
         """The history of ``events`` (in any order), timed on the clock named ``clock``.
 
         A completion whose call is missing, or a second completion of one call, is an
-        :class:`~aiocoord.UnmatchedCompletionError`; a completion earlier than its call a
-        :class:`~aiocoord.MixedClocksError`. A call left without a completion is pending.
+        :class:`~aiocoord.errors.UnmatchedCompletionError`; a completion earlier than its call a
+        :class:`~aiocoord.errors.MixedClocksError`. A call left without a completion is pending.
         """
         calls: dict[int, Call] = {}
         completions: dict[int, Completion] = {}
@@ -445,7 +445,7 @@ class History:
     def merge(cls, *histories: History) -> History:
         """One history of the operations of ``histories`` (recorded by other processes, say),
         renumbered in call order. Their clocks must be one (equal ids): otherwise their
-        times cannot be compared, a :class:`~aiocoord.MixedClocksError`."""
+        times cannot be compared, a :class:`~aiocoord.errors.MixedClocksError`."""
         if not histories:
             raise BadArgumentsError("merge needs at least one history")
         first = histories[0].clock

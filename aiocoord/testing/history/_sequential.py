@@ -68,13 +68,13 @@ class SequentialModel(ABC, Generic[S]):
         """
 
     def validate(self, op: Operation) -> None:
-        """Raise :class:`~aiocoord.UnknownOperationError` if the model cannot read ``op``
+        """Raise :class:`~aiocoord.errors.UnknownOperationError` if the model cannot read ``op``
         (checked for every operation before the search). The default checks the kind."""
         if op.kind not in self.kinds:
             self.refuse(op, f"it knows only {', '.join(sorted(self.kinds))}")
 
     def refuse(self, op: Operation, why: str) -> NoReturn:
-        """Raise the :class:`~aiocoord.UnknownOperationError` that names ``op``."""
+        """Raise the :class:`~aiocoord.errors.UnknownOperationError` that names ``op``."""
         raise UnknownOperationError(
             f"{self.name} does not know operation {op.id} of {op.client} ({op.describe()}): {why}",
             operation=op,
