@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-zk39 test-pythons test-314 unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab abi floor barelock instant handover-floor history-check profile soak repeat ci-local zookeeper kerberos curator venv clean
+.PHONY: demo test test-zk39 test-pythons test-314 unit integration chaos lint typecheck check plugin-check docs site-shots bench bench-quick bench-java ab abi floor barelock instant handover-floor profile soak repeat ci-local zookeeper kerberos curator venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -127,11 +127,6 @@ instant: venv zookeeper
 # `make handover-floor`.
 handover-floor: venv zookeeper
 	$(PY) -m benchmarks.handover_floor
-
-# The linearizability checker's time and peak memory per history size (1k, 10k, 50k operations
-# of 8 clients with lost replies): `make history-check`.
-history-check: venv
-	$(PY) -m benchmarks.history_check
 
 # Where aiocoord's time goes on one workload (py-spy samples, top functions): `make profile WORKLOAD=W1`.
 profile: venv zookeeper
