@@ -479,7 +479,7 @@ class _Search:
                         j = entry.index + 1
                         continue
                     _relink(entry)
-                    g = len(groups)
+                    g = entry.group + 1  # the next group: this one's later calls stand in
                     continue
                 _unlift(entry)
                 remaining += 1
