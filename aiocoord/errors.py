@@ -29,6 +29,7 @@ __all__ = [
     "DiscoveryError",
     "EphemeralOnLocalSessionError",
     "FourLetterWordError",
+    "HistoryError",
     "InstanceFormatError",
     "InvalidACLError",
     "InvalidCallbackError",
@@ -45,6 +46,7 @@ __all__ = [
     "MigrationChangedError",
     "MigrationError",
     "MissingDependencyError",
+    "MixedClocksError",
     "MixedLayoutWarning",
     "ModelDecodeError",
     "ModelEncodeError",
@@ -81,6 +83,8 @@ __all__ = [
     "TimeoutError",
     "TransactionFailedError",
     "UnimplementedError",
+    "UnmatchedCompletionError",
+    "UnknownOperationError",
     "UnknownServerError",
     "UnknownSessionError",
     "ZooKeeperError",
@@ -627,3 +631,33 @@ class PortInUseError(ServerSetupError):
 
 class ServerNotReadyError(ServerSetupError):
     """The server never became ready; the message holds the tail of its log."""
+
+
+# --- recorded histories (aiocoord.testing.history) --------------------------------------------
+
+
+class HistoryError(CoordinationError, ValueError):
+    """A recorded history the linearizability checker cannot judge: bad input, reported
+    instead of a verdict (:mod:`aiocoord.testing.history`). ``operation`` is the operation
+    (or event) at fault, when there is one."""
+
+    def __init__(self, message: str, *, operation: object = None) -> None:
+        super().__init__(message)
+        #: the operation (an ``aiocoord.testing.history.Operation``) or event (a ``Call`` or
+        #: ``Completion``) at fault; None when the fault is the history's as a whole
+        self.operation: object = operation
+
+
+class UnmatchedCompletionError(HistoryError):
+    """A completion without its call: an operation completed that was never called, or
+    completed a second time."""
+
+
+class UnknownOperationError(HistoryError):
+    """An operation the model does not know: a kind it has no step for, or an argument or a
+    result of a shape its step cannot read."""
+
+
+class MixedClocksError(HistoryError):
+    """A history from two clocks: histories merged from clocks that differ, or an operation
+    that returned before it was called."""

@@ -668,6 +668,37 @@ def test_the_event_loop_floor_prints_a_row_per_loop_and_cycle_shape() -> None:
         assert float(cells[2]) > 0 and float(cells[4]) >= float(cells[2])
 
 
+def test_the_history_check_prints_a_row_per_history(tmp_path: Path) -> None:
+    # benchmarks.history_check times aiocoord.testing.history's checker per history size,
+    # each in a child process; only its shape and verdicts are checked, not its figures.
+    out = tmp_path / "rows.json"
+    proc = run_module(
+        "benchmarks.history_check",
+        "--kinds",
+        "counter,register",
+        "--sizes",
+        "200",
+        "--planted",
+        "--json",
+        str(out),
+    )
+    rows = [
+        line
+        for line in proc.stdout.splitlines()
+        if line.startswith("| counter") or line.startswith("| register")
+    ]
+    assert len(rows) == 4
+    doc = json.loads(out.read_text())
+    assert [(r["kind"], r["planted"], r["verdict"]) for r in doc] == [
+        ("counter", False, "linearizable"),
+        ("counter", True, "not linearizable"),
+        ("register", False, "linearizable"),
+        ("register", True, "not linearizable"),
+    ]
+    assert all(r["found"] for r in doc if r["planted"])
+    assert all(r["seconds"] >= 0 and r["peak_mib"] > 0 and r["unknown"] > 0 for r in doc)
+
+
 def test_the_bare_lock_runs_w1_cycles_against_the_server(zookeeper: ServerHandle) -> None:
     # benchmarks.barelock is the least a Python lock client spends per W1 cycle: it must
     # really take and release the lock on the server (it checks its node is first and that
