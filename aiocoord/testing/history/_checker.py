@@ -36,7 +36,7 @@ __all__ = ["CheckResult", "assert_linearizable", "check"]
 _CLOCK_EVERY = 2048
 #: The quick passes: UNKNOWN operations placed in a row at most, and how recent (in events
 #: before the return that needs them) an UNKNOWN call must be to be tried.
-_QUICK_PASSES = ((1, 256), (2, 256), (4, 1024), (8, 4096))
+_QUICK_PASSES = ((1, 256), (2, 256), (4, 1024))
 #: How far behind its deepest placement a quick pass backtracks before it gives up.
 _QUICK_RETREAT = 100
 #: How many configurations a quick pass explores without getting deeper before it gives up.
@@ -351,7 +351,7 @@ class _Search:
         self._cache.clear()
         self.order.clear()
         self._best = -1
-        model_step = self.model.step
+        model_step, may_reach = self.model.step, self.model.may_reach
         head, groups, firsts = self.head, self.groups, self.firsts
         unknowns, positions = self.unknowns, self.positions
         cache = self._cache
@@ -427,11 +427,14 @@ class _Search:
                 self._best_stuck = node.op
             g = 0
             j = bisect.bisect_left(positions, stop - window) if quick else 0
+            # No run of UNKNOWN operations can help if the model says the stuck operation
+            # is out of reach from here.
+            hopeless = not may_reach(state, node.op)
             while True:
                 # Phase 2: an UNKNOWN call made before `stop`, not placed yet. The full
                 # search tries the first of each group; a quick pass each recent one.
                 placed = False
-                while streak < limit:
+                while streak < limit and not hopeless:
                     u: _Entry | None = None
                     if quick:
                         while j < len(unknowns) and positions[j] < stop:
@@ -474,6 +477,7 @@ class _Search:
                 entry, state, low, rel, ubits, stop, streak = frames.pop()
                 order.pop()
                 if entry.group >= 0:
+                    hopeless = False  # it was not, where this UNKNOWN one was placed
                     if quick:
                         entry.placed = False
                         j = entry.index + 1

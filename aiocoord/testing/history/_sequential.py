@@ -15,7 +15,7 @@ import copy
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from typing import Generic, NamedTuple, NoReturn, TypeVar
+from typing import Generic, NamedTuple, NoReturn, TypeVar, cast
 
 from aiocoord.errors import UnknownOperationError
 from aiocoord.testing.history._recording import Operation, Outcome
@@ -95,6 +95,13 @@ class SequentialModel(ABC, Generic[S]):
         put. The checker then places it as surely as a known operation, at any point after
         its call. False by default."""
         return False
+
+    def may_reach(self, state: S, op: Operation) -> bool:
+        """False if no operations of the history prepared for (:meth:`prepare`) can lead
+        from ``state`` to a state where ``op`` steps (a counter that only grows, already
+        past the value ``op`` needs): the search then gives up that branch at once, instead
+        of trying every run of UNKNOWN operations there. True by default."""
+        return True
 
     def inert(self, op: Operation) -> bool:
         """True if ``op``, an UNKNOWN operation, can be left out: whether it took effect or
@@ -271,10 +278,32 @@ class CounterModel(SequentialModel[int]):
     def __init__(self, initial: int = 0) -> None:
         #: the value before any add
         self.initial_value: int = initial
+        #: once prepared for a history: 1 if no add in it is negative (the value only
+        #: grows), -1 if none is positive, 0 otherwise (or before)
+        self.direction: int = 0
 
     def initial(self) -> int:
         """The value before any add."""
         return self.initial_value
+
+    def prepare(self, ops: Sequence[Operation]) -> CounterModel:
+        """A copy that knows whether the value only grows (or only shrinks)."""
+        deltas = [
+            cast(int, op.arg) for op in ops if op.kind == "add" and op.outcome is not Outcome.FAIL
+        ]
+        prepared = copy.copy(self)
+        up, down = all(d >= 0 for d in deltas), all(d <= 0 for d in deltas)
+        prepared.direction = 1 if up else -1 if down else 0
+        return prepared
+
+    def may_reach(self, state: int, op: Operation) -> bool:
+        """Once prepared, for a value that only grows (shrinks): False if it is already
+        past the value ``op`` needs before it."""
+        if not self.direction or op.outcome is not Outcome.OK or op.result is None:
+            return True
+        result, arg = cast(int, op.result), cast(int, op.arg or 0)  # validated
+        needed = result - arg if op.kind == "add" else result
+        return (needed - state) * self.direction >= 0
 
     def validate(self, op: Operation) -> None:
         """Adds take an int and return one (or None); reads return an int."""
