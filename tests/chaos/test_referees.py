@@ -208,7 +208,7 @@ def test_client_report_names_a_stalled_clients_state() -> None:
     # Session.pending_count is a property: the report reads it, never calls it.
     session = SimpleNamespace(pending_count=3)
     client: Any = SimpleNamespace(
-        state=State.SUSPENDED, session_id=0xAB, session=session, pending_deletes=lambda: 1
+        state=State.SUSPENDED, session_id=0xAB, _session=session, pending_deletes=lambda: 1
     )
     report = client_report("never-tracked", client)  # STATE_HISTORY is process-wide
     assert report == "never-tracked: suspended 0xab, in flight 3, background 1, transitions []"

@@ -300,10 +300,10 @@ async def test_a_fence_whose_own_reply_was_lost_goes_at_close(
     observer = await zk_connect()
     await client.ensure_path("/own")
     queue = Queue(client, "/own")
-    multis = client.session.sent[Op.MULTI]
+    multis = session_of(client).sent[Op.MULTI]
     proxy.blackhole()
     putting = asyncio.ensure_future(queue.put(b"once"))
-    await eventually(lambda: _true(client.session.sent[Op.MULTI] > multis))
+    await eventually(lambda: _true(session_of(client).sent[Op.MULTI] > multis))
     fence_lost = proxy.drop_after_request(lambda xid, op: op in (Op.CREATE, Op.CREATE2))
     proxy.drop()  # cut in the partition: nothing it held reaches the server
     proxy.heal()
