@@ -68,7 +68,7 @@ Block = Callable[[int], Awaitable[int]]
 
 
 async def _w1(package: ModuleType, connect: str, path: str) -> tuple[Block, Any]:
-    client = await package.open_client(connect, session_timeout=10.0)
+    client = await package.connect(connect, session_timeout=10.0)
     lock = package.Lock(client, path)
 
     async def block(n: int) -> int:
@@ -81,7 +81,7 @@ async def _w1(package: ModuleType, connect: str, path: str) -> tuple[Block, Any]
 
 
 async def _w2(package: ModuleType, connect: str, path: str) -> tuple[Block, Any]:
-    clients = [await package.open_client(connect, session_timeout=10.0) for _ in range(8)]
+    clients = [await package.connect(connect, session_timeout=10.0) for _ in range(8)]
     locks = [package.Lock(c, path) for c in clients]
 
     async def block(n: int) -> int:
@@ -101,7 +101,7 @@ async def _w2(package: ModuleType, connect: str, path: str) -> tuple[Block, Any]
 
 
 async def _w8(package: ModuleType, connect: str, path: str) -> tuple[Block, Any]:
-    client = await package.open_client(connect, session_timeout=10.0)
+    client = await package.connect(connect, session_timeout=10.0)
     blocks = 0
 
     async def block(n: int) -> int:
