@@ -37,7 +37,7 @@ test: venv zookeeper kerberos curator
 # The suite against ZooKeeper 3.9 (Debian forky's 3.9.6 jars, on the OS's Java), beside the
 # OS's 3.8 that `make test` uses.
 test-zk39: venv zookeeper kerberos curator
-	ZOOKEEPER_HOME=$$(./scripts/install-zookeeper --version 3.9 --suite forky) $(PY) -m pytest -q
+	home=$$(./scripts/install-zookeeper --version 3.9 --suite forky) && ZOOKEEPER_HOME=$$home $(PY) -m pytest -q
 
 # The suite on every other Python the package claims (3.12, 3.13, 3.14): a venv each; 3.14
 # with DeprecationWarning as an error, in a Debian forky root where the machine has no
